@@ -1,0 +1,3 @@
+from evalsite.console import main
+
+main()

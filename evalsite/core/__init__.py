@@ -1,0 +1,1 @@
+"""The pure domain core of evalsite. Nothing under this package imports Django."""

@@ -1,0 +1,224 @@
+"""The admin console: price tables and their rows, endpoints, suites (staff only)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from evalsite.core.pricing import PriceFileError
+from runs.models import Endpoint, Price, PriceTable, Suite, SuiteVersion
+from runs.prices import export_table, import_table
+
+
+class PriceForm(forms.ModelForm):
+    """Refuses changes to a frozen table's rows with a message instead of an error page."""
+
+    class Meta:
+        model = Price
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        table = cleaned.get("table") or getattr(self.instance, "table", None)
+        if table is not None and table.is_frozen and self.has_changed():
+            raise ValidationError(
+                f"{table.name} was used by a run and is frozen: duplicate it as a new dated "
+                "table to change prices."
+            )
+        return cleaned
+
+
+class ProviderFilter(admin.SimpleListFilter):
+    title = "provider"
+    parameter_name = "provider"
+
+    def lookups(self, request, model_admin):
+        providers = {m.split("/", 1)[0] for m in Price.objects.values_list("model", flat=True)}
+        return [(p, p) for p in sorted(providers)]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(model__startswith=f"{self.value()}/")
+        return queryset
+
+
+@admin.register(Price)
+class PriceAdmin(admin.ModelAdmin):
+    form = PriceForm
+    list_display = [
+        "model",
+        "table",
+        "input_per_mtok",
+        "output_per_mtok",
+        "cached_input_per_mtok",
+        "read_on",
+    ]
+    list_editable = ["input_per_mtok", "output_per_mtok", "cached_input_per_mtok", "read_on"]
+    list_filter = [ProviderFilter, "table"]
+    search_fields = ["model"]
+    list_select_related = ["table"]
+
+    def get_changelist_form(self, request, **kwargs):
+        kwargs.setdefault("form", PriceForm)
+        return super().get_changelist_form(request, **kwargs)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and obj.table.is_frozen:
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+class PriceInline(admin.TabularInline):
+    model = Price
+    form = PriceForm
+    extra = 0
+    fields = ["model", "input_per_mtok", "output_per_mtok", "cached_input_per_mtok", "source_url", "read_on"]
+
+    def _editable(self, obj) -> bool:
+        return obj is None or not obj.is_frozen
+
+    def has_add_permission(self, request, obj=None):
+        return self._editable(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._editable(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._editable(obj) and super().has_delete_permission(request, obj)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="A price table in evalmine's YAML format.")
+    name = forms.CharField(required=False, help_text="Default: prices-<pinned date>.")
+    activate = forms.BooleanField(required=False, help_text="Make it the active table.")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        if name and PriceTable.objects.filter(name=name).exists():
+            raise ValidationError(f"A price table named {name} already exists.")
+        return name
+
+
+@admin.register(PriceTable)
+class PriceTableAdmin(admin.ModelAdmin):
+    list_display = ["name", "pinned", "currency", "verified", "active", "frozen", "row_count"]
+    list_filter = ["active", "verified"]
+    search_fields = ["name", "notes"]
+    inlines = [PriceInline]
+    actions = ["mark_active", "duplicate_as_new_table", "export_yaml"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            _rows=Count("prices", distinct=True), _runs=Count("runs", distinct=True)
+        )
+
+    @admin.display(boolean=True, description="frozen")
+    def frozen(self, obj) -> bool:
+        return obj._runs > 0
+
+    @admin.display(description="models", ordering="_rows")
+    def row_count(self, obj) -> int:
+        return obj._rows
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and obj.is_frozen:
+            return [f.name for f in PriceTable._meta.concrete_fields if f.name != "id"]
+        return ["active"]
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and obj.is_frozen:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    @admin.action(description="Mark the selected table active")
+    def mark_active(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one table to mark active.", messages.ERROR)
+            return
+        table = queryset.get()
+        table.mark_active()
+        self.message_user(request, f"{table.name} is now the active price table.")
+
+    @admin.action(description="Duplicate as a new dated table (editable, unverified)")
+    def duplicate_as_new_table(self, request, queryset):
+        for table in queryset:
+            copy = table.duplicate()
+            self.message_user(request, f"Created {copy.name} from {table.name}.")
+
+    @admin.action(description="Export as price YAML")
+    def export_yaml(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one table to export.", messages.ERROR)
+            return None
+        table = queryset.get()
+        response = HttpResponse(export_table(table), content_type="application/yaml")
+        response["Content-Disposition"] = f'attachment; filename="{table.name}.yaml"'
+        return response
+
+    def get_urls(self):
+        extra = [
+            path(
+                "import/",
+                self.admin_site.admin_view(self.import_view),
+                name="runs_pricetable_import",
+            )
+        ]
+        return extra + super().get_urls()
+
+    def import_view(self, request: HttpRequest):
+        if not self.has_add_permission(request):
+            return redirect("admin:index")
+        form = ImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                text = form.cleaned_data["file"].read().decode("utf-8")
+                table = import_table(
+                    text,
+                    name=form.cleaned_data["name"] or None,
+                    activate=form.cleaned_data["activate"],
+                )
+            except UnicodeDecodeError:
+                form.add_error("file", "The file is not UTF-8 text.")
+            except PriceFileError as exc:
+                form.add_error("file", str(exc))
+            else:
+                self.message_user(request, f"Imported {table.name} ({table.prices.count()} models).")
+                return redirect(reverse("admin:runs_pricetable_change", args=[table.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Import a price table",
+        }
+        return TemplateResponse(request, "admin/runs/pricetable/import.html", context)
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(admin.ModelAdmin):
+    list_display = ["name", "base_url", "key_env_var"]
+    search_fields = ["name", "base_url"]
+
+
+class SuiteVersionInline(admin.TabularInline):
+    model = SuiteVersion
+    fields = ["sha256", "origin", "source_path", "created_by", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Suite)
+class SuiteAdmin(admin.ModelAdmin):
+    list_display = ["name", "created_at"]
+    search_fields = ["name"]
+    inlines = [SuiteVersionInline]

@@ -1,0 +1,138 @@
+"""`evalsite prices [--for SUITE]`, `evalsite prices import FILE`, `evalsite prices export FILE`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from evalsite.core.exitcodes import ExitCode
+from evalsite.core.pricing import PriceFileError, unknown_model_message
+from evalsite.core.suites import SuiteError, load_suite
+from runs.models import PriceTable
+from runs.prices import (
+    NoActivePriceTable,
+    active_table,
+    export_table,
+    import_table,
+    resolve_against,
+)
+from runs.setup import prepare_database
+
+
+class Command(BaseCommand):
+    help = "Show the active price table, or import / export a price table in evalmine's YAML."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("action", nargs="?", choices=["show", "import", "export"], default="show")
+        parser.add_argument("file", nargs="?", help="The YAML file to import or export.")
+        parser.add_argument("--for", dest="suite", help="Only the models a suite names.")
+        parser.add_argument("--table", help="Export this table instead of the active one.")
+        parser.add_argument("--name", help="Name for an imported table (default prices-<pinned>).")
+        parser.add_argument("--activate", action="store_true", help="Make the import active.")
+        parser.add_argument("--json", action="store_true", help="Print the table as JSON.")
+
+    def handle(self, *args, action: str, file: str | None, **options):
+        prepare_database()
+        if action in {"import", "export"} and not file:
+            self._fail(f"`evalsite prices {action}` needs a FILE")
+        if action == "import":
+            self._import(Path(file), options["name"], options["activate"])
+        elif action == "export":
+            self._export(Path(file), options["table"])
+        else:
+            self._show(options["suite"], options["json"])
+
+    def _import(self, path: Path, name: str | None, activate: bool) -> None:
+        try:
+            text = path.read_text("utf-8")
+            if name and PriceTable.objects.filter(name=name).exists():
+                self._fail(f"a price table named {name} already exists")
+            table = import_table(text, name=name, activate=activate)
+        except (OSError, UnicodeDecodeError) as exc:
+            self._fail(f"{path}: cannot read: {exc}")
+        except PriceFileError as exc:
+            self._fail(f"{path}: {exc}")
+        state = "active" if table.active else "not active"
+        self.stdout.write(f"imported {table.name}: {table.prices.count()} models ({state})")
+
+    def _export(self, path: Path, name: str | None) -> None:
+        table = PriceTable.objects.filter(name=name).first() if name else PriceTable.objects.active()
+        if table is None:
+            self._fail(f"no price table named {name}" if name else str(NoActivePriceTable()))
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(export_table(table), "utf-8")
+        tmp.replace(path)
+        self.stdout.write(f"exported {table.name}: {table.prices.count()} models to {path}")
+
+    def _show(self, suite_path: str | None, as_json: bool) -> None:
+        try:
+            table = active_table()
+        except NoActivePriceTable as exc:
+            self._fail(str(exc))
+        rows = list(table.prices.all())
+        unknown: dict[str, str | None] = {}
+        if suite_path:
+            wanted, unknown = self._models_of(suite_path, table)
+            rows = [row for row in rows if row.model in wanted]
+        if as_json:
+            self.stdout.write(json.dumps(_as_dict(table, rows, unknown), indent=2))
+        else:
+            self._print_table(table, rows, unknown)
+        if unknown:
+            sys.exit(ExitCode.INPUT_ERROR)
+
+    def _models_of(self, suite_path: str, table: PriceTable):
+        try:
+            loaded = load_suite(suite_path)
+        except SuiteError as exc:
+            for problem in exc.problems:
+                self.stderr.write(f"error: {problem}")
+            sys.exit(ExitCode.INPUT_ERROR)
+        models = loaded.model_strings()
+        resolution = resolve_against(table, models)
+        return set(models), dict(resolution.unknown)
+
+    def _print_table(self, table: PriceTable, rows, unknown) -> None:
+        flag = "verified" if table.verified else "UNVERIFIED"
+        self.stdout.write(f"{table.name}  pinned {table.pinned}  {table.currency}  {flag}")
+        self.stdout.write(f"  {'model':<44} {'input':>10} {'output':>10} {'cached in':>10}  $/Mtok")
+        for row in rows:
+            cached = "-" if row.cached_input_per_mtok is None else _fmt(row.cached_input_per_mtok)
+            self.stdout.write(
+                f"  {row.model:<44} {_fmt(row.input_per_mtok):>10} "
+                f"{_fmt(row.output_per_mtok):>10} {cached:>10}"
+            )
+        for model, hint in unknown.items():
+            self.stderr.write(f"error: {unknown_model_message(model, hint, table.name)}")
+
+    def _fail(self, message: str) -> None:
+        self.stderr.write(f"error: {message}")
+        sys.exit(ExitCode.INPUT_ERROR)
+
+
+def _fmt(value) -> str:
+    return f"{value.normalize():f}"
+
+
+def _as_dict(table: PriceTable, rows, unknown) -> dict:
+    return {
+        "table": table.name,
+        "pinned": table.pinned.isoformat(),
+        "currency": table.currency,
+        "verified": table.verified,
+        "models": [
+            {
+                "model": row.model,
+                "input_per_mtok": _fmt(row.input_per_mtok),
+                "output_per_mtok": _fmt(row.output_per_mtok),
+                "cached_input_per_mtok": None
+                if row.cached_input_per_mtok is None
+                else _fmt(row.cached_input_per_mtok),
+            }
+            for row in rows
+        ],
+        "unknown": [{"model": m, "did_you_mean": h} for m, h in unknown.items()],
+    }

@@ -1,0 +1,367 @@
+"""Suites and their versions, price tables, endpoints and runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models, transaction
+
+from evalsite.core.pricing import PriceRow, PriceSheet
+
+if TYPE_CHECKING:
+    from evalsite.core.suites import Suite as CoreSuite
+
+identifier = RegexValidator(
+    r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
+)
+
+
+class FrozenPriceTable(ValidationError):
+    """Raised when something tries to change a table a run has used."""
+
+
+# --- Suites ----------------------------------------------------------------------------
+
+
+class Suite(models.Model):
+    name = models.CharField(max_length=64, unique=True, validators=[identifier])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def latest_version(self) -> SuiteVersion | None:
+        return self.versions.order_by("-created_at", "-pk").first()
+
+
+class SuiteVersionQuerySet(models.QuerySet):
+    @transaction.atomic
+    def register(
+        self,
+        loaded: CoreSuite,
+        yaml_text: str,
+        *,
+        origin: str,
+        source_path: str = "",
+        user=None,
+    ) -> tuple[SuiteVersion, bool]:
+        """Store a validated suite; identical content reuses its version. Returns (version, created)."""
+        suite, _ = Suite.objects.get_or_create(name=loaded.name)
+        return self.get_or_create(
+            suite=suite,
+            sha256=loaded.sha256,
+            defaults={
+                "yaml_text": yaml_text,
+                "parsed": loaded.to_dict(),
+                "origin": origin,
+                "source_path": source_path,
+                "created_by": user if user is not None and user.is_authenticated else None,
+            },
+        )
+
+
+class SuiteVersion(models.Model):
+    class Origin(models.TextChoices):
+        UPLOAD = "upload", "Uploaded in the browser"
+        PATH = "path", "Loaded from a file"
+        MCP = "mcp", "Registered over MCP"
+        DEMO = "demo", "Demo suite"
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="versions")
+    sha256 = models.CharField(max_length=64)
+    yaml_text = models.TextField()
+    parsed = models.JSONField()
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    source_path = models.CharField(max_length=1024, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SuiteVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "sha256"], name="suite_version_unique_hash")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.suite.name}@{self.short_hash}"
+
+    @property
+    def short_hash(self) -> str:
+        return self.sha256[:8]
+
+    @property
+    def tasks(self) -> list[dict]:
+        return self.parsed.get("tasks", [])
+
+    @property
+    def labels(self) -> list[dict]:
+        return self.parsed.get("labels", [])
+
+    @property
+    def case_count(self) -> int:
+        return sum(len(task.get("cases", [])) for task in self.tasks)
+
+
+# --- Prices ----------------------------------------------------------------------------
+
+
+class PriceTableQuerySet(models.QuerySet):
+    def active(self) -> PriceTable | None:
+        return self.filter(active=True).first()
+
+
+class PriceTable(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    pinned = models.DateField(help_text="The date the prices were read.")
+    currency = models.CharField(max_length=3, default="USD")
+    verified = models.BooleanField(
+        default=False, help_text="Every row checked against the provider's page on the date."
+    )
+    notes = models.TextField(blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    active = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PriceTableQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-pinned", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["active"], condition=models.Q(active=True), name="one_active_price_table"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_frozen(self) -> bool:
+        """A table a run has used cannot change: its runs' costs must stay reproducible."""
+        return self.pk is not None and self.runs.exists()
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and self.is_frozen:
+            stored = PriceTable.objects.get(pk=self.pk)
+            changed = [
+                f.name
+                for f in self._meta.concrete_fields
+                if f.name not in {"active"} and getattr(stored, f.attname) != getattr(self, f.attname)
+            ]
+            if changed:
+                raise FrozenPriceTable(
+                    f"price table {stored.name} was used by a run and is frozen; "
+                    "duplicate it as a new dated table to change it"
+                )
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.is_frozen:
+            raise FrozenPriceTable(f"price table {self.name} was used by a run and is frozen")
+        return super().delete(*args, **kwargs)
+
+    @transaction.atomic
+    def mark_active(self) -> None:
+        PriceTable.objects.filter(active=True).exclude(pk=self.pk).update(active=False)
+        if not self.active:
+            self.active = True
+            super().save(update_fields=["active"])
+
+    def to_sheet(self) -> PriceSheet:
+        return PriceSheet(
+            pinned=self.pinned,
+            currency=self.currency,
+            verified=self.verified,
+            notes=self.notes,
+            source=self.source,
+            rows=tuple(price.to_row() for price in self.prices.order_by("model")),
+        )
+
+    @classmethod
+    @transaction.atomic
+    def create_from_sheet(cls, sheet: PriceSheet, *, name: str | None = None) -> PriceTable:
+        table = cls.objects.create(
+            name=name or cls.unused_name(f"prices-{sheet.pinned.isoformat()}"),
+            pinned=sheet.pinned,
+            currency=sheet.currency,
+            verified=sheet.verified,
+            notes=sheet.notes,
+            source=sheet.source,
+        )
+        Price.objects.bulk_create(Price.from_row(table, row) for row in sheet.rows)
+        return table
+
+    @transaction.atomic
+    def duplicate(self, *, pinned: dt.date | None = None) -> PriceTable:
+        """A new, editable, unverified copy dated `pinned` (today by default)."""
+        sheet = self.to_sheet()
+        pinned = pinned or dt.date.today()
+        copy = PriceSheet(pinned, sheet.currency, False, sheet.notes, sheet.source, sheet.rows)
+        return PriceTable.create_from_sheet(copy)
+
+    @classmethod
+    def unused_name(cls, base: str) -> str:
+        name, n = base, 1
+        while cls.objects.filter(name=name).exists():
+            n += 1
+            name = f"{base}-{n}"
+        return name
+
+
+class Price(models.Model):
+    table = models.ForeignKey(PriceTable, on_delete=models.CASCADE, related_name="prices")
+    model = models.CharField(
+        max_length=200,
+        validators=[
+            RegexValidator(
+                r"^[a-z0-9][a-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9._/-]*$",
+                "A model string is provider/model, e.g. openai/gpt-4o-mini.",
+            )
+        ],
+    )
+    input_per_mtok = models.DecimalField("input $/Mtok", max_digits=12, decimal_places=6)
+    output_per_mtok = models.DecimalField("output $/Mtok", max_digits=12, decimal_places=6)
+    cached_input_per_mtok = models.DecimalField(
+        "cached input $/Mtok", max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    source_url = models.URLField(max_length=500, blank=True)
+    read_on = models.DateField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["model"]
+        constraints = [
+            models.UniqueConstraint(fields=["table", "model"], name="price_unique_model"),
+            models.CheckConstraint(
+                condition=models.Q(input_per_mtok__gte=0, output_per_mtok__gte=0),
+                name="price_non_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.model
+
+    @property
+    def provider(self) -> str:
+        return self.model.split("/", 1)[0]
+
+    def save(self, *args, **kwargs) -> None:
+        self._refuse_if_frozen()
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        self._refuse_if_frozen()
+        return super().delete(*args, **kwargs)
+
+    def _refuse_if_frozen(self) -> None:
+        if self.table.is_frozen:
+            raise FrozenPriceTable(
+                f"price table {self.table.name} was used by a run and is frozen; "
+                "duplicate it as a new dated table to change its prices"
+            )
+
+    def to_row(self) -> PriceRow:
+        return PriceRow(
+            model=self.model,
+            input_per_mtok=self.input_per_mtok,
+            output_per_mtok=self.output_per_mtok,
+            cached_input_per_mtok=self.cached_input_per_mtok,
+            source=self.source_url,
+            read_on=self.read_on,
+        )
+
+    @classmethod
+    def from_row(cls, table: PriceTable, row: PriceRow) -> Price:
+        return cls(
+            table=table,
+            model=row.model,
+            input_per_mtok=row.input_per_mtok,
+            output_per_mtok=row.output_per_mtok,
+            cached_input_per_mtok=row.cached_input_per_mtok,
+            source_url=row.source,
+            read_on=row.read_on,
+        )
+
+
+class Endpoint(models.Model):
+    """An OpenAI-compatible server; models on it are `<name>/<model>`. Holds no key."""
+
+    name = models.CharField(max_length=64, unique=True, validators=[identifier])
+    base_url = models.URLField(max_length=500)
+    key_env_var = models.CharField(
+        "key environment variable",
+        max_length=100,
+        blank=True,
+        validators=[RegexValidator(r"^[A-Z_][A-Z0-9_]*$", "The NAME of a variable, not a key.")],
+        help_text="The name of the environment variable that holds the key, never the key.",
+    )
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --- Runs ------------------------------------------------------------------------------
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        JUDGING = "judging"
+        REPORTING = "reporting"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+        REFUSED = "refused"
+        ABORTED_OVER_BUDGET = "aborted_over_budget"
+
+    id = models.CharField(max_length=64, primary_key=True)
+    suite_version = models.ForeignKey(SuiteVersion, on_delete=models.PROTECT, related_name="runs")
+    contestants = models.JSONField(help_text="Contestant strings, baseline first.")
+    judge = models.JSONField(default=dict)
+    repeats = models.PositiveSmallIntegerField(default=1)
+    price_table = models.ForeignKey(PriceTable, on_delete=models.PROTECT, related_name="runs")
+    options = models.JSONField(default=dict)
+    label = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
+    estimate = models.JSONField(null=True, blank=True)
+    cap_usd = models.DecimalField(max_digits=12, decimal_places=6)
+    reserved_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    spent_answers_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    spent_judge_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    uncached_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    report = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def suite(self) -> Suite:
+        return self.suite_version.suite
+
+    @property
+    def baseline(self) -> str:
+        return self.contestants[0]

@@ -1,0 +1,56 @@
+"""First-start steps shared by `evalsite serve` and the commands that need a ready database."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+
+from evalsite.core.suites import SuiteError, load_suite
+from runs.models import Suite, SuiteVersion
+from runs.prices import ensure_default_table
+
+DEMO_SUITE = Path(settings.BASE_DIR) / "examples" / "support-desk.yaml"
+
+
+def prepare_database() -> None:
+    """Apply pending migrations and load the default price table if there is none."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        call_command("migrate", interactive=False, verbosity=0)
+    ensure_default_table()
+
+
+def ensure_demo_suite() -> SuiteVersion | None:
+    """Register the demo suite when no suite of that name exists yet."""
+    if not DEMO_SUITE.exists():
+        return None
+    try:
+        loaded = load_suite(DEMO_SUITE)
+    except SuiteError:
+        return None
+    if Suite.objects.filter(name=loaded.name).exists():
+        return None
+    version, _ = SuiteVersion.objects.register(
+        loaded,
+        DEMO_SUITE.read_text("utf-8"),
+        origin=SuiteVersion.Origin.DEMO,
+        source_path=str(DEMO_SUITE),
+    )
+    return version
+
+
+def ensure_admin(username: str = "admin") -> str | None:
+    """Create a superuser with a random password when no user exists; return the password."""
+    users = get_user_model()
+    if users.objects.exists():
+        return None
+    password = secrets.token_urlsafe(12)
+    users.objects.create_superuser(username=username, email="", password=password)
+    return password

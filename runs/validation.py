@@ -1,0 +1,65 @@
+"""Validating a suite against the format and the active price table (`evalsite validate`, pages)."""
+
+from __future__ import annotations
+
+from evalsite.core.pricing import unknown_model_message
+from evalsite.core.suites import Suite, SuiteError, load_suite
+from runs.prices import NoActivePriceTable, active_table, resolve_against
+from runs.setup import prepare_database
+
+
+def model_errors(loaded: Suite) -> tuple[list[str], dict]:
+    """Resolve every model string of the suite; return (errors, details for the summary)."""
+    try:
+        table = active_table()
+    except NoActivePriceTable as exc:
+        return [str(exc)], {}
+    models = loaded.model_strings()
+    resolution = resolve_against(table, models)
+    errors = [
+        unknown_model_message(model, hint, table.name) for model, hint in resolution.unknown.items()
+    ]
+    details = {
+        "price_table": table.name,
+        "models": {
+            "priced": list(resolution.priced),
+            "not_priced": list(resolution.not_priced),
+            "unknown": sorted(resolution.unknown),
+        },
+    }
+    return errors, details
+
+
+def summary_line(path: str, loaded: Suite, table_name: str) -> str:
+    return (
+        f"ok: {path} - {len(loaded.tasks)} tasks, {loaded.case_count()} cases, "
+        f"{len(loaded.labels)} labels; every prompt rendered; {len(loaded.model_strings())} "
+        f"model strings resolved against {table_name}"
+    )
+
+
+def validate(path: str) -> dict:
+    """Everything `evalsite validate` reports, as plain data (also its --json output)."""
+    outcome: dict = {"ok": False, "path": path, "errors": [], "warnings": []}
+    try:
+        loaded = load_suite(path)
+    except SuiteError as exc:
+        outcome["errors"] = [str(problem) for problem in exc.problems]
+        return outcome
+    outcome["warnings"] = [str(problem) for problem in loaded.warnings]
+    prepare_database()
+    errors, details = model_errors(loaded)
+    outcome.update(details)
+    outcome["errors"] = [f"{path}: {error}" for error in errors]
+    if errors:
+        return outcome
+    outcome.update(
+        ok=True,
+        suite=loaded.name,
+        sha256=loaded.sha256,
+        tasks=len(loaded.tasks),
+        cases=loaded.case_count(),
+        labels=len(loaded.labels),
+        summary=summary_line(path, loaded, details["price_table"]),
+    )
+    return outcome

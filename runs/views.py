@@ -1,0 +1,109 @@
+"""Pages for suites and prices. Views are thin: the core validates, the models store."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from evalsite.core.suites import SuiteError, load_suite
+from runs.forms import SuiteForm
+from runs.models import PriceTable, Run, Suite, SuiteVersion
+from runs.suite_files import suite_files
+
+
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    suites = Suite.objects.prefetch_related("versions")
+    runs = Run.objects.select_related("suite_version__suite")[:10]
+    return render(request, "runs/dashboard.html", {"suites": suites, "runs": runs})
+
+
+@require_GET
+def suite_list(request: HttpRequest) -> HttpResponse:
+    suites = Suite.objects.prefetch_related("versions")
+    registered = {v.source_path for v in SuiteVersion.objects.only("source_path")}
+    files = [f for f in suite_files() if str(f) not in registered]
+    return render(request, "runs/suite_list.html", {"suites": suites, "files": files})
+
+
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def suite_new(request: HttpRequest) -> HttpResponse:
+    form = SuiteForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        if form.cleaned_data["intent"] == SuiteForm.REGISTER and form.suite is not None:
+            version, created = form.register(request.user)
+            note = "Registered a new version of" if created else "Already registered:"
+            messages.success(request, f"{note} {version.suite.name} ({version.short_hash}).")
+            return redirect("suite_detail", name=version.suite.name)
+    template = "runs/suite_new.html"
+    if request.htmx:
+        template += "#suite-problems"
+    return render(request, template, {"form": form})
+
+
+@require_POST
+def suite_register_file(request: HttpRequest) -> HttpResponse:
+    """Register a suite from the configured suites directory (python checks allowed)."""
+    wanted = request.POST.get("path", "")
+    path = next((f for f in suite_files() if str(f) == wanted), None)
+    if path is None:
+        raise Http404("No such suite file in the suites directory.")
+    try:
+        loaded = load_suite(path)
+    except SuiteError as exc:
+        for problem in exc.problems[:20]:
+            messages.error(request, str(problem))
+        return redirect("suite_list")
+    version, _ = SuiteVersion.objects.register(
+        loaded,
+        path.read_text("utf-8"),
+        origin=SuiteVersion.Origin.PATH,
+        source_path=str(path),
+        user=request.user,
+    )
+    return redirect("suite_detail", name=version.suite.name)
+
+
+@require_GET
+def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
+    suite = get_object_or_404(Suite, name=name)
+    versions = suite.versions.select_related("created_by")
+    wanted = request.GET.get("version", "")
+    version = next((v for v in versions if v.sha256.startswith(wanted)), None) if wanted else None
+    version = version or versions.first()
+    if version is None:
+        raise Http404("This suite has no versions.")
+    context = {
+        "suite": suite,
+        "version": version,
+        "versions": versions,
+        "parsed": version.parsed,
+        "runs": version.runs.all()[:20],
+    }
+    return render(request, "runs/suite_detail.html", context)
+
+
+@require_GET
+def prices(request: HttpRequest) -> HttpResponse:
+    tables = PriceTable.objects.all()
+    name = request.GET.get("table", "")
+    table = tables.filter(name=name).first() if name else tables.active()
+    rows = table.prices.all() if table else []
+    provider = request.GET.get("provider", "")
+    if provider and table:
+        rows = rows.filter(model__startswith=f"{provider}/")
+    providers = sorted({m.split("/", 1)[0] for m in table.prices.values_list("model", flat=True)}) if table else []
+    context = {
+        "tables": tables,
+        "table": table,
+        "rows": rows,
+        "provider": provider,
+        "providers": providers,
+        "suites_dir": settings.SUITES_DIR,
+    }
+    return render(request, "runs/prices.html", context)

@@ -1,0 +1,91 @@
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from evalsite.core.pricing import (
+    PriceFileError,
+    PriceRow,
+    Usage,
+    call_cost,
+    dump_price_yaml,
+    parse_price_yaml,
+    resolve_models,
+)
+
+SHEET = """\
+pinned: 2026-11-30
+currency: USD
+verified: false
+notes: test table
+source: https://example.test/pricing
+models:
+  - {model: anthropic/claude-haiku-4-5, input_per_mtok: 1.00, output_per_mtok: 5.00, cached_input_per_mtok: 0.10, source: https://example.test/a, read_on: 2026-11-29}
+  - {model: openai/gpt-4o-mini, input_per_mtok: 0.15, output_per_mtok: 0.6}
+  - {model: fake/small, input_per_mtok: 0.075, output_per_mtok: 0.3}
+"""
+
+
+def test_cost_of_a_call_is_exact_decimal_per_million_tokens():
+    row = PriceRow("openai/gpt-4o-mini", Decimal("0.15"), Decimal("0.60"), Decimal("0.075"))
+    cost = call_cost(row, Usage(input_tokens=1200, output_tokens=350, cached_input_tokens=1000))
+    assert cost == Decimal("0.000465")  # 1200*.15 + 350*.6 + 1000*.075 = 465 / 1e6
+
+
+def test_cached_tokens_fall_back_to_the_input_rate_when_the_row_has_no_cached_rate():
+    row = PriceRow("x/y", Decimal("2"), Decimal("4"))
+    assert call_cost(row, Usage(0, 0, cached_input_tokens=500_000)) == Decimal("1")
+
+
+def test_missing_usage_gives_no_cost_not_zero():
+    row = PriceRow("x/y", Decimal("2"), Decimal("4"))
+    assert call_cost(row, None) is None
+
+
+def test_price_yaml_reads_every_field():
+    sheet = parse_price_yaml(SHEET)
+    assert sheet.pinned == dt.date(2026, 11, 30)
+    assert sheet.verified is False
+    haiku = sheet.rows[0]
+    assert haiku.cached_input_per_mtok == Decimal("0.1")
+    assert haiku.read_on == dt.date(2026, 11, 29)
+    assert sheet.rows[1].cached_input_per_mtok is None
+
+
+def test_price_yaml_round_trips_through_dump_and_parse():
+    sheet = parse_price_yaml(SHEET)
+    assert parse_price_yaml(dump_price_yaml(sheet)) == sheet
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("models: []\npinned: 2026-01-01", "non-empty list"),
+        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: x, output_per_mtok: 1}]", "models[0].input_per_mtok"),
+        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: -1, output_per_mtok: 1}]", ">= 0"),
+        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtk: 1}]", "did you mean 'output_per_mtok'"),
+        ("pinned: someday\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}]", "not a date"),
+        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}, {model: a/b, input_per_mtok: 1, output_per_mtok: 1}]", "appears twice"),
+        ("pinned: [unclosed", "not valid YAML"),
+        ("pinned: 2026-01-01\nverified: yes please\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}]", "verified"),
+    ],
+)
+def test_bad_price_files_name_the_row_and_field(text, fragment):
+    with pytest.raises(PriceFileError) as error:
+        parse_price_yaml(text)
+    assert fragment in str(error.value)
+
+
+def test_resolution_separates_priced_unpriced_and_unknown_with_a_suggestion():
+    table = ["anthropic/claude-haiku-4-5", "openai/gpt-4o-mini"]
+    result = resolve_models(
+        ["anthropic/claude-haiku-4-5", "scripted/good", "command/agent", "openai/gpt-4o-mimi"], table
+    )
+    assert result.priced == ("anthropic/claude-haiku-4-5",)
+    assert result.not_priced == ("command/agent", "scripted/good")
+    assert result.unknown == {"openai/gpt-4o-mimi": "openai/gpt-4o-mini"}
+    assert not result.ok
+
+
+def test_a_scripted_model_with_a_row_is_priced():
+    assert resolve_models(["scripted/good"], ["scripted/good"]).priced == ("scripted/good",)

@@ -1,0 +1,114 @@
+"""`evalsite serve` end to end: a fresh data dir, the printed credentials, a clean Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+EVALSITE = Path(sys.executable).parent / "evalsite"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def read_until(process: subprocess.Popen, pattern: str, timeout: float = 60) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if re.search(pattern, line):
+            return lines
+    raise AssertionError(f"never printed {pattern!r}; got: {''.join(lines)}")
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def served(tmp_path):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
+    env["EVALSITE_DATA_DIR"] = str(tmp_path / "data")
+    process = subprocess.Popen(
+        [str(EVALSITE), "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    yield process, port
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_serve_prints_credentials_that_log_in_and_stops_cleanly_on_ctrl_c(served):
+    process, port = served
+    output = "".join(read_until(process, r"serving on http://127\.0\.0\.1:"))
+    password = re.search(r"password: (\S+)", output).group(1)
+    assert "username: admin" in output
+
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=base, follow_redirects=False, timeout=10) as client:
+        assert client.get("/").status_code == 302
+        login = client.get("/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
+        response = client.post(
+            "/login/",
+            data={"username": "admin", "password": password, "csrfmiddlewaretoken": token},
+            headers={"Referer": f"{base}/login/"},
+        )
+        assert response.status_code == 302
+        dashboard = client.get("/")
+        assert dashboard.status_code == 200 and "support-desk" in dashboard.text
+        prices = client.get("/prices/")
+        assert "anthropic/claude-haiku-4-5" in prices.text
+        assert client.get("/static/css/app.css").status_code == 200
+
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    assert process.wait(timeout=40) == 0
+    deadline = time.monotonic() + 10
+    while group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not group_alive(process.pid), "a worker process outlived serve"
+
+
+def test_a_second_start_prints_no_new_credentials(served, tmp_path):
+    process, _ = served
+    read_until(process, r"serving on")
+    os.killpg(process.pid, signal.SIGINT)
+    process.wait(timeout=40)
+    env = {**os.environ, "EVALSITE_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+    again = subprocess.Popen(
+        [str(EVALSITE), "serve", "--port", str(free_port()), "--no-worker"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        start_new_session=True,
+    )
+    try:
+        output = "".join(read_until(again, r"serving on"))
+        assert "password" not in output
+    finally:
+        os.killpg(again.pid, signal.SIGINT)
+        again.wait(timeout=40)
