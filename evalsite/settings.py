@@ -193,7 +193,6 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 # --- Static files ----------------------------------------------------------------------
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "static"
 # Served straight from the app folders: a local tool needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
 

@@ -1,6 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import path
+from django.views.generic.base import RedirectView
 
 from runs import views
 
@@ -17,4 +20,8 @@ urlpatterns = [
     path("suites/<slug:name>/", views.suite_detail, name="suite_detail"),
     path("prices/", views.prices, name="prices"),
     path("admin/", admin.site.urls),
+    path(
+        "favicon.ico",
+        login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    ),
 ]

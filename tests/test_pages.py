@@ -62,7 +62,7 @@ class PageTests(TestCase):
         assert "fake/small" in page and "anthropic/" in page
         assert "<form" not in page.split("<main>", 1)[1].split("</main>")[0]
         page = self.client.get(reverse("prices"), {"provider": "google"}).content.decode()
-        assert "google/" in page and "anthropic/claude" not in page
+        assert "<code>google/" in page and "<code>anthropic/" not in page
 
 
 class SuiteUploadTests(TestCase):

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.pricing import PriceFileError, unknown_model_message
+from evalsite.core.pricing import PriceFileError, Resolution, unknown_model_message
 from evalsite.core.suites import SuiteError, load_suite
 from runs.models import PriceTable
 from runs.prices import (
@@ -73,29 +73,29 @@ class Command(BaseCommand):
         except NoActivePriceTable as exc:
             self._fail(str(exc))
         rows = list(table.prices.all())
-        unknown: dict[str, str | None] = {}
+        resolution = None
         if suite_path:
-            wanted, unknown = self._models_of(suite_path, table)
-            rows = [row for row in rows if row.model in wanted]
+            resolution = self._resolve_suite(suite_path, table)
+            rows = [row for row in rows if row.model in resolution.priced]
+        unknown = dict(resolution.unknown) if resolution else {}
+        not_priced = list(resolution.not_priced) if resolution else []
         if as_json:
-            self.stdout.write(json.dumps(_as_dict(table, rows, unknown), indent=2))
+            self.stdout.write(json.dumps(_as_dict(table, rows, not_priced, unknown), indent=2))
         else:
-            self._print_table(table, rows, unknown)
+            self._print_table(table, rows, not_priced, unknown)
         if unknown:
             sys.exit(ExitCode.INPUT_ERROR)
 
-    def _models_of(self, suite_path: str, table: PriceTable):
+    def _resolve_suite(self, suite_path: str, table: PriceTable) -> Resolution:
         try:
             loaded = load_suite(suite_path)
         except SuiteError as exc:
             for problem in exc.problems:
                 self.stderr.write(f"error: {problem}")
             sys.exit(ExitCode.INPUT_ERROR)
-        models = loaded.model_strings()
-        resolution = resolve_against(table, models)
-        return set(models), dict(resolution.unknown)
+        return resolve_against(table, loaded.model_strings())
 
-    def _print_table(self, table: PriceTable, rows, unknown) -> None:
+    def _print_table(self, table: PriceTable, rows, not_priced, unknown) -> None:
         flag = "verified" if table.verified else "UNVERIFIED"
         self.stdout.write(f"{table.name}  pinned {table.pinned}  {table.currency}  {flag}")
         self.stdout.write(f"  {'model':<44} {'input':>10} {'output':>10} {'cached in':>10}  $/Mtok")
@@ -105,6 +105,8 @@ class Command(BaseCommand):
                 f"  {row.model:<44} {_fmt(row.input_per_mtok):>10} "
                 f"{_fmt(row.output_per_mtok):>10} {cached:>10}"
             )
+        for model in not_priced:
+            self.stdout.write(f"  {model:<44} {'not priced':>10}")
         for model, hint in unknown.items():
             self.stderr.write(f"error: {unknown_model_message(model, hint, table.name)}")
 
@@ -117,7 +119,7 @@ def _fmt(value) -> str:
     return f"{value.normalize():f}"
 
 
-def _as_dict(table: PriceTable, rows, unknown) -> dict:
+def _as_dict(table: PriceTable, rows, not_priced, unknown) -> dict:
     return {
         "table": table.name,
         "pinned": table.pinned.isoformat(),
@@ -134,5 +136,6 @@ def _as_dict(table: PriceTable, rows, unknown) -> dict:
             }
             for row in rows
         ],
+        "not_priced": not_priced,
         "unknown": [{"model": m, "did_you_mean": h} for m, h in unknown.items()],
     }
