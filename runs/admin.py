@@ -15,13 +15,22 @@ from evalsite.core.pricing import PriceFileError
 from runs.models import Endpoint, Price, PriceTable, Suite, SuiteVersion
 from runs.prices import export_table, import_table
 
+PRICE_FIELDS = [
+    "model",
+    "input_per_mtok",
+    "output_per_mtok",
+    "cached_input_per_mtok",
+    "source_url",
+    "read_on",
+]
+
 
 class PriceForm(forms.ModelForm):
     """Refuses changes to a frozen table's rows with a message instead of an error page."""
 
     class Meta:
         model = Price
-        fields = "__all__"
+        fields = ["table", *PRICE_FIELDS]
 
     def clean(self):
         cleaned = super().clean()
@@ -78,7 +87,7 @@ class PriceInline(admin.TabularInline):
     model = Price
     form = PriceForm
     extra = 0
-    fields = ["model", "input_per_mtok", "output_per_mtok", "cached_input_per_mtok", "source_url", "read_on"]
+    fields = PRICE_FIELDS
 
     def _editable(self, obj) -> bool:
         return obj is None or not obj.is_frozen
@@ -114,8 +123,10 @@ class PriceTableAdmin(admin.ModelAdmin):
     actions = ["mark_active", "duplicate_as_new_table", "export_yaml"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            _rows=Count("prices", distinct=True), _runs=Count("runs", distinct=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_rows=Count("prices", distinct=True), _runs=Count("runs", distinct=True))
         )
 
     @admin.display(boolean=True, description="frozen")
@@ -188,7 +199,9 @@ class PriceTableAdmin(admin.ModelAdmin):
             except PriceFileError as exc:
                 form.add_error("file", str(exc))
             else:
-                self.message_user(request, f"Imported {table.name} ({table.prices.count()} models).")
+                self.message_user(
+                    request, f"Imported {table.name} ({table.prices.count()} models)."
+                )
                 return redirect(reverse("admin:runs_pricetable_change", args=[table.pk]))
         context = {
             **self.admin_site.each_context(request),

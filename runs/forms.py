@@ -44,7 +44,9 @@ class SuiteForm(forms.Form):
         if data is None:
             return cleaned
         try:
-            self.suite = parse_suite(data, filename=self.source_name, base_dir=None, origin="upload")
+            self.suite = parse_suite(
+                data, filename=self.source_name, base_dir=None, origin="upload"
+            )
         except SuiteError as exc:
             self.problems = sorted(exc.problems, key=lambda p: (p.file, p.line or 0))
         else:
@@ -62,7 +64,9 @@ class SuiteForm(forms.Form):
         upload = cleaned.get("file")
         if upload is not None:
             if upload.size > MAX_BYTES:
-                self.add_error("file", f"The file is {upload.size:,} bytes; the limit is {MAX_BYTES:,}.")
+                self.add_error(
+                    "file", f"The file is {upload.size:,} bytes; the limit is {MAX_BYTES:,}."
+                )
                 return None
             self.source_name = upload.name
             return upload.read()
@@ -72,6 +76,10 @@ class SuiteForm(forms.Form):
                 self.add_error("yaml_text", "Paste a suite or choose a file.")
             return None
         return text.encode("utf-8", errors="surrogatepass")
+
+    @property
+    def wants_registration(self) -> bool:
+        return self.cleaned_data.get("intent") == self.REGISTER and self.suite is not None
 
     def register(self, user) -> tuple[SuiteVersion, bool]:
         assert self.suite is not None

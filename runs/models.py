@@ -52,7 +52,10 @@ class SuiteVersionQuerySet(models.QuerySet):
         source_path: str = "",
         user=None,
     ) -> tuple[SuiteVersion, bool]:
-        """Store a validated suite; identical content reuses its version. Returns (version, created)."""
+        """Store a validated suite; identical content reuses its version.
+
+        Returns (version, created).
+        """
         suite, _ = Suite.objects.get_or_create(name=loaded.name)
         return self.get_or_create(
             suite=suite,
@@ -146,18 +149,14 @@ class PriceTable(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def is_frozen(self) -> bool:
-        """A table a run has used cannot change: its runs' costs must stay reproducible."""
-        return self.pk is not None and self.runs.exists()
-
     def save(self, *args, **kwargs) -> None:
         if self.pk is not None and self.is_frozen:
             stored = PriceTable.objects.get(pk=self.pk)
             changed = [
                 f.name
                 for f in self._meta.concrete_fields
-                if f.name not in {"active"} and getattr(stored, f.attname) != getattr(self, f.attname)
+                if f.name not in {"active"}
+                and getattr(stored, f.attname) != getattr(self, f.attname)
             ]
             if changed:
                 raise FrozenPriceTable(
@@ -170,6 +169,11 @@ class PriceTable(models.Model):
         if self.is_frozen:
             raise FrozenPriceTable(f"price table {self.name} was used by a run and is frozen")
         return super().delete(*args, **kwargs)
+
+    @property
+    def is_frozen(self) -> bool:
+        """A table a run has used cannot change: its runs' costs must stay reproducible."""
+        return self.pk is not None and self.runs.exists()
 
     @transaction.atomic
     def mark_active(self) -> None:
@@ -251,10 +255,6 @@ class Price(models.Model):
     def __str__(self) -> str:
         return self.model
 
-    @property
-    def provider(self) -> str:
-        return self.model.split("/", 1)[0]
-
     def save(self, *args, **kwargs) -> None:
         self._refuse_if_frozen()
         super().save(*args, **kwargs)
@@ -262,6 +262,10 @@ class Price(models.Model):
     def delete(self, *args, **kwargs):
         self._refuse_if_frozen()
         return super().delete(*args, **kwargs)
+
+    @property
+    def provider(self) -> str:
+        return self.model.split("/", 1)[0]
 
     def _refuse_if_frozen(self) -> None:
         if self.table.is_frozen:

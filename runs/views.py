@@ -34,12 +34,11 @@ def suite_list(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def suite_new(request: HttpRequest) -> HttpResponse:
     form = SuiteForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        if form.cleaned_data["intent"] == SuiteForm.REGISTER and form.suite is not None:
-            version, created = form.register(request.user)
-            note = "Registered a new version of" if created else "Already registered:"
-            messages.success(request, f"{note} {version.suite.name} ({version.short_hash}).")
-            return redirect("suite_detail", name=version.suite.name)
+    if request.method == "POST" and form.is_valid() and form.wants_registration:
+        version, created = form.register(request.user)
+        note = "Registered a new version of" if created else "Already registered:"
+        messages.success(request, f"{note} {version.suite.name} ({version.short_hash}).")
+        return redirect("suite_detail", name=version.suite.name)
     template = "runs/suite_new.html"
     if request.htmx:
         template += "#suite-problems"
@@ -97,7 +96,11 @@ def prices(request: HttpRequest) -> HttpResponse:
     provider = request.GET.get("provider", "")
     if provider and table:
         rows = rows.filter(model__startswith=f"{provider}/")
-    providers = sorted({m.split("/", 1)[0] for m in table.prices.values_list("model", flat=True)}) if table else []
+    providers = (
+        sorted({m.split("/", 1)[0] for m in table.prices.values_list("model", flat=True)})
+        if table
+        else []
+    )
     context = {
         "tables": tables,
         "table": table,

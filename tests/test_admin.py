@@ -103,7 +103,10 @@ class PriceConsoleTests(TestCase):
 
     def test_members_cannot_reach_the_console(self):
         self.client.force_login(self.member)
-        for name in ["admin:runs_price_changelist", "admin:runs_endpoint_changelist",
-                     "admin:runs_pricetable_import"]:
+        for name in [
+            "admin:runs_price_changelist",
+            "admin:runs_endpoint_changelist",
+            "admin:runs_pricetable_import",
+        ]:
             response = self.client.get(reverse(name))
             assert response.status_code == 302 and "/admin/login/" in response["Location"]

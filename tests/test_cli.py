@@ -71,7 +71,9 @@ def test_a_missing_suite_file_exits_2_without_a_traceback(data_dir):
 def test_validate_json_has_stable_keys(data_dir):
     result = evalsite(data_dir, "validate", DEMO, "--json")
     data = json.loads(result.stdout)
-    assert {"ok", "path", "errors", "warnings", "tasks", "cases", "labels", "price_table"} <= set(data)
+    assert {"ok", "path", "errors", "warnings", "tasks", "cases", "labels", "price_table"} <= set(
+        data
+    )
     assert data["ok"] is True and data["tasks"] >= 8 and data["labels"] >= 12
 
 

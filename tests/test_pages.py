@@ -79,7 +79,9 @@ class SuiteUploadTests(TestCase):
         assert response.status_code == 200 and "<html" in response.content.decode()
 
     def test_live_check_returns_only_the_problems_fragment_by_line(self):
-        text = small_suite_text("tiny").replace("    kind: rewrite", "    kind: rewrite\n    rubrik: x")
+        text = small_suite_text("tiny").replace(
+            "    kind: rewrite", "    kind: rewrite\n    rubrik: x"
+        )
         response = self.client.post(
             reverse("suite_new"), {"yaml_text": text, "intent": "check"}, **HTMX
         )
@@ -114,7 +116,9 @@ class SuiteUploadTests(TestCase):
     def test_an_uploaded_file_is_validated_as_an_upload(self):
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        text = small_suite_text("up").replace("kind: rewrite", "kind: rewrite\n    schema_path: s.json")
+        text = small_suite_text("up").replace(
+            "kind: rewrite", "kind: rewrite\n    schema_path: s.json"
+        )
         upload = SimpleUploadedFile("up.yaml", text.encode())
         response = self.client.post(reverse("suite_new"), {"file": upload, "intent": "register"})
         page = response.content.decode()
@@ -123,7 +127,8 @@ class SuiteUploadTests(TestCase):
 
     def test_hostile_input_never_gives_a_500(self):
         bombs = [
-            "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+            "a: &a [x,x,x,x,x,x,x,x,x]\n"
+            + "".join(
                 f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
                 for p, c in zip("abcdefgh", "bcdefghi", strict=True)
             ),
@@ -142,6 +147,8 @@ class SuiteUploadTests(TestCase):
 
     def test_a_suite_with_an_unknown_model_is_refused_with_a_suggestion(self):
         text = small_suite_text("tiny").replace("fake/large]", "fake/lage]")
-        response = self.client.post(reverse("suite_new"), {"yaml_text": text, "intent": "check"}, **HTMX)
+        response = self.client.post(
+            reverse("suite_new"), {"yaml_text": text, "intent": "check"}, **HTMX
+        )
         assert "unknown model &#x27;fake/lage&#x27;" in response.content.decode()
         assert "did you mean &#x27;fake/large&#x27;" in response.content.decode()

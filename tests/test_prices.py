@@ -108,7 +108,9 @@ class ImportExportTests(TestCase):
 
     def test_cli_import_of_a_bad_file_exits_2_naming_the_field(self):
         bad = Path(self.enterContext(_tmpdir())) / "bad.yaml"
-        bad.write_text("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: x, output_per_mtok: 1}]")
+        bad.write_text(
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: x, output_per_mtok: 1}]"
+        )
         err = StringIO()
         with pytest.raises(SystemExit) as exit_:
             call_command("prices", "import", str(bad), stderr=err)

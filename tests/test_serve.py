@@ -103,7 +103,10 @@ def test_a_second_start_prints_no_new_credentials(served, tmp_path):
     env.pop("DATABASE_URL", None)
     again = subprocess.Popen(
         [str(EVALSITE), "serve", "--port", str(free_port()), "--no-worker"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
         start_new_session=True,
     )
     try:

@@ -28,10 +28,17 @@ print(json.dumps({
 
 def read_settings(tmp_path, **env) -> dict:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("EVALSITE_", "DATABASE_URL"))}
-    clean.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "EVALSITE_DATA_DIR": str(tmp_path)})
+    clean.update(
+        {"DJANGO_SETTINGS_MODULE": "evalsite.settings", "EVALSITE_DATA_DIR": str(tmp_path)}
+    )
     clean.update(env)
     result = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, check=True
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(result.stdout)
 
@@ -67,7 +74,9 @@ def test_the_secret_key_is_generated_once_and_kept_private(tmp_path):
     assert len(first) >= 50
     assert read_settings(tmp_path)["secret"] == first
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
-    assert read_settings(tmp_path, EVALSITE_SECRET_KEY="given-" + "x" * 50)["secret"].startswith("given-")
+    assert read_settings(tmp_path, EVALSITE_SECRET_KEY="given-" + "x" * 50)["secret"].startswith(
+        "given-"
+    )
 
 
 def test_allowed_hosts_come_from_the_environment(tmp_path):
@@ -81,7 +90,10 @@ def test_production_settings_pass_check_deploy(tmp_path):
     env.update(EVALSITE_DATA_DIR=str(tmp_path), EVALSITE_HTTPS="1")
     result = subprocess.run(
         [sys.executable, "-m", "evalsite", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr + result.stdout
 

@@ -20,10 +20,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
-# between page actions are still synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 
 def pytest_collection_modifyitems(items):
     for item in items:
@@ -31,20 +27,27 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """One browser per test module, with a fresh profile; closed before other tests run."""
     if not os.path.exists(CHROMIUM):
         pytest.fail("Debian's chromium is not installed: run scripts/system-deps (make test does)")
     from playwright.sync_api import sync_playwright
 
     profile = tempfile.mkdtemp(prefix="evalsite-chromium-")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        yield context
-        context.close()
-    shutil.rmtree(profile, ignore_errors=True)
+    # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests
+    # make between page actions are still synchronous.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            )
+            yield context
+            context.close()
+    finally:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 class PageWatch:

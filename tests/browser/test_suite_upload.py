@@ -18,7 +18,9 @@ def test_problems_appear_by_line_as_you_type_and_the_fixed_suite_registers(
     problems = page.locator("#suite-problems")
     expect(problems).to_contain_text("Waiting for a suite")
 
-    broken = small_suite_text("typed").replace("    kind: rewrite", "    kind: rewrite\n    rubrik: x")
+    broken = small_suite_text("typed").replace(
+        "    kind: rewrite", "    kind: rewrite\n    rubrik: x"
+    )
     page.fill("#id_yaml_text", broken)
     expect(problems).to_contain_text("tasks[0].rubrik", timeout=10_000)
     expect(problems).to_contain_text("line 8")

@@ -61,13 +61,31 @@ def test_price_yaml_round_trips_through_dump_and_parse():
     ("text", "fragment"),
     [
         ("models: []\npinned: 2026-01-01", "non-empty list"),
-        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: x, output_per_mtok: 1}]", "models[0].input_per_mtok"),
-        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: -1, output_per_mtok: 1}]", ">= 0"),
-        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtk: 1}]", "did you mean 'output_per_mtok'"),
-        ("pinned: someday\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}]", "not a date"),
-        ("pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}, {model: a/b, input_per_mtok: 1, output_per_mtok: 1}]", "appears twice"),
+        (
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: x, output_per_mtok: 1}]",
+            "models[0].input_per_mtok",
+        ),
+        (
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: -1, output_per_mtok: 1}]",
+            ">= 0",
+        ),
+        (
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtk: 1}]",
+            "did you mean 'output_per_mtok'",
+        ),
+        (
+            "pinned: someday\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}]",
+            "not a date",
+        ),
+        (
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}, {model: a/b, input_per_mtok: 1, output_per_mtok: 1}]",
+            "appears twice",
+        ),
         ("pinned: [unclosed", "not valid YAML"),
-        ("pinned: 2026-01-01\nverified: yes please\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}]", "verified"),
+        (
+            "pinned: 2026-01-01\nverified: yes please\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}]",
+            "verified",
+        ),
     ],
 )
 def test_bad_price_files_name_the_row_and_field(text, fragment):
@@ -79,7 +97,8 @@ def test_bad_price_files_name_the_row_and_field(text, fragment):
 def test_resolution_separates_priced_unpriced_and_unknown_with_a_suggestion():
     table = ["anthropic/claude-haiku-4-5", "openai/gpt-4o-mini"]
     result = resolve_models(
-        ["anthropic/claude-haiku-4-5", "scripted/good", "command/agent", "openai/gpt-4o-mimi"], table
+        ["anthropic/claude-haiku-4-5", "scripted/good", "command/agent", "openai/gpt-4o-mimi"],
+        table,
     )
     assert result.priced == ("anthropic/claude-haiku-4-5",)
     assert result.not_priced == ("command/agent", "scripted/good")

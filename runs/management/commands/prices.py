@@ -26,7 +26,9 @@ class Command(BaseCommand):
     help = "Show the active price table, or import / export a price table in evalmine's YAML."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", nargs="?", choices=["show", "import", "export"], default="show")
+        parser.add_argument(
+            "action", nargs="?", choices=["show", "import", "export"], default="show"
+        )
         parser.add_argument("file", nargs="?", help="The YAML file to import or export.")
         parser.add_argument("--for", dest="suite", help="Only the models a suite names.")
         parser.add_argument("--table", help="Export this table instead of the active one.")
@@ -59,7 +61,9 @@ class Command(BaseCommand):
         self.stdout.write(f"imported {table.name}: {table.prices.count()} models ({state})")
 
     def _export(self, path: Path, name: str | None) -> None:
-        table = PriceTable.objects.filter(name=name).first() if name else PriceTable.objects.active()
+        table = (
+            PriceTable.objects.filter(name=name).first() if name else PriceTable.objects.active()
+        )
         if table is None:
             self._fail(f"no price table named {name}" if name else str(NoActivePriceTable()))
         tmp = path.with_name(f".{path.name}.tmp")

@@ -16,7 +16,9 @@ class Command(BaseCommand):
     help = "Start evalsite: the web app on 127.0.0.1:8000 and one background worker."
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1).")
+        parser.add_argument(
+            "--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1)."
+        )
         parser.add_argument("--port", type=int, default=8000, help="Port (default 8000).")
         parser.add_argument("--threads", type=int, default=8, help="Web server threads.")
         parser.add_argument("--no-worker", action="store_true", help="Do not start a worker.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand
+
 from runs.setup import prepare_database
 from runs.tasks import run_worker
 

@@ -1,0 +1,48 @@
+"""Recognise and scrub strings shaped like provider API keys.
+
+Shapes (SPEC §3): ``sk-ant-…``, ``sk-…`` and ``sk-proj-…`` with 16 or more key characters
+after ``sk-``, and Google's ``AIza…`` with 20 or more after ``AIza``. Key characters are
+ASCII letters, digits, ``_`` and ``-``. A match must not be glued to a preceding word
+character, so ``task-list-…`` or ``risk-assessment-…`` never match.
+
+These functions never return or log the key text itself: callers report a key by its
+position and by the public prefix that :func:`redact` keeps (``sk-`` or ``AIza``).
+"""
+
+from __future__ import annotations
+
+import re
+
+_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])"
+    r"(?:(?P<sk>sk-)[A-Za-z0-9_-]{16,}|(?P<aiza>AIza)[A-Za-z0-9_-]{20,})"
+)
+
+REDACTED = "[REDACTED]"
+
+
+def find_key_like(text: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of every key-shaped substring of ``text``, in order."""
+    return [match.span() for match in _KEY.finditer(text)]
+
+
+def looks_like_key(text: str) -> bool:
+    """True when ``text`` contains at least one key-shaped substring."""
+    return _KEY.search(text) is not None
+
+
+def key_prefix(text: str) -> str:
+    """The public prefix (``sk-`` or ``AIza``) of the first key-shaped substring, or ""."""
+    match = _KEY.search(text)
+    if match is None:
+        return ""
+    return match.group("sk") or match.group("aiza")
+
+
+def redact(text: str) -> str:
+    """``text`` with every key-shaped substring replaced by its prefix and ``[REDACTED]``.
+
+    ``"use sk-abc…xyz now"`` becomes ``"use sk-[REDACTED] now"``. Text without a key is
+    returned unchanged, so this is safe to apply to any message before it is stored or shown.
+    """
+    return _KEY.sub(lambda m: (m.group("sk") or m.group("aiza")) + REDACTED, text)

@@ -1,0 +1,230 @@
+"""Checks across a suite that a JSON Schema cannot express (SPEC §3, §7).
+
+:func:`rule_problems` returns (errors, warnings) for: duplicate task ids and case ids;
+labels naming an unknown task or case, or the same contestant twice; variant names used in
+``models``, labels, ``gate`` or ``tasks[].variants`` that the suite does not declare, and a
+declared variant named ``base``; messages-list prompts with a misplaced or doubled system
+message; task schemas that are not valid JSON Schemas; regexes that do not compile;
+``json_path`` paths outside the supported grammar; ``python:`` checks in uploaded suites;
+execution checks without ``run``; and every template (:mod:`~evalsite.core.prompts`).
+
+Every check reads the leniently built Suite, skipping parts the schema already refused.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from evalsite.core.problems import Path, Problem, SourceMap
+from evalsite.core.prompts import template_problems
+from evalsite.core.suite_parts import Prompt, Task
+from evalsite.core.suite_schema import CONTESTANT
+
+if TYPE_CHECKING:
+    from evalsite.core.suites import Suite
+
+At = Callable[[Path, str], Problem]  # SourceMap.problem: a located Problem for a path
+
+JSON_PATH = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\]|\['[^']*'\]|\[\"[^\"]*\"\])*")
+
+
+def rule_problems(
+    suite: Suite, sources: SourceMap, coerced: Mapping[Path, str]
+) -> tuple[list[Problem], list[Problem]]:
+    """All cross-reference, schema-validity, check and template problems: (errors, warnings)."""
+    at = sources.problem
+    errors = (
+        _duplicate_ids(suite, sources) + _variant_problems(suite, at) + _label_problems(suite, at)
+    )
+    for index, task in enumerate(suite.tasks):
+        errors += _prompt_problems(task, index, at)
+        errors += _schema_validity(task.schema, ("tasks", index, "schema"), at)
+        errors += _check_problems(task, index, suite.origin, at)
+        errors += _exec_check_problems(task, index, at)
+    for name, spec in suite.variant_specs.items():
+        errors += _layer_problems(spec.prompt, spec.system, ("variants", name), at)
+    template_errors, warnings = template_problems(suite, sources, coerced)
+    return errors + template_errors, warnings
+
+
+def _suggest(name: str, known: Iterable[str], what: str, where: str = "") -> str:
+    """``unknown task 'x'`` plus a did-you-mean, or the known names when none is close."""
+    options = sorted(set(known))
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    message = f"unknown {what} '{name}'{where}"
+    if close:
+        return f"{message} - did you mean '{close[0]}'?"
+    return message + (f"; known: {', '.join(options[:20])}" if options else "")
+
+
+def _duplicates(
+    items: Iterable[tuple[Path, str]], what: str, sources: SourceMap, where: str = ""
+) -> list[Problem]:
+    """An error at each repeat of a value, naming the line of its first occurrence."""
+    first: dict[str, Path] = {}
+    problems = []
+    for path, value in items:
+        if not value:
+            continue
+        if value in first:
+            line = sources.locate(first[value])[1]
+            message = f"duplicate {what} '{value}'{where} (first at line {line})"
+            problems.append(sources.problem(path, message))
+        else:
+            first[value] = path
+    return problems
+
+
+def _duplicate_ids(suite: Suite, sources: SourceMap) -> list[Problem]:
+    tasks = [(("tasks", i, "id"), task.id) for i, task in enumerate(suite.tasks)]
+    problems = _duplicates(tasks, "task id", sources)
+    for i, task in enumerate(suite.tasks):
+        cases = [(("tasks", i, "cases", j, "id"), case.id) for j, case in enumerate(task.cases)]
+        problems += _duplicates(cases, "case id", sources, f" in task '{task.id}'")
+    models = [(("models", k), text) for k, text in enumerate(suite.models)]
+    return problems + _duplicates(models, "contestant", sources, " in models")
+
+
+def _variant_problems(suite: Suite, at: At) -> list[Problem]:
+    """Variant names used anywhere must be declared under ``variants``; ``base`` is reserved."""
+    declared = set(suite.variants)
+    problems = (
+        [at(("variants", "base"), "'base' is reserved: it means the tasks as written")]
+        if "base" in declared
+        else []
+    )
+    used: list[tuple[Path, str]] = [(("models", k), text) for k, text in enumerate(suite.models)]
+    for k, label in enumerate(suite.labels):
+        used += [(("labels", k, side), getattr(label, side)) for side in ("baseline", "candidate")]
+    bounds = suite.gate.get("min_win_rate_lower_bound")
+    used += [
+        (("gate", "min_win_rate_lower_bound", key), key)
+        for key in (bounds if isinstance(bounds, dict) else {})
+    ]
+    for path, text in used:
+        variant = text.partition("@")[2] if re.match(CONTESTANT, text) else ""
+        if variant and variant != "base" and variant not in declared:
+            problems.append(at(path, _suggest(variant, declared, "variant")))
+    for i, task in enumerate(suite.tasks):
+        for name in task.variants:
+            if name not in declared:
+                problems.append(
+                    at(("tasks", i, "variants", name), _suggest(name, declared, "variant"))
+                )
+    return problems
+
+
+def _label_problems(suite: Suite, at: At) -> list[Problem]:
+    """Labels must name a task and one of its cases, and two different contestants."""
+    tasks = {task.id: task for task in suite.tasks if task.id}
+    if not tasks:  # the tasks themselves were refused; "unknown task" would only add noise
+        return []
+    problems = []
+    for k, label in enumerate(suite.labels):
+        task = tasks.get(label.task)
+        if label.task and task is None:
+            problems.append(at(("labels", k, "task"), _suggest(label.task, tasks, "task")))
+        elif task is not None and label.case and label.case not in {c.id for c in task.cases}:
+            message = _suggest(
+                label.case, (c.id for c in task.cases), "case", f" in task '{task.id}'"
+            )
+            problems.append(at(("labels", k, "case"), message))
+        if label.baseline and label.baseline == label.candidate:
+            problems.append(
+                at(("labels", k, "candidate"), "baseline and candidate are the same contestant")
+            )
+    return problems
+
+
+def _prompt_problems(task: Task, index: int, at: At) -> list[Problem]:
+    problems = _layer_problems(task.prompt, task.system, ("tasks", index), at)
+    for name, own in task.variants.items():
+        problems += _layer_problems(own.prompt, own.system, ("tasks", index, "variants", name), at)
+    return problems
+
+
+def _layer_problems(prompt: Prompt | None, system: str | None, path: Path, at: At) -> list[Problem]:
+    """A system message may only open a messages list, once, and not beside ``system``."""
+    if not isinstance(prompt, tuple) or not prompt:
+        return []
+    roles = [message.get("role") for message in prompt]
+    problems = [
+        at((*path, "prompt", k, "role"), "a system message may only be the first message")
+        for k, role in enumerate(roles)
+        if role == "system" and k > 0
+    ]
+    if roles[0] == "system" and system is not None:
+        problems.append(
+            at(
+                (*path, "system"),
+                "the system prompt is given twice: by 'system' and by the first message",
+            )
+        )
+    if all(role == "system" for role in roles):
+        problems.append(
+            at((*path, "prompt"), "a messages prompt needs a user or assistant message")
+        )
+    return problems
+
+
+def _schema_validity(schema: Any, path: Path, at: At) -> list[Problem]:
+    if not isinstance(schema, dict | bool):
+        return []
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        return [at((*path, *error.absolute_path), f"not a valid JSON Schema: {error.message}")]
+    return []
+
+
+def _check_items(task: Task, index: int) -> Iterable[tuple[Path, Mapping[str, Any]]]:
+    for k, check in enumerate(task.checks):
+        yield ("tasks", index, "checks", k), check
+    for j, case in enumerate(task.cases):
+        for k, check in enumerate(case.checks):
+            yield ("tasks", index, "cases", j, "checks", k), check
+
+
+def _check_problems(task: Task, index: int, origin: str, at: At) -> list[Problem]:
+    """Regexes compile, json_path paths parse, python checks only outside uploads."""
+    problems = []
+    for path, check in _check_items(task, index):
+        pattern = check.get("regex")
+        if isinstance(pattern, str):
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                problems.append(at((*path, "regex"), f"invalid regular expression: {error}"))
+        json_path = check.get("json_path")
+        target = json_path.get("path") if isinstance(json_path, dict) else None
+        if isinstance(target, str) and not JSON_PATH.fullmatch(target):
+            message = (
+                "json_path.path must look like $.a.b[0] or $['key'] (names, indexes, quoted keys)"
+            )
+            problems.append(at((*path, "json_path", "path"), message))
+        if "python" in check and origin == "upload":
+            message = (
+                "python checks are allowed only in suites loaded from a file "
+                "(CLI or suites directory), not in uploaded ones"
+            )
+            problems.append(at((*path, "python"), message))
+    return problems
+
+
+def _exec_check_problems(task: Task, index: int, at: At) -> list[Problem]:
+    """Every case with an execution check (its own merged over the task's) needs ``run``."""
+    lacking = [
+        j for j, case in enumerate(task.cases) if case.check is not None and "run" not in case.check
+    ]
+    if not lacking:
+        return []
+    message = "an execution check needs 'run' (on the task's check or the case's)"
+    if task.check is not None and "run" not in task.check and len(lacking) == len(task.cases):
+        return [at(("tasks", index, "check"), message)]
+    return [at(("tasks", index, "cases", j, "check"), message) for j in lacking]

@@ -1,0 +1,285 @@
+"""The JSON Schema (Draft 2020-12) of a suite file, and its errors as readable Problems.
+
+Every object level has ``additionalProperties: false``. A schema fragment may carry
+``x-message``, the message to show when that fragment's rule fails (JSON Schema ignores
+unknown keywords, so the schema stays valid). ``$defs`` entries double as the schemas of
+referenced files: ``cases`` (a cases file), ``labels_file``, ``task_schema``.
+
+:mod:`evalsite.core.schema_errors` validates against it and words the errors; the schema
+checks shape only, cross-references (labels naming tasks, variants, templates) are checked
+in :mod:`evalsite.core.suite_rules`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evalsite.core.templating import NAME
+
+IDENTIFIER = r"^[a-z0-9][a-z0-9-]{0,63}$"
+MODEL = r"^[a-z0-9][a-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9._/-]*$"
+CONTESTANT = MODEL[:-1] + r"(@[a-z0-9][a-z0-9-]{0,63})?$"
+PYTHON_REF = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+TEXT_CHECKS = ("equals", "contains", "not_contains", "one_of", "regex")
+CHECK_KINDS = (*TEXT_CHECKS, "max_chars", "min_chars", "json_path", "python")
+
+_IDENTIFIER_MESSAGE = "must be an identifier: lowercase letters, digits and '-', at most 64"
+_STRICT = {"additionalProperties": False}
+
+
+def _object(
+    properties: dict[str, Any], *required: str, rules: Sequence[Any] = (), **extra: Any
+) -> dict[str, Any]:
+    """A closed object schema; ``rules`` apply only once the value is an object, so a
+    wrong type is one error, not one per rule."""
+    schema = {"type": "object", "properties": properties, "required": list(required), **_STRICT}
+    if rules:
+        schema |= {"if": {"type": "object"}, "then": {"allOf": list(rules)}}
+    return schema | extra
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def _number(minimum: float | None = None, maximum: float | None = None) -> dict[str, Any]:
+    bounds = {"minimum": minimum, "maximum": maximum}
+    return {"type": "number", **{k: v for k, v in bounds.items() if v is not None}}
+
+
+def _exactly_one(*keys: str, message: str) -> dict[str, Any]:
+    return {"oneOf": [{"required": [key]} for key in keys], "x-message": message}
+
+
+def _not_both(first: str, second: str) -> dict[str, Any]:
+    message = f"give '{first}' or '{second}', not both"
+    return {"not": {"required": [first, second]}, "x-message": message}
+
+
+_PARAMS = {
+    "temperature": _number(0, 2),
+    "max_tokens": {"type": "integer", "minimum": 1},
+    "top_p": _number(0, 1),
+    "stop": _ref("stop"),
+}
+_TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": 3600}
+_RATE = _number(0, 1)
+
+DEFS: dict[str, Any] = {
+    "identifier": {"type": "string", "pattern": IDENTIFIER, "x-message": _IDENTIFIER_MESSAGE},
+    "model": {
+        "type": "string",
+        "pattern": MODEL,
+        "x-message": "must be a model string 'provider/model', e.g. 'openai/gpt-4o-mini'",
+    },
+    "contestant": {
+        "type": "string",
+        "pattern": CONTESTANT,
+        "x-message": "must be a contestant: a model string with an optional '@variant'",
+    },
+    "text": {"type": "string", "minLength": 1},
+    "path": {"type": "string", "minLength": 1},
+    "stop": {"type": ["string", "array"], "items": {"type": "string", "minLength": 1}},
+    "tags": {"type": "array", "items": {"type": "string", "minLength": 1}},
+    "message": _object(
+        {"role": {"enum": ["system", "user", "assistant"]}, "content": {"type": "string"}},
+        "role",
+        "content",
+    ),
+    "prompt": {
+        "type": ["string", "array"],
+        "minLength": 1,
+        "minItems": 1,
+        "items": _ref("message"),
+    },
+    "vars": {
+        "type": "object",
+        "propertyNames": {
+            "pattern": f"^{NAME}$",
+            "x-message": "var names are letters, digits, _ and -",
+        },
+        "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+    },
+    "check": _object(
+        {
+            **{
+                kind: {"type": "string"} for kind in ("equals", "contains", "not_contains", "regex")
+            },
+            "one_of": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+            "max_chars": {"type": "integer", "minimum": 0},
+            "min_chars": {"type": "integer", "minimum": 0},
+            "json_path": _object(
+                {
+                    "path": {"type": "string"},
+                    "equals": {"type": ["string", "number", "boolean", "null"]},
+                },
+                "path",
+                "equals",
+            ),
+            "python": {
+                "type": "string",
+                "pattern": PYTHON_REF,
+                "x-message": "must be 'module:function', e.g. 'scoring.triage:check'",
+            },
+            "case_sensitive": {"type": "boolean"},
+        },
+        rules=[
+            _exactly_one(
+                *CHECK_KINDS, message=f"a check needs exactly one of: {', '.join(CHECK_KINDS)}"
+            )
+        ],
+        dependentSchemas={
+            "case_sensitive": {
+                "anyOf": [{"required": [kind]} for kind in TEXT_CHECKS],
+                "x-message": f"case_sensitive applies only to {', '.join(TEXT_CHECKS)}",
+            }
+        },
+    ),
+    "checks": {"type": "array", "items": _ref("check")},
+    "exec_check": _object(
+        {"setup": {"type": "string"}, "run": _ref("text"), "timeout_s": _TIMEOUT}
+    ),
+    "case": _object(
+        {
+            "id": _ref("identifier"),
+            "vars": _ref("vars"),
+            "tags": _ref("tags"),
+            "checks": _ref("checks"),
+            "check": _ref("exec_check"),
+        },
+        "id",
+    ),
+    "cases": {"type": "array", "items": _ref("case"), "minItems": 1},
+    "label": _object(
+        {
+            "task": _ref("identifier"),
+            "case": _ref("identifier"),
+            "baseline": _ref("contestant"),
+            "candidate": _ref("contestant"),
+            "prefer": {"enum": ["baseline", "candidate", "tie"]},
+            "note": {"type": "string"},
+            "labeller": _ref("text"),
+        },
+        "task",
+        "case",
+        "baseline",
+        "candidate",
+        "prefer",
+    ),
+    "labels": {"type": "array", "items": _ref("label")},
+    "labels_file": {
+        "type": ["array", "object"],
+        "items": _ref("label"),
+        "properties": {"labels": _ref("labels")},
+        "required": ["labels"],
+        **_STRICT,
+    },
+    "task_schema": {"type": ["object", "boolean"]},
+    "task": _object(
+        {
+            "id": _ref("identifier"),
+            "kind": _ref("text"),
+            "prompt": _ref("prompt"),
+            "system": {"type": "string"},
+            "schema": _ref("task_schema"),
+            "schema_path": _ref("path"),
+            "rubric": {"type": "string"},
+            "judge": {"type": "boolean"},
+            "tags": _ref("tags"),
+            "checks": _ref("checks"),
+            "check": _ref("exec_check"),
+            "grade": _object({"rubric": _ref("text"), "threshold": _RATE}),
+            "variants": {
+                "type": "object",
+                "propertyNames": _ref("identifier"),
+                "additionalProperties": _object(
+                    {"prompt": _ref("prompt"), "system": {"type": "string"}}
+                ),
+            },
+            **_PARAMS,
+            "timeout_s": _TIMEOUT,
+            "cases": _ref("cases"),
+            "cases_path": _ref("path"),
+        },
+        "id",
+        "prompt",
+        rules=[
+            _exactly_one(
+                "cases",
+                "cases_path",
+                message="a task needs exactly one of 'cases' and 'cases_path'",
+            ),
+            _not_both("schema", "schema_path"),
+        ],
+    ),
+}
+
+SUITE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$defs": DEFS,
+    **_object(
+        {
+            "suite": _ref("identifier"),
+            "version": {"const": 1, "x-message": "must be 1 (the only suite format version)"},
+            "description": {"type": "string"},
+            "defaults": _object({**_PARAMS, "timeout_s": _TIMEOUT, "system": {"type": "string"}}),
+            "limits": _object({"max_cost_usd": {"type": "number", "exclusiveMinimum": 0}}),
+            "models": {"type": "array", "items": _ref("contestant")},
+            "repeats": {"type": "integer", "minimum": 1, "maximum": 20},
+            "judge": _object(
+                {
+                    "model": _ref("model"),
+                    "rubric": {"type": "string"},
+                    "max_tokens": {"type": "integer", "minimum": 1},
+                    "temperature": _number(0, 2),
+                    "pairing": {"enum": ["baseline", "all"]},
+                    "calibration": _object(
+                        {
+                            "min_kappa": _number(-1, 1),
+                            "min_labels": {"type": "integer", "minimum": 0},
+                            "on_below_floor": {"enum": ["flag", "fail"]},
+                        }
+                    ),
+                },
+                "model",
+            ),
+            "gate": _object(
+                {
+                    "min_win_rate_lower_bound": {
+                        "type": ["number", "object"],
+                        "minimum": 0,
+                        "maximum": 1,
+                        "propertyNames": _ref("contestant"),
+                        "additionalProperties": _RATE,
+                    },
+                    "max_flip_rate": _RATE,
+                    "min_schema_pass_rate": _RATE,
+                    "min_check_pass_rate": _RATE,
+                    "require_headline_eligible": {"type": "boolean"},
+                    "max_regression_points": _number(0),
+                }
+            ),
+            "report": _object({"mover_threshold": _RATE}),
+            "variants": {
+                "type": "object",
+                "propertyNames": _ref("identifier"),
+                "additionalProperties": _object(
+                    {
+                        "system": {"type": "string"},
+                        "prompt": _ref("prompt"),
+                        "params": _object(_PARAMS),
+                    }
+                ),
+            },
+            "replies": _ref("path"),
+            "labels": _ref("labels"),
+            "labels_path": _ref("path"),
+            "tasks": {"type": "array", "items": _ref("task"), "minItems": 1},
+        },
+        "suite",
+        "version",
+        "tasks",
+        rules=[_not_both("labels", "labels_path")],
+    ),
+}

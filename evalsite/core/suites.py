@@ -1,0 +1,282 @@
+"""Suites: parse and validate a suite file into frozen values (SPEC §3).
+
+:func:`parse_suite` and :func:`load_suite` either return a :class:`Suite` whose every prompt
+renders for every case and contestant, or raise :class:`SuiteError` carrying every error
+found (file, line, key path), never the first one only and never a traceback.
+
+Steps: safe YAML (:mod:`~evalsite.core.yamlsafe`) → JSON Schema
+(:mod:`~evalsite.core.suite_schema`) → referenced files inlined
+(:mod:`~evalsite.core.suite_files`) → no key-shaped string anywhere → cross-references and
+templates (:mod:`~evalsite.core.suite_rules`). Later steps still run when earlier ones found
+errors, on whatever parts are well-formed, so one pass reports everything. The values are
+built leniently from the document for that reason; a Suite is returned only without errors.
+
+The version hash (``Suite.sha256``) is the sha256 of the suite bytes when the suite refers to
+no file; otherwise the bytes are followed, for each referenced file in order of its path
+relative to the suite folder, by ``b"\\0" + path + b"\\0" + str(len(data)) + b"\\0" + data``,
+so a changed cases, schema or labels file is a new version. The replies file is runtime input
+for the scripted adapter and is not hashed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import os
+import pathlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalsite.core.keys import key_prefix, looks_like_key, redact
+from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems, walk_strings
+from evalsite.core.prompts import render_messages, request_params
+from evalsite.core.schema_errors import schema_problems
+from evalsite.core.suite_files import UnreadableFile, attach_files, read_bounded
+from evalsite.core.suite_parts import (
+    NUMBER,
+    Case,
+    Judge,
+    SuiteLabel,
+    Task,
+    TaskVariant,
+    Variant,
+    as_type,
+    dict_items,
+    string_items,
+)
+from evalsite.core.suite_rules import rule_problems
+from evalsite.core.suite_schema import IDENTIFIER, MODEL
+from evalsite.core.yamlsafe import load_yaml
+
+__all__ = [
+    "Case", "Contestant", "Judge", "Problem", "Suite", "SuiteError", "SuiteLabel", "Task",
+    "TaskVariant", "Variant", "format_problems", "load_suite", "parse_contestant",
+    "parse_suite", "render_messages", "request_params",
+]  # fmt: skip
+
+ORIGINS = ("file", "upload")
+MAX_PROBLEMS = 200
+
+
+@dataclass(frozen=True)
+class Contestant:
+    """A model string with an optional prompt variant; None means the tasks as written."""
+
+    model: str
+    variant: str | None = None
+
+    def __str__(self) -> str:
+        return self.model if self.variant is None else f"{self.model}@{self.variant}"
+
+
+def parse_contestant(text: str) -> Contestant:
+    """``"openai/gpt-4o-mini@concise"`` → Contestant; ``@base`` or no suffix → variant None.
+
+    Raises ValueError with a message saying what a contestant looks like.
+    """
+    model, at, variant = text.partition("@")
+    if not re.match(MODEL, model):
+        raise ValueError(
+            f"{redact(text)!r} is not a contestant: expected 'provider/model' with an optional "
+            "'@variant', e.g. 'openai/gpt-4o-mini@concise'"
+        )
+    if at and not re.match(IDENTIFIER, variant):
+        raise ValueError(
+            f"{redact(variant)!r} in {redact(text)!r} is not a variant name: lowercase letters, "
+            "digits and '-', e.g. 'concise'"
+        )
+    return Contestant(model, None if not at or variant == "base" else variant)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A validated suite. Mappings are read-only by convention; ``to_dict()`` gives a copy.
+
+    ``variants`` holds the variant names; :meth:`variant` gives one's settings. ``models``
+    are the default contestants (first = baseline). ``files`` lists the referenced files
+    folded into ``sha256`` (paths relative to the suite folder).
+    """
+
+    name: str
+    sha256: str
+    tasks: tuple[Task, ...]
+    filename: str = ""
+    origin: str = "file"
+    version: int = 1
+    description: str = ""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    max_cost_usd: float | None = None
+    models: tuple[str, ...] = ()
+    repeats: int = 1
+    judge: Judge | None = None
+    gate: Mapping[str, Any] = field(default_factory=dict)
+    mover_threshold: float = 0.15
+    variants: tuple[str, ...] = ()
+    labels: tuple[SuiteLabel, ...] = ()
+    replies: str | None = None
+    replies_path: pathlib.Path | None = None
+    files: tuple[str, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+    variant_specs: Mapping[str, Variant] = field(default_factory=dict, repr=False)
+    document: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def judge_model(self) -> str | None:
+        """The judge's model string, or None when the suite has no judge block."""
+        return self.judge.model if self.judge else None
+
+    def task(self, task_id: str) -> Task:
+        """The task with this id; ValueError if there is none."""
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise ValueError(f"suite {self.name!r} has no task {task_id!r}")
+
+    def variant(self, name: str) -> Variant:
+        """The settings of a suite variant; ValueError if the suite declares no such variant."""
+        if name not in self.variant_specs:
+            raise ValueError(f"suite {self.name!r} has no variant {name!r}")
+        return self.variant_specs[name]
+
+    def contestants(self) -> tuple[Contestant, ...]:
+        """The default contestants (``models``), parsed; the first is the baseline."""
+        return tuple(parse_contestant(text) for text in self.models)
+
+    def model_strings(self) -> list[str]:
+        """Sorted unique model strings the suite names: models, judge, label contestants."""
+        named = [*self.models, *(self.judge_model or "",)]
+        named += [side for label in self.labels for side in (label.baseline, label.candidate)]
+        return sorted({text.partition("@")[0] for text in named if text})
+
+    def case_count(self) -> int:
+        """Cases over all tasks (one case answered by each contestant and repeat)."""
+        return sum(len(task.cases) for task in self.tasks)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parsed document, JSON-serialisable, with referenced files inlined.
+
+        ``schema_path``, ``cases_path`` and ``labels_path`` are replaced by the content they
+        named (``schema``, ``cases``, ``labels``), so the result is itself a valid suite
+        document that needs no file to load.
+        """
+        return copy.deepcopy(dict(self.document))
+
+
+def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
+    """A Suite from a (possibly invalid) document, taking only the well-formed parts."""
+    judge = as_type(document.get("judge"), dict, None)
+    variants = {
+        name: Variant.from_dict(name, spec)
+        for name, spec in as_type(document.get("variants"), dict, {}).items()
+        if isinstance(spec, dict)
+    }
+    return Suite(
+        name=as_type(document.get("suite"), str, ""),
+        tasks=tuple(Task.from_dict(task) for task in dict_items(document.get("tasks"))),
+        version=as_type(document.get("version"), int, 1),
+        description=as_type(document.get("description"), str, ""),
+        defaults=as_type(document.get("defaults"), dict, {}),
+        max_cost_usd=as_type(
+            as_type(document.get("limits"), dict, {}).get("max_cost_usd"), NUMBER, None
+        ),
+        models=string_items(document.get("models")),
+        repeats=as_type(document.get("repeats"), int, 1),
+        judge=Judge.from_dict(judge) if judge is not None else None,
+        gate=as_type(document.get("gate"), dict, {}),
+        mover_threshold=as_type(
+            as_type(document.get("report"), dict, {}).get("mover_threshold"), NUMBER, 0.15
+        ),
+        variants=tuple(variants),
+        labels=tuple(SuiteLabel.from_dict(label) for label in dict_items(document.get("labels"))),
+        replies=as_type(document.get("replies"), str, None),
+        variant_specs=variants,
+        document=document,
+        **fields,
+    )
+
+
+def parse_suite(
+    data: bytes, *, filename: str, base_dir: pathlib.Path | None = None, origin: str = "file"
+) -> Suite:
+    """Parse and validate suite bytes; raise SuiteError with every error found.
+
+    ``origin`` is "file" (CLI, suites directory, MCP) or "upload" (browser). Referenced files
+    are read only for origin "file" with a ``base_dir``; ``python:`` checks are refused for
+    uploads. Warnings (unused vars, YAML coercions) end up in ``Suite.warnings``.
+    """
+    if origin not in ORIGINS:
+        raise ValueError(f"origin must be one of {ORIGINS}, not {origin!r}")
+    loaded = load_yaml(data, filename=filename)
+    sources = SourceMap(filename, loaded.lines)
+    problems = schema_problems(loaded.data, sources)
+    if not isinstance(loaded.data, dict):
+        raise SuiteError(problems)
+    attached = attach_files(loaded.data, sources, base_dir=base_dir, origin=origin)
+    problems += attached.problems + _key_problems(attached.document, sources)
+    suite = _build(
+        attached.document,
+        sha256=_hash(data, attached.files),
+        filename=filename,
+        origin=origin,
+        replies_path=attached.replies_path,
+        files=tuple(sorted(attached.files)),
+    )
+    errors, warnings = rule_problems(suite, sources, loaded.coerced)
+    problems = _ordered(problems + errors, filename)
+    if problems:
+        raise SuiteError(problems, warnings)
+    return dataclasses.replace(suite, warnings=tuple(warnings))
+
+
+def load_suite(path: str | os.PathLike[str], *, origin: str = "file") -> Suite:
+    """Read and parse the suite at ``path`` (files it refers to are read beside it).
+
+    A missing, unreadable or oversized file is a SuiteError too; the size is checked with
+    ``stat`` before reading, and reading stops one byte past the limit.
+    """
+    display = os.fspath(path)
+    try:
+        data = read_bounded(pathlib.Path(path))
+    except UnreadableFile as error:
+        raise SuiteError([Problem(display, None, "", str(error))]) from None
+    base_dir = pathlib.Path(path).parent
+    return parse_suite(data, filename=display, base_dir=base_dir, origin=origin)
+
+
+def _hash(data: bytes, files: Mapping[str, bytes]) -> str:
+    digest = hashlib.sha256(data)
+    for relative in sorted(files):
+        content = files[relative]
+        digest.update(b"\0" + relative.encode() + b"\0" + str(len(content)).encode() + b"\0")
+        digest.update(content)
+    return digest.hexdigest()
+
+
+def _key_problems(document: Mapping[str, Any], sources: SourceMap) -> list[Problem]:
+    """One error per string (value or key, any file) shaped like a provider key."""
+    return [
+        sources.problem(
+            path,
+            f"this looks like a provider API key ({key_prefix(text)}…); remove it - keys are "
+            "read from the environment, never from a suite",
+        )
+        for path, text in walk_strings(document)
+        if looks_like_key(text)
+    ]
+
+
+def _ordered(problems: list[Problem], filename: str) -> list[Problem]:
+    """Suite file first, then other files by name; by line inside a file; no repeats.
+
+    Past :data:`MAX_PROBLEMS`, one last problem says that more were left out (a count would
+    mislead: schema checking itself stops early on a badly broken file).
+    """
+    unique = list(dict.fromkeys(problems))
+    ordered = sorted(unique, key=lambda p: (p.file != filename, p.file, p.line or 0))
+    if len(ordered) <= MAX_PROBLEMS:
+        return ordered
+    summary = f"... and more problems not shown (the first {MAX_PROBLEMS} are listed)"
+    return [*ordered[:MAX_PROBLEMS], Problem(filename, None, "", summary)]

@@ -1,0 +1,70 @@
+"""Prompt templating: exactly ``{{name}}``, substituted once.
+
+Rules (the whole language):
+
+- A placeholder is ``{{`` + optional spaces + a name + optional spaces + ``}}`` on one line;
+  a name is a letter or ``_`` followed by letters, digits, ``_`` or ``-``.
+- Any other ``{{ … }}`` on one line (``{{ x | upper }}``, ``{{a.b}}``, ``{{}}``) is an error:
+  there are no expressions and no filters. Literal ``{{x}}`` text reaches a prompt through a
+  var, because substituted values are never expanded again.
+- Values are inserted as they are: never escaped. Null renders as "", booleans as ``true`` /
+  ``false``, numbers as Python writes them (``1.1``, ``1000``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+VarValue = str | int | float | bool | None
+
+NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
+_NAME = re.compile(NAME)
+_TOKEN = re.compile(r"\{\{([^{}\n]*)\}\}")
+
+
+class TemplateError(Exception):
+    """A template could not render: placeholders with no value, or malformed tokens."""
+
+    def __init__(self, missing: tuple[str, ...] = (), invalid: tuple[str, ...] = ()) -> None:
+        self.missing = missing
+        self.invalid = invalid
+        parts = [f"no value for {{{{{name}}}}}" for name in missing]
+        parts += [f"{token!r} is not a placeholder" for token in invalid]
+        super().__init__("; ".join(parts))
+
+
+def placeholders(text: str) -> list[str]:
+    """The names of the well-formed placeholders in ``text``, first use first, no repeats."""
+    names: dict[str, None] = {}
+    for match in _TOKEN.finditer(text):
+        name = match.group(1).strip()
+        if _NAME.fullmatch(name):
+            names[name] = None
+    return list(names)
+
+
+def invalid_tokens(text: str) -> list[str]:
+    """Every ``{{ … }}`` in ``text`` that is not a placeholder (an expression, a filter…)."""
+    return [m.group() for m in _TOKEN.finditer(text) if not _NAME.fullmatch(m.group(1).strip())]
+
+
+def format_value(value: VarValue) -> str:
+    """The text a var value renders as."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def render(text: str, variables: Mapping[str, VarValue]) -> str:
+    """``text`` with every placeholder replaced by its var, in one pass.
+
+    Raises TemplateError naming every missing var and malformed token; never partial output.
+    """
+    missing = tuple(name for name in placeholders(text) if name not in variables)
+    invalid = tuple(invalid_tokens(text))
+    if missing or invalid:
+        raise TemplateError(missing, invalid)
+    return _TOKEN.sub(lambda m: format_value(variables[m.group(1).strip()]), text)
