@@ -35,6 +35,15 @@ class SuiteForm(forms.Form):
         self.source_name = "pasted suite"
         self.text = ""
 
+    @classmethod
+    def too_big(cls) -> SuiteForm:
+        """The form for a request whose body exceeded Django's limit (a huge paste)."""
+        form = cls()
+        form.problems = [
+            Problem(form.source_name, None, "", f"the suite is larger than {MAX_BYTES:,} bytes")
+        ]
+        return form
+
     def clean_intent(self) -> str:
         return self.cleaned_data.get("intent") or self.REGISTER
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -33,7 +34,10 @@ def suite_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def suite_new(request: HttpRequest) -> HttpResponse:
-    form = SuiteForm(request.POST or None, request.FILES or None)
+    try:
+        form = SuiteForm(request.POST or None, request.FILES or None)
+    except RequestDataTooBig:
+        form = SuiteForm.too_big()
     if request.method == "POST" and form.is_valid() and form.wants_registration:
         version, created = form.register(request.user)
         note = "Registered a new version of" if created else "Already registered:"

@@ -152,3 +152,35 @@ class SuiteUploadTests(TestCase):
         )
         assert "unknown model &#x27;fake/lage&#x27;" in response.content.decode()
         assert "did you mean &#x27;fake/large&#x27;" in response.content.decode()
+
+
+class SuiteLimitsTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        ensure_default_table()
+        cls.user = make_user()
+
+    def setUp(self):
+        self.client.force_login(self.user)
+
+    def test_a_paste_over_the_request_limit_gets_a_message_not_an_error_page(self):
+        text = "a: " + "x" * (7 * 1024 * 1024)
+        response = self.client.post(
+            reverse("suite_new"), {"yaml_text": text, "intent": "check"}, **HTMX
+        )
+        assert response.status_code == 200
+        assert "larger than 5,242,880 bytes" in response.content.decode()
+
+    def test_a_50_mb_upload_is_refused_by_its_size(self):
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        upload = SimpleUploadedFile("big.yaml", b"a: 1\n" * (10 * 1024 * 1024))
+        response = self.client.post(reverse("suite_new"), {"file": upload, "intent": "register"})
+        assert response.status_code == 200
+        assert "the limit is 5,242,880" in response.content.decode()
+        assert not Suite.objects.exists()
+
+    def test_logging_out_returns_to_the_login_page(self):
+        response = self.client.post(reverse("logout"))
+        assert response.status_code == 302 and response["Location"] == reverse("login")
+        assert self.client.get(reverse("dashboard")).status_code == 302
