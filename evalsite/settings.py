@@ -141,6 +141,11 @@ Q_CLUSTER = {
     "poll": 0.5,
     "label": "Background tasks",
 }
+# Calls in flight per model across a run (split between its shards).
+EVALSITE_MAX_CONCURRENCY = int(env_str("EVALSITE_MAX_CONCURRENCY", "8"))
+# A claimed answer whose worker died goes back to pending after this many seconds.
+EVALSITE_CLAIM_LEASE_S = float(env_str("EVALSITE_CLAIM_LEASE_S", "600"))
+
 REDIS_URL = env_str("EVALSITE_REDIS_URL")
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL

@@ -1,122 +1,19 @@
-"""Suites and their versions, price tables, endpoints and runs."""
+"""Dated price tables, their rows, and admin-defined endpoints."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 
 from evalsite.core.pricing import PriceRow, PriceSheet
-
-if TYPE_CHECKING:
-    from evalsite.core.suites import Suite as CoreSuite
-
-identifier = RegexValidator(
-    r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
-)
+from runs.models.suites import identifier
 
 
 class FrozenPriceTable(ValidationError):
     """Raised when something tries to change a table a run has used."""
-
-
-# --- Suites ----------------------------------------------------------------------------
-
-
-class Suite(models.Model):
-    name = models.CharField(max_length=64, unique=True, validators=[identifier])
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def latest_version(self) -> SuiteVersion | None:
-        return self.versions.order_by("-created_at", "-pk").first()
-
-
-class SuiteVersionQuerySet(models.QuerySet):
-    @transaction.atomic
-    def register(
-        self,
-        loaded: CoreSuite,
-        yaml_text: str,
-        *,
-        origin: str,
-        source_path: str = "",
-        user=None,
-    ) -> tuple[SuiteVersion, bool]:
-        """Store a validated suite; identical content reuses its version.
-
-        Returns (version, created).
-        """
-        suite, _ = Suite.objects.get_or_create(name=loaded.name)
-        return self.get_or_create(
-            suite=suite,
-            sha256=loaded.sha256,
-            defaults={
-                "yaml_text": yaml_text,
-                "parsed": loaded.to_dict(),
-                "origin": origin,
-                "source_path": source_path,
-                "created_by": user if user is not None and user.is_authenticated else None,
-            },
-        )
-
-
-class SuiteVersion(models.Model):
-    class Origin(models.TextChoices):
-        UPLOAD = "upload", "Uploaded in the browser"
-        PATH = "path", "Loaded from a file"
-        MCP = "mcp", "Registered over MCP"
-        DEMO = "demo", "Demo suite"
-
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="versions")
-    sha256 = models.CharField(max_length=64)
-    yaml_text = models.TextField()
-    parsed = models.JSONField()
-    origin = models.CharField(max_length=10, choices=Origin.choices)
-    source_path = models.CharField(max_length=1024, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    objects = SuiteVersionQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-created_at", "-pk"]
-        constraints = [
-            models.UniqueConstraint(fields=["suite", "sha256"], name="suite_version_unique_hash")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.suite.name}@{self.short_hash}"
-
-    @property
-    def short_hash(self) -> str:
-        return self.sha256[:8]
-
-    @property
-    def tasks(self) -> list[dict]:
-        return self.parsed.get("tasks", [])
-
-    @property
-    def labels(self) -> list[dict]:
-        return self.parsed.get("labels", [])
-
-    @property
-    def case_count(self) -> int:
-        return sum(len(task.get("cases", [])) for task in self.tasks)
-
-
-# --- Prices ----------------------------------------------------------------------------
 
 
 class PriceTableQuerySet(models.QuerySet):
@@ -316,56 +213,3 @@ class Endpoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-
-# --- Runs ------------------------------------------------------------------------------
-
-
-class Run(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        JUDGING = "judging"
-        REPORTING = "reporting"
-        DONE = "done"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
-        REFUSED = "refused"
-        ABORTED_OVER_BUDGET = "aborted_over_budget"
-
-    id = models.CharField(max_length=64, primary_key=True)
-    suite_version = models.ForeignKey(SuiteVersion, on_delete=models.PROTECT, related_name="runs")
-    contestants = models.JSONField(help_text="Contestant strings, baseline first.")
-    judge = models.JSONField(default=dict)
-    repeats = models.PositiveSmallIntegerField(default=1)
-    price_table = models.ForeignKey(PriceTable, on_delete=models.PROTECT, related_name="runs")
-    options = models.JSONField(default=dict)
-    label = models.CharField(max_length=64, blank=True)
-    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
-    estimate = models.JSONField(null=True, blank=True)
-    cap_usd = models.DecimalField(max_digits=12, decimal_places=6)
-    reserved_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    spent_answers_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    spent_judge_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    uncached_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    report = models.JSONField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return self.id
-
-    @property
-    def suite(self) -> Suite:
-        return self.suite_version.suite
-
-    @property
-    def baseline(self) -> str:
-        return self.contestants[0]

@@ -1,0 +1,215 @@
+"""A run's plan as plain values: its cells, their cache keys, and what they may cost.
+
+A *cell* is one answer to produce: (task, case, contestant, repeat) with the request that
+answers it. The pre-flight estimate and the per-call spend reservation both price cells
+from here, so the two cannot disagree about what a call may cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from evalsite.core.pricing import PriceRow, Usage, call_cost
+from evalsite.core.providers.base import Request
+from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
+
+DEFAULT_MAX_TOKENS = 1024
+# Tokens are estimated from characters: the usual 4 characters a token. The worst case
+# counts one token per UTF-8 byte (a byte-level tokenizer never does worse), so a spend
+# reservation is a true upper bound of the input side.
+ESTIMATE_CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class Cell:
+    task_id: str
+    case_id: str
+    contestant: str
+    repeat: int
+    request: Request
+
+
+def plan_cells(
+    suite: Suite, contestants: Sequence[str], *, repeats: int, only: str | None = None
+) -> list[Cell]:
+    """Every cell of a run, in a stable order: task, case, repeat, contestant.
+
+    ``only`` is ``task`` or ``task/case``; ValueError names an unknown task or case.
+    """
+    wanted_task, _, wanted_case = (only or "").partition("/")
+    if wanted_task:
+        task = suite.task(wanted_task)
+        if wanted_case:
+            task.case(wanted_case)
+    cells = []
+    for task in suite.tasks:
+        if wanted_task and task.id != wanted_task:
+            continue
+        for case in task.cases:
+            if wanted_case and case.id != wanted_case:
+                continue
+            for repeat in range(repeats):
+                for text in contestants:
+                    cells.append(_cell(suite, task, case.id, text, repeat))
+    return cells
+
+
+def _cell(suite: Suite, task, case_id: str, text: str, repeat: int) -> Cell:
+    contestant = parse_contestant(text)
+    request = Request.from_params(
+        contestant.model,
+        render_messages(suite, task.id, case_id, contestant),
+        request_params(suite, task.id, contestant),
+        schema=task.schema if isinstance(task.schema, Mapping) else None,
+        task_id=task.id,
+        case_id=case_id,
+        repeat=repeat,
+    )
+    return Cell(task.id, case_id, str(contestant), repeat, request)
+
+
+def request_hash(request: Request, *, provider: str, adapter_version: str, mode: str | None) -> str:
+    """The cache key: provider, model, messages, params, schema and mode, repeat, adapter."""
+    payload = {
+        "provider": provider,
+        "adapter": adapter_version,
+        "schema_mode": mode,
+        "request": request.to_json(),
+    }
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def prompt_chars(request: Request) -> int:
+    text = sum(len(message["content"]) for message in request.messages)
+    return text + (len(json.dumps(request.schema)) if request.schema else 0)
+
+
+def prompt_bytes(request: Request) -> int:
+    text = sum(len(m["content"].encode("utf-8", "surrogatepass")) for m in request.messages)
+    return text + (len(json.dumps(request.schema).encode()) if request.schema else 0)
+
+
+def input_tokens(request: Request, *, worst: bool = False) -> int:
+    overhead = MESSAGE_OVERHEAD_TOKENS * len(request.messages)
+    if worst:
+        return prompt_bytes(request) + overhead
+    return math.ceil(prompt_chars(request) / ESTIMATE_CHARS_PER_TOKEN) + overhead
+
+
+def max_output_tokens(request: Request) -> int:
+    return request.max_tokens or DEFAULT_MAX_TOKENS
+
+
+def worst_case_cost(request: Request, row: PriceRow | None) -> Decimal:
+    """What one call can cost at most: dense input, every output token allowed, no cache."""
+    if row is None:
+        return Decimal(0)
+    usage = Usage(input_tokens(request, worst=True), max_output_tokens(request))
+    return call_cost(row, usage) or Decimal(0)
+
+
+# --- the pre-flight estimate -------------------------------------------------------------
+
+
+@dataclass
+class EstimateLine:
+    """One contestant's (or the judge's) share of the estimate."""
+
+    name: str
+    calls: int = 0
+    cached_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    priced: bool = True
+    output_source: set[str] = field(default_factory=set)
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "uncached_calls": self.calls - self.cached_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": str(self.cost_usd.quantize(Decimal("0.000001"))),
+            "priced": self.priced,
+            "output_tokens_from": sorted(self.output_source),
+        }
+
+
+@dataclass(frozen=True)
+class CellCost:
+    """What the estimate needs to know about one cell."""
+
+    cell: Cell
+    row: PriceRow | None
+    cached: bool
+    seen_output_tokens: float | None  # mean output tokens the cache has seen, if any
+
+
+def estimate_answers(costs: Iterable[CellCost]) -> dict[str, EstimateLine]:
+    """Calls, tokens and cost per contestant; cached cells count as calls costing nothing."""
+    lines: dict[str, EstimateLine] = {}
+    for item in costs:
+        line = lines.setdefault(item.cell.contestant, EstimateLine(item.cell.contestant))
+        line.calls += 1
+        line.priced = line.priced and item.row is not None
+        if item.cached:
+            line.cached_calls += 1
+            continue
+        output, source = _expected_output(item)
+        line.output_source.add(source)
+        tokens_in = input_tokens(item.cell.request)
+        line.input_tokens += tokens_in
+        line.output_tokens += output
+        if item.row is not None:
+            line.cost_usd += call_cost(item.row, Usage(tokens_in, output)) or Decimal(0)
+    return lines
+
+
+def _expected_output(item: CellCost) -> tuple[int, str]:
+    ceiling = max_output_tokens(item.cell.request)
+    if item.seen_output_tokens is not None:
+        return min(ceiling, math.ceil(item.seen_output_tokens)), "cache history"
+    return ceiling, "max_tokens"
+
+
+def estimate_judge(
+    answer_lines: Mapping[str, EstimateLine],
+    cells: Sequence[Cell],
+    contestants: Sequence[str],
+    *,
+    judge_row: PriceRow | None,
+    judge_max_tokens: int,
+    judged_tasks: set[str],
+    rubric_chars: int,
+) -> EstimateLine:
+    """Two judge calls per baseline-candidate pair of a judged task (exclusions unknown yet)."""
+    line = EstimateLine("judge", priced=judge_row is not None)
+    mean_output = {
+        name: (est.output_tokens / max(1, est.calls - est.cached_calls))
+        for name, est in answer_lines.items()
+    }
+    baseline = contestants[0]
+    for cell in cells:
+        if cell.contestant == baseline or cell.task_id not in judged_tasks:
+            continue
+        answers = mean_output.get(baseline, 0) + mean_output.get(cell.contestant, 0)
+        prompt = prompt_chars(cell.request) + rubric_chars
+        tokens_in = math.ceil(prompt / ESTIMATE_CHARS_PER_TOKEN + answers) + 200
+        line.calls += 2
+        line.input_tokens += 2 * tokens_in
+        line.output_tokens += 2 * judge_max_tokens
+        if judge_row is not None:
+            usage = Usage(2 * tokens_in, 2 * judge_max_tokens)
+            line.cost_usd += call_cost(judge_row, usage) or Decimal(0)
+    line.output_source.add("max_tokens")
+    return line

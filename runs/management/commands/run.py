@@ -1,0 +1,213 @@
+"""`evalsite run SUITE`: plan, estimate and execute a run in this process."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from evalsite.core.exitcodes import ExitCode
+from evalsite.core.suites import SuiteError, load_suite
+from runs.models import Run, SuiteVersion
+from runs.planner import PlanError, RunOptions, make_plan, store_plan
+from runs.progress import answer_totals, progress
+from runs.runner import execute
+from runs.setup import prepare_database
+
+EXIT_BY_STATUS = {
+    Run.Status.DONE: ExitCode.OK,
+    Run.Status.FAILED: ExitCode.RUNTIME_ERROR,
+    Run.Status.CANCELLED: ExitCode.RUNTIME_ERROR,
+    Run.Status.REFUSED: ExitCode.REFUSED,
+    Run.Status.ABORTED_OVER_BUDGET: ExitCode.ABORTED_OVER_BUDGET,
+}
+
+
+class Command(BaseCommand):
+    help = "Run a suite: answer every case with each contestant and price it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("suite", help="Path to the suite YAML file.")
+        parser.add_argument("--models", help="Contestants, baseline first: a,b[@variant],…")
+        parser.add_argument("--fake", action="store_true", help="Answer with the fake adapter.")
+        parser.add_argument("--replies", help="Scripted replies file for scripted/… models.")
+        parser.add_argument("--max-cost", help="Cap in USD (default: the suite's, else $2.00).")
+        parser.add_argument("--no-cache", action="store_true", help="Skip cache reads.")
+        parser.add_argument("--repeats", type=int, help="Answers per case and contestant.")
+        parser.add_argument("--only", help="Only this task, or task/case.")
+        parser.add_argument("--label", default="", help="A name to refer to this run by.")
+        parser.add_argument("--concurrency", type=int, help="Calls in flight per model.")
+        parser.add_argument("--dry-run", action="store_true", help="Estimate only; no calls.")
+        parser.add_argument("--json", action="store_true", help="Print the run as JSON.")
+
+    def handle(self, *args, **opts):
+        loaded = self._load(opts["suite"])
+        prepare_database()
+        text = Path(opts["suite"]).read_text("utf-8", errors="replace")
+        version, _ = SuiteVersion.objects.register(
+            loaded, text, origin=SuiteVersion.Origin.PATH, source_path=opts["suite"]
+        )
+        options = self._options(opts)
+        try:
+            plan = make_plan(version, loaded, options)
+        except PlanError as error:
+            self._fail(str(error), error.code)
+        if opts["dry_run"]:
+            self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
+            sys.exit(ExitCode.REFUSED if plan.over_cap else ExitCode.OK)
+        run = store_plan(plan)
+        if run.status == Run.Status.REFUSED:
+            self._print_estimate(plan.estimate, plan.cap, plan.options.fake, out=self.stderr)
+            self._finish(run, opts["json"])
+        run = self._execute(run, quiet=opts["json"])
+        self._finish(run, opts["json"])
+
+    def _load(self, path: str):
+        try:
+            return load_suite(path)
+        except SuiteError as error:
+            for problem in error.problems:
+                self.stderr.write(f"error: {problem}")
+            sys.exit(ExitCode.INPUT_ERROR)
+
+    def _options(self, opts) -> RunOptions:
+        max_cost = None
+        if opts["max_cost"]:
+            try:
+                max_cost = Decimal(opts["max_cost"])
+            except InvalidOperation:
+                self._fail(f"--max-cost {opts['max_cost']!r} is not a number of USD")
+            if not max_cost.is_finite() or max_cost <= 0:
+                self._fail("--max-cost must be a positive number of USD")
+        if opts["repeats"] is not None and not 1 <= opts["repeats"] <= 20:
+            self._fail("--repeats must be between 1 and 20")
+        if opts["concurrency"] is not None and opts["concurrency"] < 1:
+            self._fail("--concurrency must be at least 1")
+        models = (
+            [m.strip() for m in opts["models"].split(",") if m.strip()] if opts["models"] else None
+        )
+        return RunOptions(
+            models=models,
+            fake=opts["fake"],
+            replies=opts["replies"],
+            max_cost=max_cost,
+            no_cache=opts["no_cache"],
+            repeats=opts["repeats"],
+            only=opts["only"],
+            label=opts["label"],
+            concurrency=opts["concurrency"],
+        )
+
+    def _execute(self, run: Run, *, quiet: bool) -> Run:
+        worker = threading.Thread(target=execute, args=(run.id,), daemon=True)
+        worker.start()
+        bar = ProgressPrinter(self.stderr, quiet=quiet)
+        try:
+            while worker.is_alive():
+                worker.join(timeout=0.5)
+                bar.show(progress(run))
+        except KeyboardInterrupt:
+            run.request_cancel()
+            self.stderr.write("\ncancelling: waiting for calls in flight…")
+            worker.join()
+        bar.show(progress(run), final=True)
+        run.refresh_from_db()
+        return run
+
+    def _print_estimate(self, estimate: dict, cap: Decimal, fake: bool, out=None) -> None:
+        out = out or self.stdout
+        tag = " (simulated: --fake)" if fake else ""
+        out.write(
+            f"estimate{tag}: ${Decimal(estimate['total_usd']):.4f} against a cap of ${cap:.4f}"
+        )
+        lines = [*estimate["contestants"], *([estimate["judge"]] if estimate["judge"] else [])]
+        for line in lines:
+            priced = "" if line["priced"] else " (not priced)"
+            out.write(
+                f"  {line['name']}: {line['calls']} calls ({line['cached_calls']} cached), "
+                f"~{line['input_tokens']} in / ~{line['output_tokens']} out tokens "
+                f"(output from {', '.join(line['output_tokens_from']) or 'cache'}), "
+                f"${Decimal(line['cost_usd']):.4f}{priced}"
+            )
+
+    def _finish(self, run: Run, as_json: bool) -> None:
+        totals = answer_totals(run)
+        if as_json:
+            self.stdout.write(json.dumps(run_summary(run, totals), indent=2))
+        else:
+            for line in summary_lines(run, totals):
+                self.stdout.write(line)
+            if run.detail:
+                self.stderr.write(run.detail)
+        sys.exit(EXIT_BY_STATUS.get(run.status, ExitCode.RUNTIME_ERROR))
+
+    def _fail(self, message: str, code: ExitCode = ExitCode.INPUT_ERROR) -> None:
+        self.stderr.write(f"error: {message}")
+        sys.exit(code)
+
+
+def run_summary(run: Run, totals: dict) -> dict:
+    return {
+        "run_id": run.id,
+        "status": run.status,
+        "detail": run.detail,
+        "suite": {"name": run.suite_version.suite.name, "hash": run.suite_version.sha256},
+        "contestants": run.contestants,
+        "judge": run.judge.get("model"),
+        "price_table": run.price_table.name,
+        "cap_usd": f"{run.cap_usd:.6f}",
+        "estimate": run.estimate,
+        "report_path": str(run.report_dir),
+        "totals": totals,
+    }
+
+
+def summary_lines(run: Run, totals: dict) -> list[str]:
+    run.report_dir.mkdir(parents=True, exist_ok=True)
+    simulated = " - simulated (--fake)" if totals["simulated"] else ""
+    incomplete = " - incomplete: some calls reported no usage" if totals["cost_incomplete"] else ""
+    return [
+        f"run {run.id}  ({run.suite_version.suite.name})  {run.status}",
+        f"  report: {run.report_dir}",
+        f"  answers: {totals['answers']} done, {totals['answer_errors']} errors, "
+        f"{totals['cache_hits']} cache hits",
+        f"  cost: ${Decimal(totals['cost_usd']):.4f} this run (answers "
+        f"${Decimal(totals['cost_answers_usd']):.4f}, judge not run yet); if uncached "
+        f"${Decimal(totals['cost_if_uncached_usd']):.4f}{simulated}{incomplete}",
+    ]
+
+
+class ProgressPrinter:
+    """A bar on a terminal; a plain line every 10% (or 10 s) otherwise."""
+
+    def __init__(self, out, *, quiet: bool):
+        self.out = out
+        self.quiet = quiet
+        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.last_step = -1
+        self.last_time = 0.0
+
+    def show(self, snap, final: bool = False) -> None:
+        if self.quiet or snap.total == 0:
+            return
+        eta = f" · ETA {snap.eta_s:.0f}s" if snap.eta_s is not None else ""
+        text = (
+            f"{snap.finished}/{snap.total} answers · {snap.errors} errors · "
+            f"${snap.spent_usd:.4f} of ${snap.cap_usd:.2f}{eta}"
+        )
+        if self.tty:
+            filled = int(snap.fraction * 24)
+            self.out.write(f"\r[{'#' * filled}{'-' * (24 - filled)}] {text}", ending="")
+            if final:
+                self.out.write("")
+            self.out.flush()
+            return
+        step = int(snap.fraction * 10)
+        if final or step > self.last_step or time.monotonic() - self.last_time > 10:
+            self.last_step, self.last_time = step, time.monotonic()
+            self.out.write(text)

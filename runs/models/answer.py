@@ -1,0 +1,107 @@
+"""Answers (one per run, task, case, contestant and repeat) and the shared response cache."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Avg
+
+from runs.models.run import Run
+
+
+class AnswerQuerySet(models.QuerySet):
+    def pending(self) -> AnswerQuerySet:
+        return self.filter(status=Answer.Status.PENDING)
+
+    def finished(self) -> AnswerQuerySet:
+        return self.filter(status__in=Answer.FINISHED)
+
+
+class Answer(models.Model):
+    """Created up front as pending: the plan is a set of rows, progress is a count, and
+    resuming is doing what is pending. The unique constraint makes duplicates impossible."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        CLAIMED = "claimed"
+        DONE = "done"
+        ERROR = "error"
+
+    FINISHED = (Status.DONE, Status.ERROR)
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="answers")
+    task_id = models.CharField(max_length=64)
+    case_id = models.CharField(max_length=64)
+    contestant = models.CharField(max_length=300)
+    repeat = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    claimed_by = models.CharField(max_length=64, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    request = models.JSONField(help_text="The rendered messages and params.")
+    request_hash = models.CharField(max_length=64)
+    text = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=64, blank=True)
+    schema_mode = models.CharField(max_length=10, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    cost_if_uncached_usd = models.DecimalField(
+        max_digits=14, decimal_places=8, null=True, blank=True
+    )
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    cached = models.BooleanField(default=False)
+    error_kind = models.CharField(max_length=20, blank=True)
+    error_message = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AnswerQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["task_id", "case_id", "repeat", "contestant"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "task_id", "case_id", "contestant", "repeat"], name="one_answer"
+            )
+        ]
+        indexes = [models.Index(fields=["run", "status"], name="answer_run_status")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.task_id}/{self.case_id} {self.contestant} #{self.repeat}"
+
+    @property
+    def model(self) -> str:
+        return self.contestant.partition("@")[0]
+
+
+class CachedResponseQuerySet(models.QuerySet):
+    def mean_output_tokens(self, provider: str, model: str, task_id: str) -> float | None:
+        """What this model has answered on this task before, for the pre-flight estimate."""
+        rows = self.filter(provider=provider, model=model, task_id=task_id)
+        return rows.aggregate(mean=Avg("output_tokens"))["mean"]
+
+
+class CachedResponse(models.Model):
+    """A completion by request hash, shared by every run, user and worker."""
+
+    request_hash = models.CharField(max_length=64, unique=True)
+    provider = models.CharField(max_length=64)
+    model = models.CharField(max_length=300)
+    task_id = models.CharField(max_length=64, blank=True)
+    text = models.TextField()
+    finish_reason = models.CharField(max_length=64, blank=True)
+    schema_mode = models.CharField(max_length=10, blank=True)
+    provider_model = models.CharField(max_length=300, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CachedResponseQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["provider", "model", "task_id"], name="cache_history")]
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.request_hash[:12]}"

@@ -1,0 +1,147 @@
+"""A run: a suite version answered by contestants, priced from one table."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F
+from django.utils import timezone
+
+from runs.models.pricing import PriceTable
+from runs.models.suites import Suite, SuiteVersion
+
+
+class RunQuerySet(models.QuerySet):
+    def for_suite(self, suite: Suite) -> RunQuerySet:
+        return self.filter(suite_version__suite=suite)
+
+    def active(self) -> RunQuerySet:
+        return self.filter(status__in=Run.ACTIVE)
+
+    def finished(self) -> RunQuerySet:
+        return self.exclude(status__in=Run.ACTIVE)
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        JUDGING = "judging"
+        REPORTING = "reporting"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+        REFUSED = "refused"
+        ABORTED_OVER_BUDGET = "aborted_over_budget"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.JUDGING, Status.REPORTING)
+
+    id = models.CharField(max_length=64, primary_key=True)
+    suite_version = models.ForeignKey(SuiteVersion, on_delete=models.PROTECT, related_name="runs")
+    contestants = models.JSONField(help_text="Contestant strings, baseline first.")
+    judge = models.JSONField(default=dict)
+    repeats = models.PositiveSmallIntegerField(default=1)
+    price_table = models.ForeignKey(PriceTable, on_delete=models.PROTECT, related_name="runs")
+    options = models.JSONField(default=dict)
+    label = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
+    detail = models.TextField(blank=True, help_text="Why the run was refused, failed or stopped.")
+    cancel_requested = models.BooleanField(default=False)
+    estimate = models.JSONField(null=True, blank=True)
+    cap_usd = models.DecimalField(max_digits=12, decimal_places=6)
+    reserved_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    spent_answers_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    spent_judge_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    uncached_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    cost_incomplete = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    report = models.JSONField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def suite(self) -> Suite:
+        return self.suite_version.suite
+
+    @property
+    def baseline(self) -> str:
+        return self.contestants[0]
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.options.get("fake"))
+
+    @property
+    def spent_usd(self) -> Decimal:
+        return self.spent_answers_usd + self.spent_judge_usd
+
+    @property
+    def report_dir(self) -> Path:
+        return Path(settings.REPORTS_DIR) / self.suite_version.suite.name / self.id
+
+    # --- state changes: each one conditional, so concurrent shards agree -----------------
+
+    def mark_running(self) -> None:
+        now = timezone.now()
+        Run.objects.filter(pk=self.pk, status=Run.Status.QUEUED).update(
+            status=Run.Status.RUNNING, started_at=now
+        )
+        self.refresh_from_db(fields=["status", "started_at"])
+
+    def finish(self, status: str, detail: str = "") -> bool:
+        """Move an active run to a final status once; False if another shard did first."""
+        changed = Run.objects.filter(pk=self.pk, status__in=self.ACTIVE).update(
+            status=status, detail=detail, finished_at=timezone.now()
+        )
+        self.refresh_from_db()
+        return changed == 1
+
+    def request_cancel(self) -> bool:
+        """Ask the shards to stop between calls; False if the run had already ended."""
+        changed = Run.objects.filter(pk=self.pk, status__in=self.ACTIVE).update(
+            cancel_requested=True
+        )
+        self.refresh_from_db(fields=["cancel_requested"])
+        return changed == 1
+
+    # --- spend: a reservation, not a check (SPEC §6.4) -----------------------------------
+
+    def reserve(self, amount: Decimal) -> bool:
+        """Reserve `amount` against the cap in one conditional UPDATE; False if it won't fit."""
+        committed = F("reserved_usd") + F("spent_answers_usd") + F("spent_judge_usd")
+        return (
+            Run.objects.filter(pk=self.pk, cap_usd__gte=committed + amount).update(
+                reserved_usd=F("reserved_usd") + amount
+            )
+            == 1
+        )
+
+    def settle(
+        self, reserved: Decimal, spent: Decimal | None, uncached: Decimal | None, *, judge: bool
+    ) -> None:
+        """Release a reservation and record what the call cost (None: unknown usage)."""
+        spent_field = "spent_judge_usd" if judge else "spent_answers_usd"
+        changes = {"reserved_usd": F("reserved_usd") - reserved}
+        if spent:
+            changes[spent_field] = F(spent_field) + spent
+        if uncached:
+            changes["uncached_usd"] = F("uncached_usd") + uncached
+        Run.objects.filter(pk=self.pk).update(**changes)

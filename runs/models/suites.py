@@ -1,0 +1,105 @@
+"""Suites and their versions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models, transaction
+
+if TYPE_CHECKING:
+    from evalsite.core.suites import Suite as CoreSuite
+
+identifier = RegexValidator(
+    r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
+)
+
+
+class Suite(models.Model):
+    name = models.CharField(max_length=64, unique=True, validators=[identifier])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def latest_version(self) -> SuiteVersion | None:
+        return self.versions.order_by("-created_at", "-pk").first()
+
+
+class SuiteVersionQuerySet(models.QuerySet):
+    @transaction.atomic
+    def register(
+        self,
+        loaded: CoreSuite,
+        yaml_text: str,
+        *,
+        origin: str,
+        source_path: str = "",
+        user=None,
+    ) -> tuple[SuiteVersion, bool]:
+        """Store a validated suite; identical content reuses its version.
+
+        Returns (version, created).
+        """
+        suite, _ = Suite.objects.get_or_create(name=loaded.name)
+        return self.get_or_create(
+            suite=suite,
+            sha256=loaded.sha256,
+            defaults={
+                "yaml_text": yaml_text,
+                "parsed": loaded.to_dict(),
+                "origin": origin,
+                "source_path": source_path,
+                "created_by": user if user is not None and user.is_authenticated else None,
+            },
+        )
+
+
+class SuiteVersion(models.Model):
+    class Origin(models.TextChoices):
+        UPLOAD = "upload", "Uploaded in the browser"
+        PATH = "path", "Loaded from a file"
+        MCP = "mcp", "Registered over MCP"
+        DEMO = "demo", "Demo suite"
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="versions")
+    sha256 = models.CharField(max_length=64)
+    yaml_text = models.TextField()
+    parsed = models.JSONField()
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    source_path = models.CharField(max_length=1024, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SuiteVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "sha256"], name="suite_version_unique_hash")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.suite.name}@{self.short_hash}"
+
+    @property
+    def short_hash(self) -> str:
+        return self.sha256[:8]
+
+    @property
+    def tasks(self) -> list[dict]:
+        return self.parsed.get("tasks", [])
+
+    @property
+    def labels(self) -> list[dict]:
+        return self.parsed.get("labels", [])
+
+    @property
+    def case_count(self) -> int:
+        return sum(len(task.get("cases", [])) for task in self.tasks)

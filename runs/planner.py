@@ -1,0 +1,327 @@
+"""Planning a run: resolve contestants, prices, keys and replies; estimate; store the plan.
+
+Everything that can refuse a run happens here, before the first provider call: an unknown
+model or variant, a missing key, a replies file without a case, an estimate over the cap.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import secrets
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from evalsite.core.exitcodes import ExitCode
+from evalsite.core.plan import (
+    Cell,
+    CellCost,
+    estimate_answers,
+    estimate_judge,
+    plan_cells,
+    request_hash,
+)
+from evalsite.core.pricing import PriceRow, suggest, unknown_model_message
+from evalsite.core.providers import (
+    EndpointConfig,
+    Provider,
+    ProviderError,
+    RepliesFileError,
+    ScriptedReplies,
+    build_provider,
+    required_key,
+)
+from evalsite.core.suites import Suite, parse_contestant
+from runs.models import Answer, CachedResponse, Endpoint, PriceTable, Run, SuiteVersion
+from runs.prices import NoActivePriceTable, active_table
+
+DEFAULT_CAP_USD = Decimal("2.00")
+
+
+class PlanError(Exception):
+    """A run that cannot start; `code` is the exit code (2 input, 4 refused over the cap)."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.INPUT_ERROR):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class RunOptions:
+    models: list[str] | None = None
+    fake: bool = False
+    replies: str | None = None
+    max_cost: Decimal | None = None
+    no_cache: bool = False
+    repeats: int | None = None
+    only: str | None = None
+    label: str = ""
+    concurrency: int | None = None
+    default_cap: Decimal = DEFAULT_CAP_USD
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+@dataclass
+class Plan:
+    """A resolved run before it is stored (also what --dry-run prints)."""
+
+    version: SuiteVersion
+    suite: Suite
+    contestants: list[str]
+    table: PriceTable
+    cap: Decimal
+    cells: list[Cell]
+    hashes: list[str]
+    cached: list[bool]
+    estimate: dict
+    options: RunOptions
+
+    @property
+    def over_cap(self) -> bool:
+        return Decimal(self.estimate["total_usd"]) > self.cap
+
+
+def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
+    """Resolve and estimate a run of `suite`; PlanError (exit 2) for anything unusable."""
+    contestants = _contestants(suite, options.models)
+    try:
+        table = active_table()
+    except NoActivePriceTable as error:
+        raise PlanError(str(error)) from None
+    rows = {price.model: price.to_row() for price in table.prices.all()}
+    judge_model = _judge_model(suite)
+    _check_prices(contestants, judge_model, rows, table.name)
+    endpoints = endpoint_configs()
+    _check_keys(contestants, judge_model, endpoints, options)
+    replies = load_replies(suite, options)
+    _check_replies(suite, contestants, replies, options)
+    repeats = options.repeats or suite.repeats
+    try:
+        cells = plan_cells(suite, contestants, repeats=repeats, only=options.only)
+    except ValueError as error:
+        raise PlanError(f"--only {options.only}: {error}") from None
+    providers = _providers(contestants, endpoints, replies, options)
+    hashes = [cell_hash(cell, providers[cell.contestant]) for cell in cells]
+    cached = _cached(hashes, options.no_cache)
+    estimate = _estimate(suite, cells, contestants, cached, rows, providers, judge_model)
+    cap = options.max_cost or _suite_cap(suite) or options.default_cap
+    return Plan(version, suite, contestants, table, cap, cells, hashes, cached, estimate, options)
+
+
+def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
+    texts = list(models or suite.models)
+    if len(texts) < 2:
+        raise PlanError(
+            "a run compares two or more contestants: give --models a,b or `models:` in the suite"
+        )
+    out = []
+    for text in texts:
+        try:
+            contestant = parse_contestant(text)
+        except ValueError as error:
+            raise PlanError(str(error)) from None
+        if contestant.variant and contestant.variant not in suite.variants:
+            hint = suggest(contestant.variant, suite.variants)
+            tail = f" - did you mean '@{hint}'?" if hint else ""
+            raise PlanError(f"unknown variant '@{contestant.variant}' in '{text}'{tail}")
+        out.append(str(contestant))
+    if len(set(out)) != len(out):
+        raise PlanError("a contestant appears twice in --models")
+    return out
+
+
+def _judge_model(suite: Suite) -> str | None:
+    judged = any(task.judge for task in suite.tasks)
+    return suite.judge_model if judged else None
+
+
+def _check_prices(contestants, judge_model, rows: dict[str, PriceRow], table: str) -> None:
+    models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
+    for model in filter(None, dict.fromkeys(models)):
+        if model in rows or model.partition("/")[0] in {"scripted", "command"}:
+            continue
+        raise PlanError(unknown_model_message(model, suggest(model, rows), table))
+
+
+def _check_keys(contestants, judge_model, endpoints, options: RunOptions) -> None:
+    models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
+    missing = []
+    for model in filter(None, dict.fromkeys(models)):
+        try:
+            name = required_key(model, endpoints=endpoints, fake=options.fake)
+        except ProviderError as error:
+            raise PlanError(str(error)) from None
+        if name and not options.env.get(name):
+            missing.append(f"{name} (for {model})")
+    if missing:
+        raise PlanError(
+            "missing API keys, set them in the environment before running: " + ", ".join(missing)
+        )
+
+
+def endpoint_configs() -> dict[str, EndpointConfig]:
+    return {
+        e.name: EndpointConfig(e.name, e.base_url, e.key_env_var) for e in Endpoint.objects.all()
+    }
+
+
+def load_replies(suite: Suite, options: RunOptions) -> ScriptedReplies | None:
+    path = options.replies or (str(suite.replies_path) if suite.replies_path else None)
+    if path is None:
+        return None
+    try:
+        return ScriptedReplies.load(path)
+    except RepliesFileError as error:
+        raise PlanError(str(error)) from None
+
+
+def _check_replies(suite, contestants, replies, options: RunOptions) -> None:
+    scripted = [c for c in contestants if c.startswith("scripted/") and not options.fake]
+    if not scripted:
+        return
+    if replies is None:
+        raise PlanError("scripted contestants need a replies file: --replies FILE or `replies:`")
+    cases = [(t.id, c.id) for t in suite.tasks for c in t.cases]
+    for contestant in scripted:
+        missing = replies.missing(parse_contestant(contestant).model.partition("/")[2], cases)
+        if missing:
+            shown = ", ".join(missing[:10]) + (" …" if len(missing) > 10 else "")
+            raise PlanError(f"{replies.filename} has no reply for {contestant} on: {shown}")
+
+
+def _providers(contestants, endpoints, replies, options: RunOptions) -> dict[str, Provider]:
+    providers = {}
+    for contestant in contestants:
+        model = parse_contestant(contestant).model
+        try:
+            providers[contestant] = build_provider(
+                model, env=options.env, endpoints=endpoints, replies=replies, fake=options.fake
+            )
+        except ProviderError as error:
+            raise PlanError(str(error)) from None
+    return providers
+
+
+def cell_hash(cell: Cell, provider: Provider) -> str:
+    request = provider.prepare(cell.request)
+    return request_hash(
+        request,
+        provider=provider.name,
+        adapter_version=provider.version,
+        mode=provider.schema_mode(cell.request),
+    )
+
+
+def _cached(hashes: list[str], no_cache: bool) -> list[bool]:
+    if no_cache:
+        return [False] * len(hashes)
+    found = set(
+        CachedResponse.objects.filter(request_hash__in=hashes).values_list(
+            "request_hash", flat=True
+        )
+    )
+    return [h in found for h in hashes]
+
+
+def _estimate(suite, cells, contestants, cached, rows, providers, judge_model) -> dict:
+    history: dict[tuple[str, str, str], float | None] = {}
+    costs = []
+    for cell, is_cached in zip(cells, cached, strict=True):
+        provider = providers[cell.contestant]
+        key = (provider.name, cell.request.model, cell.task_id)
+        if key not in history:
+            history[key] = CachedResponse.objects.mean_output_tokens(*key)
+        row = rows.get(cell.request.model)
+        costs.append(CellCost(cell, row, is_cached, history[key]))
+    lines = estimate_answers(costs)
+    judge = estimate_judge(
+        lines,
+        cells,
+        contestants,
+        judge_row=rows.get(judge_model) if judge_model else None,
+        judge_max_tokens=(suite.judge.max_tokens if suite.judge else None) or 400,
+        judged_tasks={task.id for task in suite.tasks if task.judge} if judge_model else set(),
+        rubric_chars=len(suite.judge.rubric) if suite.judge else 0,
+    )
+    total = sum((line.cost_usd for line in lines.values()), judge.cost_usd)
+    return {
+        "contestants": [lines[c].as_dict() for c in contestants if c in lines],
+        "judge": judge.as_dict() if judge_model else None,
+        "answers_usd": str(sum((line.cost_usd for line in lines.values()), Decimal(0))),
+        "total_usd": str(total),
+        "cached_calls": sum(cached),
+        "calls": len(cells) + judge.calls,
+    }
+
+
+def _suite_cap(suite: Suite) -> Decimal | None:
+    return None if suite.max_cost_usd is None else Decimal(str(suite.max_cost_usd))
+
+
+# --- storing the plan ---------------------------------------------------------------------
+
+
+def new_run_id(suite_hash: str, contestants: list[str]) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    joined = hashlib.sha256("\n".join(contestants).encode()).hexdigest()[:8]
+    return f"{stamp}_{suite_hash[:8]}_{joined}_{secrets.token_hex(2)}"
+
+
+@transaction.atomic
+def store_plan(plan: Plan, *, user=None) -> Run:
+    """The Run and its pending Answer rows; a run over its cap is stored as refused."""
+    options = plan.options
+    run = Run.objects.create(
+        id=new_run_id(plan.version.sha256, plan.contestants),
+        suite_version=plan.version,
+        contestants=plan.contestants,
+        judge={"model": _judge_model(plan.suite)} if _judge_model(plan.suite) else {},
+        repeats=options.repeats or plan.suite.repeats,
+        price_table=plan.table,
+        options=_stored_options(plan),
+        label=options.label,
+        estimate=plan.estimate,
+        cap_usd=plan.cap,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    if plan.over_cap:
+        run.finish(Run.Status.REFUSED, _over_cap_message(plan))
+        return run
+    Answer.objects.bulk_create(
+        Answer(
+            run=run,
+            task_id=cell.task_id,
+            case_id=cell.case_id,
+            contestant=cell.contestant,
+            repeat=cell.repeat,
+            request=cell.request.to_json(),
+            request_hash=digest,
+        )
+        for cell, digest in zip(plan.cells, plan.hashes, strict=True)
+    )
+    return run
+
+
+def _stored_options(plan: Plan) -> dict:
+    """What a worker needs to redo the plan; never a key (keys come from its environment)."""
+    options = plan.options
+    replies = options.replies or (str(plan.suite.replies_path) if plan.suite.replies_path else "")
+    return {
+        "fake": options.fake,
+        "no_cache": options.no_cache,
+        "replies": str(Path(replies).resolve()) if replies else "",
+        "only": options.only or "",
+        "concurrency": options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
+    }
+
+
+def _over_cap_message(plan: Plan) -> str:
+    return (
+        f"refused: the estimate ${Decimal(plan.estimate['total_usd']):.4f} is over the cap "
+        f"${plan.cap:.4f}; nothing was spent (raise --max-cost or limits.max_cost_usd)"
+    )

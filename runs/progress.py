@@ -1,0 +1,106 @@
+"""A run's progress from its rows: counts by status, spend against the cap, errors, ETA."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from runs.models import Answer, Run
+
+
+@dataclass(frozen=True)
+class Progress:
+    status: str
+    total: int
+    pending: int
+    claimed: int
+    done: int
+    errors: int
+    cache_hits: int
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    cap_usd: Decimal
+    elapsed_s: float | None
+    eta_s: float | None
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.errors
+
+    @property
+    def fraction(self) -> float:
+        return self.finished / self.total if self.total else 1.0
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        for key in ("spent_usd", "reserved_usd", "cap_usd"):
+            data[key] = str(data[key])
+        return data
+
+
+def progress(run: Run) -> Progress:
+    """One aggregate query over the run's answers; cheap enough to poll."""
+    run.refresh_from_db()
+    counts = Answer.objects.filter(run=run).aggregate(
+        total=Count("pk"),
+        pending=Count("pk", filter=Q(status=Answer.Status.PENDING)),
+        claimed=Count("pk", filter=Q(status=Answer.Status.CLAIMED)),
+        done=Count("pk", filter=Q(status=Answer.Status.DONE)),
+        errors=Count("pk", filter=Q(status=Answer.Status.ERROR)),
+        cache_hits=Count("pk", filter=Q(cached=True)),
+        fresh_done=Count("pk", filter=Q(cached=False, status__in=Answer.FINISHED)),
+    )
+    elapsed = eta = None
+    if run.started_at:
+        end = run.finished_at or timezone.now()
+        elapsed = (end - run.started_at).total_seconds()
+        remaining = counts["pending"] + counts["claimed"]
+        rate = counts["done"] + counts["errors"]
+        if run.is_active and rate and remaining:
+            eta = elapsed / rate * remaining
+    return Progress(
+        status=run.status,
+        total=counts["total"],
+        pending=counts["pending"],
+        claimed=counts["claimed"],
+        done=counts["done"],
+        errors=counts["errors"],
+        cache_hits=counts["cache_hits"],
+        spent_usd=run.spent_usd,
+        reserved_usd=run.reserved_usd,
+        cap_usd=run.cap_usd,
+        elapsed_s=elapsed,
+        eta_s=eta,
+    )
+
+
+def answer_totals(run: Run) -> dict:
+    """SPEC §11's `totals` for a run that has answers only (judging comes later)."""
+    answers = Answer.objects.filter(run=run)
+    sums = answers.aggregate(
+        count=Count("pk", filter=Q(status=Answer.Status.DONE)),
+        errors=Count("pk", filter=Q(status=Answer.Status.ERROR)),
+        hits=Count("pk", filter=Q(cached=True)),
+        uncached=Sum("cost_if_uncached_usd"),
+    )
+    cost_answers = run.spent_answers_usd
+    return {
+        "answers": sums["count"],
+        "answer_errors": sums["errors"],
+        "pairs": 0,
+        "judge_calls": 0,
+        "cache_hits": sums["hits"],
+        "cost_usd": _money(run.spent_usd),
+        "cost_answers_usd": _money(cost_answers),
+        "cost_judge_usd": _money(run.spent_judge_usd),
+        "cost_if_uncached_usd": _money(sums["uncached"] or Decimal(0)),
+        "cost_incomplete": run.cost_incomplete,
+        "simulated": run.simulated,
+    }
+
+
+def _money(value: Decimal) -> str:
+    return f"{value:.6f}"

@@ -1,0 +1,353 @@
+"""Executing a run: claim pending answers, call the providers concurrently, store each one.
+
+One *shard* is one call of :func:`execute`: it claims pending answers in small batches
+(conditional UPDATE, so shards never share a row), calls the providers with asyncio under
+per-model limits, and finishes every answer in one short transaction together with its
+spend. Shards keep going until nothing is pending; the last one finishes the run. A shard
+that dies leaves claimed rows, which go back to pending when their lease expires, and any
+live shard (or a redelivered one) picks them up. Provider keys come from this process's
+environment, never from the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import random
+import time
+import uuid
+from decimal import Decimal
+from functools import partial
+
+import httpx
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connections, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from evalsite.core.pacing import MAX_ATTEMPTS, Limits, ModelGate, backoff_delay
+from evalsite.core.plan import worst_case_cost
+from evalsite.core.pricing import PriceRow, Usage, call_cost
+from evalsite.core.providers import (
+    Completion,
+    ErrorKind,
+    Provider,
+    ProviderError,
+    ScriptedReplies,
+    build_provider,
+    make_client,
+)
+from evalsite.core.providers.base import Request
+from runs.models import Answer, CachedResponse, Run
+from runs.planner import endpoint_configs
+
+db = partial(sync_to_async, thread_sensitive=True)
+STOPPING_KINDS = (ErrorKind.AUTH.value, ErrorKind.BAD_REQUEST.value)
+POLL_S = 0.25
+RESERVE_WAIT_S = 300.0
+
+
+def execute(
+    run_id: str,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    shards: int = 1,
+) -> Run:
+    """Run one shard of `run_id` to the end of the run's pending work; return the run."""
+    shard = Shard(run_id, transport=transport, shards=shards)
+    try:
+        asyncio.run(shard.run())
+    finally:
+        close_old_connections()
+    return Run.objects.get(pk=run_id)
+
+
+class Shard:
+    def __init__(self, run_id: str, *, transport=None, shards: int = 1):
+        self.run_id = run_id
+        self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.transport = transport
+        self.shards = max(1, shards)
+        self.stopping = False
+        self.aborted = False
+        self.stopped_models: set[str] = set()
+        self.rng = random.Random()
+        self._checked_at = 0.0
+
+    # --- the loop --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            ready = await db(self._prepare)()
+            if ready:
+                await self._loop()
+                await db(self._finalize)()
+        finally:
+            await db(connections.close_all)()
+
+    def _prepare(self) -> bool:
+        self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
+        if not self.run_row.is_active:
+            return False
+        self.run_row.mark_running()
+        options = self.run_row.options
+        self.rows: dict[str, PriceRow] = {
+            p.model: p.to_row() for p in self.run_row.price_table.prices.all()
+        }
+        replies = ScriptedReplies.load(options["replies"]) if options.get("replies") else None
+        endpoints = endpoint_configs()
+        self.providers: dict[str, Provider] = {}
+        self.gates: dict[str, ModelGate] = {}
+        limits = Limits(int(options.get("concurrency") or settings.EVALSITE_MAX_CONCURRENCY))
+        for contestant in self.run_row.contestants:
+            model = contestant.partition("@")[0]
+            self.providers[contestant] = build_provider(
+                model, env=os.environ, endpoints=endpoints, replies=replies, fake=options["fake"]
+            )
+            self.gates.setdefault(model, ModelGate(limits.share(self.shards)))
+        self.concurrency = sum(gate.limits.max_concurrency for gate in self.gates.values())
+        return True
+
+    async def _loop(self) -> None:
+        in_flight: set[asyncio.Task] = set()
+        async with make_client(
+            transport=self.transport, max_connections=self.concurrency
+        ) as client:
+            while True:
+                await self._check_stop()
+                if not self.stopping and len(in_flight) < self.concurrency:
+                    batch = await db(self._claim)(2 * self.concurrency - len(in_flight))
+                    in_flight |= {asyncio.create_task(self._answer(a, client)) for a in batch}
+                if in_flight:
+                    _, in_flight = await asyncio.wait(
+                        in_flight, timeout=POLL_S, return_when=asyncio.FIRST_COMPLETED
+                    )
+                elif self.stopping or not await db(self._others_working)():
+                    break
+                else:
+                    await asyncio.sleep(POLL_S)
+
+    async def _check_stop(self) -> None:
+        now = time.monotonic()
+        if self.stopping or now - self._checked_at < POLL_S:
+            return
+        self._checked_at = now
+        active = await db(
+            Run.objects.filter(pk=self.run_id, status__in=Run.ACTIVE, cancel_requested=False).exists
+        )()
+        if not active:
+            self.stopping = True
+
+    # --- claims ----------------------------------------------------------------------------
+
+    def _claim(self, limit: int) -> list[Answer]:
+        if limit <= 0:
+            return []
+        self._reclaim_expired()
+        ids = list(
+            Answer.objects.pending().filter(run_id=self.run_id).values_list("pk", flat=True)[:limit]
+        )
+        if not ids:
+            return []
+        Answer.objects.filter(pk__in=ids, status=Answer.Status.PENDING).update(
+            status=Answer.Status.CLAIMED,
+            claimed_by=self.token,
+            claimed_at=timezone.now(),
+            attempts=F("attempts") + 1,
+        )
+        stopped = Answer.objects.filter(run_id=self.run_id, error_kind__in=STOPPING_KINDS)
+        self.stopped_models |= {
+            c.partition("@")[0] for c in stopped.values_list("contestant", flat=True)
+        }
+        return list(
+            Answer.objects.filter(pk__in=ids, claimed_by=self.token, status=Answer.Status.CLAIMED)
+        )
+
+    def _reclaim_expired(self) -> None:
+        expired = timezone.now() - dt.timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
+        Answer.objects.filter(
+            run_id=self.run_id, status=Answer.Status.CLAIMED, claimed_at__lt=expired
+        ).update(status=Answer.Status.PENDING, claimed_by="")
+
+    def _release(self, answer: Answer) -> None:
+        Answer.objects.filter(
+            pk=answer.pk, claimed_by=self.token, status=Answer.Status.CLAIMED
+        ).update(status=Answer.Status.PENDING, claimed_by="")
+
+    def _others_working(self) -> bool:
+        self._reclaim_expired()
+        answers = Answer.objects.filter(run_id=self.run_id)
+        return answers.filter(status__in=[Answer.Status.PENDING, Answer.Status.CLAIMED]).exists()
+
+    # --- one answer --------------------------------------------------------------------------
+
+    async def _answer(self, answer: Answer, client: httpx.AsyncClient) -> None:
+        provider = self.providers[answer.contestant]
+        request = Request(**answer.request)
+        if request.model in self.stopped_models:
+            return await db(self._finish_skipped)(answer)
+        if not self.run_row.options.get("no_cache"):
+            hit = await db(CachedResponse.objects.filter(request_hash=answer.request_hash).first)()
+            if hit is not None:
+                return await db(self._finish_cached)(answer, hit)
+        async with self.gates[request.model]:
+            if self.stopping:
+                return await db(self._release)(answer)
+            prepared = provider.prepare(request)
+            reserved = worst_case_cost(prepared, self.rows.get(request.model))
+            if not await self._reserve(reserved):
+                return await db(self._release)(answer)
+            await self._call(answer, provider, request, client, reserved)
+
+    async def _call(self, answer, provider, request, client, reserved: Decimal) -> None:
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            started = time.monotonic()
+            try:
+                completion = await provider.complete(request, client)
+            except ProviderError as error:
+                if error.retryable and attempt < MAX_ATTEMPTS and not self.stopping:
+                    await asyncio.sleep(backoff_delay(attempt, error.retry_after, rng=self.rng))
+                    continue
+                if error.stops_model:
+                    self.stopped_models.add(request.model)
+                return await db(self._finish_error)(answer, error, reserved)
+            latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
+            return await db(self._finish_done)(answer, provider, completion, latency, reserved)
+
+    async def _reserve(self, amount: Decimal) -> bool:
+        """Reserve the worst case; while other calls hold reservations, wait for them."""
+        deadline = time.monotonic() + RESERVE_WAIT_S
+        while not self.stopping:
+            if await db(self.run_row.reserve)(amount):
+                return True
+            held = await db(
+                Run.objects.filter(pk=self.run_id).values_list("reserved_usd", flat=True).get
+            )()
+            if held <= 0 or time.monotonic() > deadline:
+                await db(self._abort_over_budget)(amount)
+                return False
+            await asyncio.sleep(POLL_S / 2)
+        return False
+
+    def _abort_over_budget(self, amount: Decimal) -> None:
+        self.aborted = self.stopping = True
+        run = Run.objects.get(pk=self.run_id)
+        run.finish(
+            Run.Status.ABORTED_OVER_BUDGET,
+            f"stopped: the next call (up to ${amount:.6f}) no longer fit under the cap "
+            f"${run.cap_usd:.4f} (spent ${run.spent_usd:.6f}); finished answers are kept",
+        )
+
+    # --- recording results: one short transaction each ------------------------------------
+
+    def _costs(self, model: str, usage: Usage | None) -> tuple[Decimal | None, bool]:
+        row = self.rows.get(model)
+        if row is None:
+            return None, False  # not priced (scripted/command without a row)
+        cost = call_cost(row, usage)
+        return cost, cost is None
+
+    @transaction.atomic
+    def _finish_done(self, answer, provider, completion: Completion, latency, reserved) -> None:
+        cost, incomplete = self._costs(answer.model, completion.usage)
+        usage = completion.usage
+        fields = _usage_fields(usage) | {
+            "text": completion.text,
+            "finish_reason": completion.finish_reason or "",
+            "schema_mode": completion.schema_mode or "",
+            "latency_ms": latency,
+        }
+        CachedResponse.objects.get_or_create(
+            request_hash=answer.request_hash,
+            defaults=fields
+            | {
+                "provider": provider.name,
+                "model": answer.model,
+                "task_id": answer.task_id,
+                "provider_model": completion.provider_model or "",
+            },
+        )
+        self._store(
+            answer, Answer.Status.DONE, fields | {"cost_usd": cost, "cost_if_uncached_usd": cost}
+        )
+        self.run_row.settle(reserved, cost, cost, judge=False)
+        if incomplete:
+            Run.objects.filter(pk=self.run_id).update(cost_incomplete=True)
+
+    @transaction.atomic
+    def _finish_cached(self, answer: Answer, hit: CachedResponse) -> None:
+        usage = (
+            None
+            if hit.input_tokens is None
+            else Usage(hit.input_tokens, hit.output_tokens or 0, hit.cached_input_tokens or 0)
+        )
+        cost, _ = self._costs(answer.model, usage)
+        fields = _usage_fields(usage) | {
+            "text": hit.text,
+            "finish_reason": hit.finish_reason,
+            "schema_mode": hit.schema_mode,
+            "latency_ms": hit.latency_ms,
+            "cached": True,
+            "cost_usd": Decimal(0) if cost is not None else None,
+            "cost_if_uncached_usd": cost,
+        }
+        if self._store(answer, Answer.Status.DONE, fields) and cost:
+            Run.objects.filter(pk=self.run_id).update(uncached_usd=F("uncached_usd") + cost)
+
+    @transaction.atomic
+    def _finish_error(self, answer: Answer, error: ProviderError, reserved: Decimal) -> None:
+        self._store(
+            answer,
+            Answer.Status.ERROR,
+            {"error_kind": error.kind.value, "error_message": str(error.message)[:2000]},
+        )
+        self.run_row.settle(reserved, None, None, judge=False)
+
+    def _finish_skipped(self, answer: Answer) -> None:
+        message = (
+            f"not called: {answer.model} refused an earlier call of this run (auth or bad request)"
+        )
+        self._store(
+            answer, Answer.Status.ERROR, {"error_kind": "skipped", "error_message": message}
+        )
+
+    def _store(self, answer: Answer, status: str, fields: dict) -> bool:
+        """Finish a claimed answer; False if this shard lost the claim (lease expired)."""
+        return (
+            Answer.objects.filter(
+                pk=answer.pk, claimed_by=self.token, status=Answer.Status.CLAIMED
+            ).update(status=status, finished_at=timezone.now(), claimed_by="", **fields)
+            == 1
+        )
+
+    # --- the end -----------------------------------------------------------------------------
+
+    def _finalize(self) -> None:
+        run = Run.objects.get(pk=self.run_id)
+        if not run.is_active:
+            return
+        if run.cancel_requested:
+            run.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
+            return
+        answers = Answer.objects.filter(run=run)
+        if answers.filter(status__in=[Answer.Status.PENDING, Answer.Status.CLAIMED]).exists():
+            return  # another shard is still working, or the run was stopped
+        if not answers.filter(status=Answer.Status.DONE).exists() and answers.exists():
+            first = answers.filter(status=Answer.Status.ERROR).first()
+            run.finish(
+                Run.Status.FAILED, f"every answer failed; first error: {first.error_message}"
+            )
+            return
+        run.finish(Run.Status.DONE)
+
+
+def _usage_fields(usage: Usage | None) -> dict:
+    if usage is None:
+        return {"input_tokens": None, "output_tokens": None, "cached_input_tokens": None}
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+    }
