@@ -1,0 +1,46 @@
+import asyncio
+import random
+import time
+
+from evalsite.core.pacing import BACKOFF_CAP_S, RETRY_AFTER_CAP_S, Limits, ModelGate, backoff_delay
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_cap():
+    rng = random.Random(1)
+    for attempt in range(1, 10):
+        ceiling = min(BACKOFF_CAP_S, 2 ** (attempt - 1))
+        delay = backoff_delay(attempt, rng=rng)
+        assert ceiling / 2 <= delay <= ceiling
+
+
+def test_retry_after_is_honoured_up_to_a_bound():
+    assert backoff_delay(1, 7.5, rng=random.Random(0)) == 7.5
+    assert backoff_delay(1, 10_000, rng=random.Random(0)) == RETRY_AFTER_CAP_S
+
+
+def test_a_limit_is_split_between_shards():
+    assert Limits(8, 120).share(2) == Limits(4, 60)
+    assert Limits(1, 1).share(4) == Limits(1, 1)
+
+
+def test_the_gate_holds_concurrency_and_spaces_starts():
+    gate = ModelGate(Limits(max_concurrency=2, requests_per_minute=600))  # one start per 0.1 s
+    in_flight = peak = 0
+    starts = []
+
+    async def call():
+        nonlocal in_flight, peak
+        async with gate:
+            starts.append(time.monotonic())
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.05)
+            in_flight -= 1
+
+    async def main():
+        await asyncio.gather(*(call() for _ in range(5)))
+
+    asyncio.run(main())
+    assert peak <= 2
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.09

@@ -1,0 +1,120 @@
+from decimal import Decimal
+
+import pytest
+
+from evalsite.core.plan import (
+    CellCost,
+    estimate_answers,
+    estimate_judge,
+    input_tokens,
+    plan_cells,
+    request_hash,
+    worst_case_cost,
+)
+from evalsite.core.pricing import PriceRow, Usage, call_cost
+from evalsite.core.providers.base import Request
+from evalsite.core.suites import parse_suite
+
+SUITE = b"""
+suite: plan-test
+version: 1
+defaults: {max_tokens: 100}
+models: [fake/a, fake/b]
+judge: {model: fake/j, max_tokens: 50}
+variants:
+  short: {system: "Be brief."}
+tasks:
+  - id: one
+    prompt: "Hello {{who}}"
+    cases: [{id: x, vars: {who: Ada}}, {id: y, vars: {who: Bob}}]
+  - id: two
+    judge: false
+    prompt: "Bye {{who}}"
+    cases: [{id: z, vars: {who: Cy}}]
+"""
+ROW = PriceRow("fake/a", Decimal("1"), Decimal("2"))
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return parse_suite(SUITE, filename="plan.yaml", origin="upload")
+
+
+def test_a_plan_has_one_cell_per_task_case_repeat_and_contestant(suite):
+    cells = plan_cells(suite, ["fake/a", "fake/b@short"], repeats=2)
+    assert len(cells) == 3 * 2 * 2
+    first = cells[0]
+    assert (first.task_id, first.case_id, first.repeat, first.contestant) == (
+        "one",
+        "x",
+        0,
+        "fake/a",
+    )
+    variant = next(c for c in cells if c.contestant == "fake/b@short")
+    assert variant.request.messages[0] == {"role": "system", "content": "Be brief."}
+    assert variant.request.model == "fake/b" and variant.request.max_tokens == 100
+
+
+def test_only_narrows_the_plan_and_names_an_unknown_task(suite):
+    assert {c.case_id for c in plan_cells(suite, ["fake/a"], repeats=1, only="one")} == {"x", "y"}
+    assert [c.case_id for c in plan_cells(suite, ["fake/a"], repeats=1, only="one/y")] == ["y"]
+    with pytest.raises(ValueError, match="nope"):
+        plan_cells(suite, ["fake/a"], repeats=1, only="nope")
+    with pytest.raises(ValueError, match="case 'q'"):
+        plan_cells(suite, ["fake/a"], repeats=1, only="one/q")
+
+
+def test_the_request_hash_covers_what_changes_the_answer(suite):
+    cells = plan_cells(suite, ["fake/a", "fake/b"], repeats=2)
+    base = dict(provider="fake", adapter_version="1", mode=None)
+    hashes = {request_hash(c.request, **base) for c in cells}
+    assert len(hashes) == len(cells)
+    req = cells[0].request
+    assert request_hash(req, **base) == request_hash(req, **base)
+    assert request_hash(req, **base) != request_hash(req, **{**base, "adapter_version": "2"})
+    assert request_hash(req, **base) != request_hash(req, **{**base, "mode": "prompted"})
+    assert request_hash(req, **base) != request_hash(req, **{**base, "provider": "openai"})
+
+
+def test_the_worst_case_bounds_any_call_a_byte_level_tokenizer_can_make():
+    request = Request("fake/a", ({"role": "user", "content": "héllo wörld ✓" * 10},), max_tokens=50)
+    worst = worst_case_cost(request, ROW)
+    every_byte_a_token = Usage(len(request.messages[0]["content"].encode()), 50)
+    assert worst >= call_cost(ROW, every_byte_a_token)
+    assert input_tokens(request) < input_tokens(request, worst=True)
+    assert worst_case_cost(request, None) == 0
+
+
+def test_the_estimate_prices_uncached_cells_and_prefers_cache_history(suite):
+    cells = plan_cells(suite, ["fake/a", "fake/b"], repeats=1)
+    costs = [
+        CellCost(
+            cell,
+            ROW,
+            cached=(i == 0),
+            seen_output_tokens=20 if cell.contestant == "fake/b" else None,
+        )
+        for i, cell in enumerate(cells)
+    ]
+    lines = estimate_answers(costs)
+    assert lines["fake/a"].calls == 3 and lines["fake/a"].cached_calls == 1
+    assert lines["fake/a"].output_tokens == 2 * 100  # max_tokens for the two uncached
+    assert lines["fake/b"].output_tokens == 3 * 20  # what the cache has seen
+    assert lines["fake/b"].output_source == {"cache history"}
+    assert lines["fake/a"].cost_usd > 0
+
+
+def test_the_judge_estimate_is_two_calls_per_judged_pair(suite):
+    cells = plan_cells(suite, ["fake/a", "fake/b"], repeats=1)
+    lines = estimate_answers(CellCost(c, ROW, False, None) for c in cells)
+    judge = estimate_judge(
+        lines,
+        cells,
+        ["fake/a", "fake/b"],
+        judge_row=ROW,
+        judge_max_tokens=50,
+        judged_tasks={"one"},
+        rubric_chars=0,
+    )
+    assert judge.calls == 4  # task one has 2 cases, 1 candidate, 2 orders
+    assert judge.output_tokens == 4 * 50 and judge.cost_usd > 0
