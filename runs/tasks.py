@@ -6,6 +6,7 @@ database) and are idempotent: a redelivered shard skips finished answers.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 from django_q.cluster import Cluster
 from django_q.tasks import async_task
@@ -30,6 +31,18 @@ def enqueue_run(run: Run, *, shards: int = 2) -> None:
     transaction.on_commit(send)
 
 
+def resume_stalled_runs() -> list[str]:
+    """Queue one shard for each run that no live shard is working on (e.g. after a crash
+    of every worker, or of an `evalsite run` process); returns their ids."""
+    stalled = list(
+        Run.objects.stalled(settings.EVALSITE_CLAIM_LEASE_S).values_list("pk", flat=True)
+    )
+    for run_id in stalled:
+        async_task("runs.tasks.run_shard", run_id, 1, task_name=f"{run_id}-resume")
+    return stalled
+
+
 def run_worker() -> None:
-    """Run a django-q2 cluster in the foreground until SIGINT or SIGTERM."""
+    """Resume stalled runs, then run a django-q2 cluster until SIGINT or SIGTERM."""
+    resume_stalled_runs()
     Cluster().start()

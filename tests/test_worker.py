@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +46,34 @@ def test_a_worker_runs_an_enqueued_task_and_stops_on_sigterm(tmp_path):
         worker.send_signal(signal.SIGTERM)  # what `kill PID` or a process manager sends
         code = worker.wait(timeout=40)
     assert code == 0, worker.stderr.read()[-2000:]
+
+
+@pytest.mark.django_db
+def test_a_run_no_shard_is_working_on_is_stalled_and_a_live_one_is_not():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runs.models import Answer, Run
+    from tests.factories import make_run
+
+    def answer(run, case, **fields):
+        return Answer.objects.create(
+            run=run,
+            task_id="t",
+            case_id=case,
+            contestant="fake/small",
+            request={},
+            request_hash=case,
+            **fields,
+        )
+
+    stalled = make_run(status=Run.Status.RUNNING)
+    answer(stalled, "a")
+    answer(stalled, "b", status="claimed", claimed_at=timezone.now() - timedelta(hours=1))
+    live = make_run(status=Run.Status.RUNNING)
+    answer(live, "a")
+    answer(live, "b", status="claimed", claimed_at=timezone.now())
+    finished = make_run(status=Run.Status.DONE)
+    answer(finished, "a")
+    assert list(Run.objects.stalled(600)) == [stalled]

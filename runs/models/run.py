@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,6 +24,16 @@ class RunQuerySet(models.QuerySet):
 
     def finished(self) -> RunQuerySet:
         return self.exclude(status__in=Run.ACTIVE)
+
+    def stalled(self, lease_s: float) -> RunQuerySet:
+        """Active runs with work left and no claim younger than the lease: no shard is alive."""
+        recent = timezone.now() - dt.timedelta(seconds=lease_s)
+        return (
+            self.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING], cancel_requested=False)
+            .filter(answers__status__in=["pending", "claimed"])
+            .exclude(answers__status="claimed", answers__claimed_at__gte=recent)
+            .distinct()
+        )
 
 
 class Run(models.Model):
