@@ -75,12 +75,16 @@ def _cell(suite: Suite, task, case_id: str, text: str, repeat: int) -> Cell:
 
 
 def request_hash(request: Request, *, provider: str, adapter_version: str, mode: str | None) -> str:
-    """The cache key: provider, model, messages, params, schema and mode, repeat, adapter."""
+    """The cache key: provider, model, messages, params, schema and mode, repeat, adapter.
+
+    The timeout is left out: waiting longer does not change the answer.
+    """
+    fields = {k: v for k, v in request.to_json().items() if k != "timeout_s"}
     payload = {
         "provider": provider,
         "adapter": adapter_version,
         "schema_mode": mode,
-        "request": request.to_json(),
+        "request": fields,
     }
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()

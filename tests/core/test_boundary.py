@@ -7,8 +7,9 @@ from pathlib import Path
 
 import evalsite.core
 
+# walk_packages descends into subpackages (evalsite.core.providers and its modules too).
 CORE_MODULES = sorted(
-    f"evalsite.core.{info.name}" for info in pkgutil.iter_modules(evalsite.core.__path__)
+    info.name for info in pkgutil.walk_packages(evalsite.core.__path__, prefix="evalsite.core.")
 )
 PROBE = """
 import importlib, sys
@@ -19,9 +20,14 @@ sys.exit("imports " + ", ".join(leaked[:5]) if leaked else 0)
 
 
 def test_the_core_has_the_modules_the_spec_names():
-    assert {"evalsite.core.pricing", "evalsite.core.suites", "evalsite.core.yamlsafe"} <= set(
-        CORE_MODULES
-    )
+    assert {
+        "evalsite.core.pricing",
+        "evalsite.core.suites",
+        "evalsite.core.yamlsafe",
+        "evalsite.core.providers",
+        "evalsite.core.providers.anthropic",
+        "evalsite.core.providers.fake",
+    } <= set(CORE_MODULES)
 
 
 def test_no_core_module_imports_django():

@@ -1,0 +1,151 @@
+"""Provider adapters behind one protocol, and the registry that picks one per model string.
+
+``build_provider("openai/gpt-4o-mini", env=os.environ)`` returns the adapter for a model;
+``required_key`` names the environment variable a model needs, so a missing key is found
+before the first call; ``make_client`` is the one HTTP seam (tests pass a MockTransport).
+
+Routing by the provider part of ``provider/model``: the built-in providers
+(:data:`BUILTIN`) first, then admin-defined endpoints by name. ``fake=True`` sends every
+model to the fake adapter (its cost is still priced at the real model's row). An unknown
+provider is ProviderError(CONFIG) with a did-you-mean over the built-ins and endpoints.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from evalsite.core.providers.anthropic import AnthropicProvider
+from evalsite.core.providers.base import (
+    Completion,
+    ErrorKind,
+    Provider,
+    ProviderError,
+    Request,
+)
+from evalsite.core.providers.command import CommandProvider
+from evalsite.core.providers.fake import FakeProvider
+from evalsite.core.providers.google import GoogleProvider
+from evalsite.core.providers.http_json import make_client
+from evalsite.core.providers.openai import OPENROUTER_BASE_URL, compatible_provider, openai_provider
+from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, schema_instruction
+from evalsite.core.providers.scripted import (
+    RepliesFileError,
+    ScriptedError,
+    ScriptedProvider,
+    ScriptedReplies,
+)
+
+__all__ = [
+    "BUILTIN", "KEY_VARIABLES", "Completion", "EndpointConfig", "ErrorKind", "Provider",
+    "ProviderError", "RepliesFileError", "Request", "SCHEMA_INSTRUCTION", "ScriptedError",
+    "ScriptedReplies", "build_provider", "make_client", "required_key", "schema_instruction",
+]  # fmt: skip
+
+KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "google": "GOOGLE_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+}
+KEYLESS = ("fake", "scripted", "command")
+BUILTIN = (*KEY_VARIABLES, *KEYLESS)
+_NO_ENDPOINTS: Mapping[str, EndpointConfig] = {}
+_KEYED: dict[str, Callable[[str | None], Provider]] = {
+    "anthropic": AnthropicProvider,
+    "openai": openai_provider,
+    "google": GoogleProvider,
+    "openrouter": lambda key: compatible_provider("openrouter", OPENROUTER_BASE_URL, key),
+}
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """An admin-defined OpenAI-compatible server; models on it are ``<name>/<model>``.
+
+    ``key_env`` is the NAME of the variable holding the key ("" for a server without one).
+    """
+
+    name: str
+    base_url: str
+    key_env: str = ""
+
+
+def build_provider(
+    model: str,
+    *,
+    env: Mapping[str, str],
+    endpoints: Mapping[str, EndpointConfig] = _NO_ENDPOINTS,
+    replies: ScriptedReplies | None = None,
+    fake: bool = False,
+    fake_sleep: bool = False,
+) -> Provider:
+    """The adapter for ``model``; ProviderError(CONFIG) if it cannot be built.
+
+    CONFIG covers: not a ``provider/model`` string, an unknown provider, a missing key, a
+    scripted model without replies and a command model without its command variable, so
+    building every model's provider before the first call is a complete pre-flight check.
+    """
+    provider, slash, name = model.partition("/")
+    if not (provider and slash and name):
+        raise ProviderError(
+            ErrorKind.CONFIG, f"'{model}' is not a model: expected 'provider/model'"
+        )
+    if fake or provider == "fake":
+        return FakeProvider(sleep=fake_sleep)
+    if provider == "scripted":
+        if replies is None:
+            message = f"{model} needs a replies file (--replies, or replies: in the suite)"
+            raise ProviderError(ErrorKind.CONFIG, message)
+        return ScriptedProvider(replies)
+    if provider == "command":
+        endpoint_keys = [endpoint.key_env for endpoint in endpoints.values()]
+        return CommandProvider.from_env(name, env, also_secret=endpoint_keys)
+    key = _key(model, env, endpoints)
+    if provider in _KEYED:
+        return _KEYED[provider](key)
+    endpoint = endpoints[provider]
+    return compatible_provider(endpoint.name, endpoint.base_url, key)
+
+
+def required_key(
+    model: str, *, endpoints: Mapping[str, EndpointConfig] = _NO_ENDPOINTS, fake: bool = False
+) -> str | None:
+    """The NAME of the environment variable ``model`` needs, or None when it needs none.
+
+    None for fake, scripted and command models, for every model when ``fake`` is set, and
+    for an endpoint without a key variable. ProviderError(CONFIG) for an unknown provider.
+    """
+    provider = model.partition("/")[0]
+    if fake or provider in KEYLESS:
+        return None
+    if provider in KEY_VARIABLES:
+        return KEY_VARIABLES[provider]
+    if provider in endpoints:
+        return endpoints[provider].key_env or None
+    raise _unknown(model, endpoints)
+
+
+def _key(model: str, env: Mapping[str, str], endpoints: Mapping[str, EndpointConfig]) -> str | None:
+    variable = required_key(model, endpoints=endpoints)
+    if variable is None:
+        return None
+    value = env.get(variable, "").strip()
+    if not value:
+        raise ProviderError(
+            ErrorKind.CONFIG, f"{model} needs the environment variable {variable}, which is not set"
+        )
+    return value
+
+
+def _unknown(model: str, endpoints: Mapping[str, EndpointConfig]) -> ProviderError:
+    provider = model.partition("/")[0]
+    known = [*BUILTIN, *sorted(endpoints)]
+    close = difflib.get_close_matches(provider, known, n=1, cutoff=0.6)
+    hint = f" - did you mean '{close[0]}'?" if close else ""
+    listed = ", ".join(sorted(BUILTIN))
+    if endpoints:
+        listed += "; endpoints: " + ", ".join(sorted(endpoints))
+    message = f"unknown provider '{provider}' in '{model}'{hint} (known: {listed})"
+    return ProviderError(ErrorKind.CONFIG, message)

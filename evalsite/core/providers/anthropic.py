@@ -1,0 +1,102 @@
+"""Anthropic Messages API (``POST https://api.anthropic.com/v1/messages``).
+
+Request: ``x-api-key`` and ``anthropic-version: 2023-06-01`` headers; system messages are
+joined into the top-level ``system``; ``max_tokens`` is required by the API, so
+:data:`DEFAULT_MAX_TOKENS` is sent when the request sets none; ``stop`` goes as
+``stop_sequences``.
+
+Native schema mode is a forced tool call: one tool named :data:`TOOL_NAME` whose
+``input_schema`` is the schema and ``tool_choice {"type": "tool", "name": TOOL_NAME}``;
+the answer text is ``json.dumps`` of the tool_use block's ``input``. The API requires an
+object at the top of ``input_schema``, so a schema whose top-level type is not "object"
+goes prompted.
+
+Usage: Anthropic's ``input_tokens`` excludes cache reads and cache writes. Cache reads
+become ``cached_input_tokens``; cache writes (only with ``cache_control``, which evalsite
+never sends) are added to ``input_tokens`` and so priced at the plain input rate.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evalsite.core.pricing import Usage
+from evalsite.core.providers.base import Completion, Request, completion
+from evalsite.core.providers.http_json import HttpAdapter, dig_list, optional_str, token_count
+
+URL = "https://api.anthropic.com/v1/messages"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+TOOL_NAME = "reply"
+TOOL_DESCRIPTION = "Give your answer by calling this tool; its input is the answer."
+
+
+class AnthropicProvider(HttpAdapter):
+    name = "anthropic"
+    version = "anthropic-1"
+
+    def native_schema(self, request: Request) -> bool:
+        return request.schema is not None and request.schema.get("type") == "object"
+
+    def url(self, request: Request) -> str:
+        return URL
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "x-api-key": self._api_key or "",
+            "anthropic-version": API_VERSION,
+            "content-type": "application/json",
+        }
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The Messages API body for ``request`` (already prepared)."""
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        body: dict[str, Any] = {
+            "model": request.model_name,
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": [dict(m) for m in request.messages if m["role"] != "system"],
+        }
+        if system:
+            body["system"] = system
+        optional = {"temperature": request.temperature, "top_p": request.top_p}
+        body |= {key: value for key, value in optional.items() if value is not None}
+        if request.stop:
+            body["stop_sequences"] = list(request.stop)
+        if self.schema_mode(request) == "native":
+            assert request.schema is not None
+            tool = {"name": TOOL_NAME, "description": TOOL_DESCRIPTION}
+            body["tools"] = [tool | {"input_schema": dict(request.schema)}]
+            body["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        return body
+
+    def parse(self, data: dict[str, Any], request: Request) -> Completion:
+        """Text blocks joined, or in native mode the forced tool call's input as JSON."""
+        blocks = [b for b in dig_list(data, "content", provider=self.name) if isinstance(b, dict)]
+        mode = self.schema_mode(request)
+        tool_inputs = [
+            b["input"] for b in blocks if b.get("type") == "tool_use" and b.get("name") == TOOL_NAME
+        ]
+        if mode == "native" and tool_inputs:
+            text = json.dumps(tool_inputs[0], ensure_ascii=False)
+        else:
+            text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
+        return completion(
+            text,
+            provider=self.name,
+            usage=_usage(data.get("usage")),
+            finish_reason=optional_str(data.get("stop_reason")),
+            schema_mode=mode,
+            provider_model=optional_str(data.get("model")),
+        )
+
+
+def _usage(block: Any) -> Usage | None:
+    if not isinstance(block, dict):
+        return None
+    return Usage(
+        input_tokens=token_count(block, "input_tokens")
+        + token_count(block, "cache_creation_input_tokens"),
+        output_tokens=token_count(block, "output_tokens"),
+        cached_input_tokens=token_count(block, "cache_read_input_tokens"),
+    )

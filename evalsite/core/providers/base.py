@@ -1,0 +1,269 @@
+"""The provider contract: requests, completions, errors and the Provider protocol.
+
+Every adapter takes a :class:`Request` and returns a :class:`Completion` or raises a
+:class:`ProviderError`; nothing else escapes ``complete()``. Errors carry a kind the runner
+acts on (retry, stop the model, record) and a message that has been scrubbed of key-shaped
+strings by :func:`evalsite.core.keys.redact` and of any key the adapter holds.
+
+Text that comes back from a provider is passed through :func:`clean_text`: JSON may carry
+lone surrogates (``"\\ud800"`` is valid JSON) and NUL, which cannot be encoded as UTF-8 or
+stored in PostgreSQL; each becomes U+FFFD.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from evalsite.core.keys import redact
+from evalsite.core.pricing import Usage
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "Completion", "ErrorKind", "Provider", "ProviderError", "Request", "ROLES",
+    "clean_text", "completion", "estimate_tokens", "scrub",
+]  # fmt: skip
+
+ROLES = ("system", "user", "assistant")
+PURPOSES = ("answer", "judge")
+MAX_MESSAGE_CHARS = 1000
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
+
+
+class ErrorKind(StrEnum):
+    AUTH = "auth"
+    BAD_REQUEST = "bad_request"
+    RATE_LIMITED = "rate_limited"
+    SERVER = "server"
+    TIMEOUT = "timeout"
+    MALFORMED = "malformed"
+    EMPTY = "empty"
+    NETWORK = "network"
+    SCRIPTED = "scripted"
+    CONFIG = "config"
+
+
+RETRYABLE = frozenset(
+    {ErrorKind.RATE_LIMITED, ErrorKind.SERVER, ErrorKind.TIMEOUT, ErrorKind.NETWORK}
+)
+STOPS_MODEL = frozenset({ErrorKind.AUTH, ErrorKind.BAD_REQUEST})
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate and NUL replaced by U+FFFD, so it encodes as UTF-8."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without the given secret values (exact matches) and without key-shaped strings.
+
+    Secrets shorter than 4 characters are left alone: replacing them would mangle the
+    message and hide nothing.
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[REDACTED]")
+    return redact(text)
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count, characters ÷ 4 rounded up (0 for empty text)."""
+    return (len(text) + 3) // 4
+
+
+class ProviderError(Exception):
+    """A call that produced no usable answer.
+
+    ``message`` is always redacted and at most ``MAX_MESSAGE_CHARS`` long; ``status`` is the
+    HTTP status when there was one; ``retry_after`` is seconds to wait (from ``Retry-After``
+    or a documented body field), or None.
+    """
+
+    def __init__(
+        self,
+        kind: ErrorKind | str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.kind = ErrorKind(kind)
+        text = redact(clean_text(str(message)))
+        if len(text) > MAX_MESSAGE_CHARS:
+            text = text[: MAX_MESSAGE_CHARS - 1] + "…"
+        self.message = text
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(text)
+
+    @property
+    def retryable(self) -> bool:
+        """True for rate_limited, server, timeout and network errors."""
+        return self.kind in RETRYABLE
+
+    @property
+    def stops_model(self) -> bool:
+        """True for auth and bad_request: further calls to the same model would fail too."""
+        return self.kind in STOPS_MODEL
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_error, (self.kind, self.message, self.status, self.retry_after))
+
+    def __repr__(self) -> str:
+        return f"ProviderError({self.kind.value!r}, {self.message!r}, status={self.status!r})"
+
+
+def _rebuild_error(
+    kind: ErrorKind, message: str, status: int | None, retry_after: float | None
+) -> ProviderError:
+    return ProviderError(kind, message, status=status, retry_after=retry_after)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call: the full model string, the rendered messages and the sampling params.
+
+    ``messages`` is normalised to a tuple of ``{"role", "content"}`` dicts (ValueError for
+    an unknown role or non-text content); ``stop`` given as one string becomes a 1-tuple.
+    ``order`` is 0 for answers and 1 or 2 for the two judge calls of a pair (order 1 shows
+    the baseline as "Answer 1"); it keeps the two calls apart in hashes and scripted replies.
+    """
+
+    model: str
+    messages: tuple[dict[str, str], ...]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    timeout_s: float = 60
+    schema: Mapping[str, Any] | None = None
+    purpose: str = "answer"
+    task_id: str = ""
+    case_id: str = ""
+    repeat: int = 0
+    order: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", _normal_messages(self.messages))
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+        object.__setattr__(self, "stop", stop)
+        if self.purpose not in PURPOSES:
+            raise ValueError(f"purpose must be one of {PURPOSES}, not {self.purpose!r}")
+
+    @property
+    def provider(self) -> str:
+        """The provider part of the model string (``openai`` in ``openai/gpt-4o-mini``)."""
+        return self.model.partition("/")[0]
+
+    @property
+    def model_name(self) -> str:
+        """The model id sent to the provider: everything after the first ``/``."""
+        return self.model.partition("/")[2]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-compatible values, stable for hashing; what the command adapter sends."""
+        return {
+            "model": self.model,
+            "messages": [dict(message) for message in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "stop": list(self.stop),
+            "timeout_s": self.timeout_s,
+            "schema": None if self.schema is None else json.loads(json.dumps(self.schema)),
+            "purpose": self.purpose,
+            "task_id": self.task_id,
+            "case_id": self.case_id,
+            "repeat": self.repeat,
+            "order": self.order,
+        }
+
+    @classmethod
+    def from_params(
+        cls,
+        model: str,
+        messages: Iterable[Mapping[str, str]],
+        params: Mapping[str, Any],
+        **fields: Any,
+    ) -> Request:
+        """A request from :func:`~evalsite.core.prompts.request_params` output plus ``fields``.
+
+        Only temperature, max_tokens, top_p, stop and timeout_s are read from ``params``.
+        """
+        known = ("temperature", "max_tokens", "top_p", "stop", "timeout_s")
+        picked = {key: params[key] for key in known if params.get(key) is not None}
+        return cls(model=model, messages=tuple(messages), **(picked | fields))
+
+
+def _normal_messages(messages: Iterable[Mapping[str, str]]) -> tuple[dict[str, str], ...]:
+    out = []
+    for index, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content")
+        if role not in ROLES:
+            raise ValueError(f"messages[{index}].role must be one of {ROLES}, not {role!r}")
+        if not isinstance(content, str):
+            raise ValueError(f"messages[{index}].content must be text")
+        out.append({"role": role, "content": content})
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A usable answer. ``text`` is clean (see :func:`clean_text`) and not blank.
+
+    ``usage`` is None when the provider reported none (cost unknown, never 0);
+    ``schema_mode`` is "native", "prompted" or None (the request had no schema).
+    """
+
+    text: str
+    usage: Usage | None
+    finish_reason: str | None
+    schema_mode: str | None
+    simulated_latency_ms: int | None = None
+    provider_model: str | None = None
+
+
+def completion(
+    text: str,
+    *,
+    provider: str,
+    usage: Usage | None,
+    finish_reason: str | None,
+    schema_mode: str | None,
+    provider_model: str | None = None,
+    simulated_latency_ms: int | None = None,
+) -> Completion:
+    """A Completion with clean text, or ProviderError(EMPTY) when the text is blank."""
+    text = clean_text(text)
+    if not text.strip():
+        reason = f" (finish reason: {finish_reason})" if finish_reason else ""
+        raise ProviderError(ErrorKind.EMPTY, f"{provider}: the reply has no text{reason}")
+    return Completion(
+        text=text,
+        usage=usage,
+        finish_reason=finish_reason,
+        schema_mode=schema_mode,
+        simulated_latency_ms=simulated_latency_ms,
+        provider_model=provider_model,
+    )
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """What the runner calls. ``version`` is part of the cache key: bump it when the wire
+    request for the same Request changes."""
+
+    name: str
+    version: str
+
+    def schema_mode(self, request: Request) -> str | None: ...
+
+    def prepare(self, request: Request) -> Request: ...
+
+    async def complete(self, request: Request, client: httpx.AsyncClient) -> Completion: ...

@@ -1,0 +1,185 @@
+"""The fake provider: a real, selectable provider whose answers come from a hash.
+
+Every choice is a pure function of the sha256 of the prepared request's JSON
+(:meth:`Request.to_json` without ``timeout_s``, which never changes an answer): the same
+request always gets the same completion, and another repeat or judge order gets its own.
+Nothing is random outside that hash.
+
+- Answers without a schema: one or two short sentences built from words of the prompt.
+- Answers with a schema (prompted mode): JSON valid against it (:mod:`fake_json`), except
+  that a :data:`PARSE_FAILURE_RATE` share are prose that is not JSON and a
+  :data:`SCHEMA_FAILURE_RATE` share are JSON the schema rejects.
+- Judge requests (purpose "judge") with no schema, or a schema with a ``winner`` property:
+  ``{"reason": …, "winner": "1" | "2" | "tie"}`` drawn with :data:`JUDGE_BIAS` (position
+  bias toward "1", so the two orders of a pair disagree and flips occur);
+  :data:`JUDGE_PARSE_FAILURE_RATE` are prose. Other judge schemas (single-answer grading)
+  get schema-valid JSON, with the same share of prose.
+- Usage: input ≈ characters of the messages ÷ 4, output ≈ characters of the text ÷ 4.
+- ``simulated_latency_ms`` in :data:`LATENCY_MS`; slept only when built with ``sleep=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import random
+import re
+from typing import TYPE_CHECKING, Any
+
+from evalsite.core.pricing import Usage
+from evalsite.core.providers import fake_json
+from evalsite.core.providers.base import Completion, Request, completion, estimate_tokens
+from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, SchemaModes
+
+if TYPE_CHECKING:
+    import httpx
+
+PARSE_FAILURE_RATE = 0.05
+SCHEMA_FAILURE_RATE = 0.05
+JUDGE_PARSE_FAILURE_RATE = 0.02
+JUDGE_BIAS = (("1", 0.60), ("2", 0.25), ("tie", 0.15))
+LATENCY_MS = (300, 1500)
+
+REASONS = {
+    "1": "Answer 1 is more complete and follows the rubric more closely.",
+    "2": "Answer 2 is more accurate and better organised.",
+    "tie": "Both answers are about equally good.",
+}
+SENTENCES = (
+    "The answer is {a}.",
+    "In short: {a}, then {b}.",
+    "{A} matters most here; {b} matters less.",
+    "It depends on {a}, but usually {b}.",
+)
+FALLBACK_WORDS = ("the request", "the main point", "the result", "the details")
+NOT_JSON = "Sorry, I could not put that into the requested format, but the gist is {a}."
+UNDECIDED = "Both answers have merits and I cannot decide between {a} and {b}."
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeRates:
+    """Failure rates and judge bias; the module constants are the defaults."""
+
+    parse_failure: float = PARSE_FAILURE_RATE
+    schema_failure: float = SCHEMA_FAILURE_RATE
+    judge_parse_failure: float = JUDGE_PARSE_FAILURE_RATE
+    judge_bias: tuple[tuple[str, float], ...] = JUDGE_BIAS
+
+
+class FakeProvider(SchemaModes):
+    """Deterministic answers, prompted schema mode, no key, no network."""
+
+    name = "fake"
+    version = "fake-1"
+
+    def __init__(self, *, sleep: bool = False, rates: FakeRates | None = None) -> None:
+        self.sleep = sleep
+        self.rates = rates or FakeRates()
+
+    def __repr__(self) -> str:
+        return f"<FakeProvider sleep={self.sleep}>"
+
+    def outcome(self, request: Request) -> str:
+        """What the fake does with this request: "text", "json", "verdict", "parse_failure"
+        or "schema_failure" (the last may still give valid JSON for a schema that accepts
+        anything)."""
+        request = self.prepare(request)
+        return self._outcome(request, _seed(request))
+
+    def _outcome(self, request: Request, seed: bytes) -> str:
+        roll = _fraction(seed, "outcome")
+        if request.purpose == "judge":
+            if roll < self.rates.judge_parse_failure:
+                return "parse_failure"
+            return "verdict" if _is_verdict(request) else "json"
+        if request.schema is None:
+            return "text"
+        if roll < self.rates.parse_failure:
+            return "parse_failure"
+        if roll < self.rates.parse_failure + self.rates.schema_failure:
+            return "schema_failure"
+        return "json"
+
+    async def complete(
+        self, request: Request, client: httpx.AsyncClient | None = None
+    ) -> Completion:
+        """The deterministic completion for ``request``; sleeps only if built with sleep."""
+        request = self.prepare(request)
+        seed = _seed(request)
+        text = self._text(request, seed)
+        low, high = LATENCY_MS
+        latency = low + int(_fraction(seed, "latency") * (high - low + 1))
+        if self.sleep:
+            await asyncio.sleep(latency / 1000)
+        chars = "".join(message["content"] for message in request.messages)
+        return completion(
+            text,
+            provider=self.name,
+            usage=Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(text)),
+            finish_reason="stop",
+            schema_mode=self.schema_mode(request),
+            provider_model=request.model_name,
+            simulated_latency_ms=latency,
+        )
+
+    def _text(self, request: Request, seed: bytes) -> str:
+        rng = random.Random(seed)
+        words = _prompt_words(request)
+        outcome = self._outcome(request, seed)
+        if outcome == "text":
+            count = 1 + int(_fraction(seed, "sentences") * 2)
+            return " ".join(_sentence(rng, words) for _ in range(count))
+        if outcome == "parse_failure":
+            template = UNDECIDED if request.purpose == "judge" else NOT_JSON
+            return template.format(a=rng.choice(words), b=rng.choice(words))
+        if outcome == "verdict":
+            winner = _weighted(self.rates.judge_bias, _fraction(seed, "winner"))
+            return json.dumps({"reason": REASONS.get(winner, REASONS["tie"]), "winner": winner})
+        value = fake_json.generate(request.schema, rng)
+        if outcome == "schema_failure":
+            broken = fake_json.violate(request.schema, value)
+            value = value if broken is None else broken
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _seed(request: Request) -> bytes:
+    data = request.to_json()
+    del data["timeout_s"]
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _fraction(seed: bytes, label: str) -> float:
+    """A number in [0, 1) from the seed, independent for each label."""
+    digest = hashlib.sha256(seed + label.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _weighted(choices: tuple[tuple[str, float], ...], roll: float) -> str:
+    total = sum(weight for _, weight in choices)
+    running = 0.0
+    for value, weight in choices:
+        running += weight / total
+        if roll < running:
+            return value
+    return choices[-1][0]
+
+
+def _is_verdict(request: Request) -> bool:
+    properties: Any = (request.schema or {}).get("properties")
+    return request.schema is None or (isinstance(properties, dict) and "winner" in properties)
+
+
+def _prompt_words(request: Request) -> list[str]:
+    users = [m["content"] for m in request.messages if m["role"] == "user"]
+    prompt = (users[-1] if users else "").split(SCHEMA_INSTRUCTION)[0]
+    found = re.findall(r"[A-Za-z]{4,}", prompt)
+    words = list(dict.fromkeys(word.lower() for word in found))[:40]
+    return words or list(FALLBACK_WORDS)
+
+
+def _sentence(rng: random.Random, words: list[str]) -> str:
+    a, b = rng.choice(words), rng.choice(words)
+    return rng.choice(SENTENCES).format(a=a, b=b, A=a[:1].upper() + a[1:])

@@ -1,0 +1,118 @@
+"""Google Gemini API ``generateContent``.
+
+``POST https://generativelanguage.googleapis.com/v1beta/models/{model}:generateContent``
+with the key ONLY in the ``x-goog-api-key`` header, never in the URL (FIELD-NOTES "Keys":
+an error that quotes the URL would otherwise carry the key).
+
+Request: ``contents`` of ``{role: user|model, parts: [{text}]}``, system messages joined
+into ``systemInstruction``, and ``generationConfig`` with ``temperature``, ``topP``,
+``maxOutputTokens`` and ``stopSequences``. Native schema mode (always, with a schema):
+``responseMimeType: application/json`` and ``responseJsonSchema`` (standard JSON Schema).
+
+Reply: the first candidate's text parts joined (thought parts skipped); ``finishReason``;
+a prompt blocked by ``promptFeedback.blockReason`` or a candidate with no text is an empty
+answer. Usage: ``promptTokenCount`` includes ``cachedContentTokenCount``, so the cached
+part is subtracted; ``thoughtsTokenCount`` is billed as output and added to
+``candidatesTokenCount``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from evalsite.core.pricing import Usage
+from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, completion
+from evalsite.core.providers.http_json import HttpAdapter, optional_str, token_count
+
+BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+ROLE = {"user": "user", "assistant": "model"}
+
+
+class GoogleProvider(HttpAdapter):
+    name = "google"
+    version = "google-1"
+
+    def native_schema(self, request: Request) -> bool:
+        return request.schema is not None
+
+    def url(self, request: Request) -> str:
+        return f"{BASE_URL}/models/{quote(request.model_name, safe='-._')}:generateContent"
+
+    def headers(self) -> dict[str, str]:
+        return {"x-goog-api-key": self._api_key or "", "content-type": "application/json"}
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The generateContent body for ``request`` (already prepared)."""
+        contents = [
+            {"role": ROLE[m["role"]], "parts": [{"text": m["content"]}]}
+            for m in request.messages
+            if m["role"] != "system"
+        ]
+        body: dict[str, Any] = {"contents": contents}
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        config = {
+            "temperature": request.temperature,
+            "topP": request.top_p,
+            "maxOutputTokens": request.max_tokens,
+            "stopSequences": list(request.stop) or None,
+        }
+        config = {key: value for key, value in config.items() if value is not None}
+        if self.schema_mode(request) == "native":
+            assert request.schema is not None
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = dict(request.schema)
+        if config:
+            body["generationConfig"] = config
+        return body
+
+    def parse(self, data: dict[str, Any], request: Request) -> Completion:
+        """The first candidate's text; a blocked prompt or no candidate is empty."""
+        candidates = data.get("candidates")
+        if not isinstance(candidates, list) or not candidates:
+            raise self._no_candidate(data)
+        first = candidates[0] if isinstance(candidates[0], Mapping) else {}
+        content = first.get("content")
+        parts = content.get("parts") if isinstance(content, Mapping) else None
+        texts = [_text(part) for part in parts] if isinstance(parts, list) else []
+        return completion(
+            "".join(texts),
+            provider=self.name,
+            usage=_usage(data.get("usageMetadata")),
+            finish_reason=optional_str(first.get("finishReason")),
+            schema_mode=self.schema_mode(request),
+            provider_model=optional_str(data.get("modelVersion")),
+        )
+
+    def _no_candidate(self, data: Mapping[str, Any]) -> ProviderError:
+        feedback = data.get("promptFeedback")
+        reason = feedback.get("blockReason") if isinstance(feedback, Mapping) else None
+        if isinstance(reason, str):
+            return ProviderError(ErrorKind.EMPTY, f"{self.name}: the prompt was blocked ({reason})")
+        if "candidates" in data or "usageMetadata" in data:
+            return ProviderError(ErrorKind.EMPTY, f"{self.name}: the reply has no candidate")
+        return ProviderError(ErrorKind.MALFORMED, f"{self.name}: the reply has no candidates")
+
+
+def _text(part: Any) -> str:
+    """A part's text; thought summaries and non-text parts give ""."""
+    if not isinstance(part, Mapping) or part.get("thought"):
+        return ""
+    text = part.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def _usage(block: Any) -> Usage | None:
+    if not isinstance(block, Mapping):
+        return None
+    prompt = token_count(block, "promptTokenCount")
+    cached = min(prompt, token_count(block, "cachedContentTokenCount"))
+    return Usage(
+        input_tokens=prompt - cached,
+        output_tokens=token_count(block, "candidatesTokenCount")
+        + token_count(block, "thoughtsTokenCount"),
+        cached_input_tokens=cached,
+    )

@@ -1,0 +1,203 @@
+"""The one HTTP seam: a shared client, the JSON POST every HTTP adapter makes, and helpers
+for reading provider replies.
+
+Failures are mapped to error kinds by :mod:`~evalsite.core.providers.http_errors`; the call
+itself is bounded by the request's ``timeout_s`` as a whole (connect, send, wait, read):
+running out of it, or an ``httpx.TimeoutException``, is ``timeout``; a URL without
+http(s) is ``config``; any other ``httpx.TransportError`` is ``network``; a 2xx whose body
+is not a JSON object is ``malformed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, scrub
+from evalsite.core.providers.http_errors import SNIPPET_CHARS, error_from_body
+from evalsite.core.providers.prompted import SchemaModes
+
+__all__ = [
+    "HttpAdapter",
+    "dig",
+    "dig_list",
+    "optional_str",
+    "token_count",
+    "make_client",
+    "post_json",
+]
+
+USER_AGENT = "evalsite"
+
+
+class HttpAdapter(SchemaModes):
+    """An adapter that POSTs JSON: subclasses give the URL, headers, body and parsing.
+
+    The key is held privately and never shown by ``repr``; it is scrubbed from every error.
+    """
+
+    name: str
+    version: str
+
+    def __init__(self, api_key: str | None) -> None:
+        self._api_key = api_key or None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.version}>"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self._api_key,) if self._api_key else ()
+
+    def url(self, request: Request) -> str:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def body(self, request: Request) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, data: dict[str, Any], request: Request) -> Completion:
+        raise NotImplementedError
+
+    async def complete(self, request: Request, client: httpx.AsyncClient) -> Completion:
+        """Send the prepared request and parse the reply; raises ProviderError."""
+        request = self.prepare(request)
+        data = await post_json(
+            client,
+            self.url(request),
+            headers=self.headers(),
+            body=self.body(request),
+            timeout_s=request.timeout_s,
+            provider=self.name,
+            secrets=self.secrets,
+        )
+        return self.parse(data, request)
+
+
+def make_client(
+    *, transport: httpx.AsyncBaseTransport | None = None, max_connections: int = 64
+) -> httpx.AsyncClient:
+    """The shared AsyncClient. Tests pass ``httpx.MockTransport``.
+
+    Keep ``max_connections`` at 64 or below: httpx 0.28 degrades sharply above that
+    (FIELD-NOTES "Throughput"). Redirects are not followed; each call sets its own timeout.
+    """
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
+    return httpx.AsyncClient(
+        transport=transport,
+        limits=limits,
+        timeout=httpx.Timeout(60.0),
+        follow_redirects=False,
+        headers={"user-agent": USER_AGENT},
+    )
+
+
+async def post_json(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    timeout_s: float,
+    provider: str,
+    secrets: Iterable[str] = (),
+) -> dict[str, Any]:
+    """POST ``body`` as JSON and return the reply's JSON object, or raise ProviderError.
+
+    ``timeout_s`` bounds the whole call (connect, send, wait and read), not each step.
+    """
+    secrets = tuple(secrets)
+    response = await _send(client, url, headers, body, timeout_s, provider, secrets)
+    data = _json_object(response.text)
+    status = response.status_code
+    if not 200 <= status < 300:
+        raise error_from_body(status, data, response.text, response.headers, provider, secrets)
+    if data is None:
+        snippet = scrub(response.text[:SNIPPET_CHARS], secrets)
+        message = f"{provider}: the reply is not a JSON object: {snippet!r}"
+        raise ProviderError(ErrorKind.MALFORMED, message, status=status)
+    return data
+
+
+async def _send(
+    client: httpx.AsyncClient,
+    url: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    timeout_s: float,
+    provider: str,
+    secrets: tuple[str, ...],
+) -> httpx.Response:
+    """The response, whatever its status; transport failures as ProviderError."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await client.post(url, headers=dict(headers), json=body, timeout=timeout_s)
+    except (TimeoutError, httpx.TimeoutException):
+        message = f"{provider}: no reply within {timeout_s:g}s"
+        raise ProviderError(ErrorKind.TIMEOUT, message) from None
+    except httpx.UnsupportedProtocol:
+        message = f"{provider}: the URL must start with http:// or https:// (check the base URL)"
+        raise ProviderError(ErrorKind.CONFIG, message) from None
+    except httpx.TransportError as error:
+        message = scrub(f"{provider}: {type(error).__name__}: {error}", secrets)
+        raise ProviderError(ErrorKind.NETWORK, message) from None
+    except httpx.InvalidURL as error:
+        raise ProviderError(ErrorKind.CONFIG, f"{provider}: bad URL: {error}") from None
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def dig(data: Any, *path: str | int, provider: str) -> Any:
+    """``data[path[0]][path[1]]…``, or ProviderError(MALFORMED) naming the missing field."""
+    current = data
+    for depth, step in enumerate(path):
+        if not _has(current, step):
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[: depth + 1])
+            message = f"{provider}: the reply has no {where.lstrip('.')}"
+            raise ProviderError(ErrorKind.MALFORMED, message)
+        current = current[step]
+    return current
+
+
+def dig_list(data: Any, *path: str | int, provider: str) -> list[Any]:
+    """Like :func:`dig`, and the value must be a list."""
+    value = dig(data, *path, provider=provider)
+    if not isinstance(value, list):
+        where = ".".join(str(part) for part in path)
+        raise ProviderError(ErrorKind.MALFORMED, f"{provider}: {where} in the reply is not a list")
+    return value
+
+
+def optional_str(value: Any) -> str | None:
+    """``value`` if it is text, else None (finish reasons and model ids are optional)."""
+    return value if isinstance(value, str) else None
+
+
+def _has(container: Any, step: str | int) -> bool:
+    if isinstance(step, int):
+        return isinstance(container, list) and 0 <= step < len(container)
+    return isinstance(container, Mapping) and step in container
+
+
+def token_count(block: Any, *keys: str) -> int:
+    """``block[keys[0]][keys[1]]…`` as a non-negative int; 0 when absent or not a number."""
+    value = block
+    for key in keys:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(0, int(value))
