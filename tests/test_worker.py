@@ -7,9 +7,9 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALSITE = Path(sys.executable).parent / "evalsite"

@@ -1,6 +1,7 @@
 import asyncio
 import random
 import time
+from itertools import pairwise
 
 from evalsite.core.pacing import BACKOFF_CAP_S, RETRY_AFTER_CAP_S, Limits, ModelGate, backoff_delay
 
@@ -42,5 +43,5 @@ def test_the_gate_holds_concurrency_and_spaces_starts():
 
     asyncio.run(main())
     assert peak <= 2
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in pairwise(starts)]
     assert min(gaps) >= 0.09
