@@ -1,0 +1,244 @@
+"""Deterministic checks of one answer (SPEC §7.2); see docs/checks.md for every kind.
+
+What each kind reads:
+
+- ``equals``, ``contains``, ``not_contains``, ``one_of``, ``regex`` (the *text checks*, the
+  ones that take ``case_sensitive``): :func:`~evalsite.core.scoring.fences.checked_text`,
+  the trimmed answer or the trimmed inside of its first fenced block. ``regex`` searches
+  (``re.search``); ``case_sensitive: false`` compares casefolded text and sets
+  ``re.IGNORECASE``.
+- ``max_chars`` / ``min_chars``: the whole trimmed answer, counted in code points, since a
+  length budget is about the whole reply, prose around a block included.
+- ``json_path``: the answer's JSON, parsed as for the schema verdict. ``equals`` compares
+  JSON values: ``96`` equals ``96.0``, but ``true`` never equals ``1``.
+- ``python``: ``function(answer_text, case_vars)`` with the whole trimmed answer, returning
+  a bool or ``(bool, note)``. Anything else it does (an import error, an exception, another
+  return value) is a failed check with a note, never a crash.
+
+All checks run, every result is kept, and the first failing one's note is the answer's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalsite.core.scoring.fences import checked_text
+from evalsite.core.scoring.json_answer import MISSING, json_path_value, parse_json_answer
+from evalsite.core.suite_schema import CHECK_KINDS
+
+__all__ = ["CheckResult", "ChecksResult", "PYTHON_NOT_ALLOWED", "run_checks"]
+
+PYTHON_NOT_ALLOWED = "python checks are only allowed for suites loaded from the filesystem"
+SHOWN = 60  # characters of the answer or an expected value quoted in a note
+_IMPORT_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    kind: str
+    passed: bool
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "passed": self.passed, "note": self.note}
+
+
+@dataclass(frozen=True)
+class ChecksResult:
+    """``passed`` when every check passed (and when there are none)."""
+
+    passed: bool
+    results: tuple[CheckResult, ...] = ()
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        results = [result.to_dict() for result in self.results]
+        return {"passed": self.passed, "results": results, "note": self.note}
+
+
+@dataclass(frozen=True)
+class _Answer:
+    trimmed: str
+    text: str  # what the text checks read
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    allow_python: bool = False
+    python_path: tuple[str, ...] = ()
+
+
+def run_checks(
+    answer: str,
+    checks: Sequence[Mapping[str, Any]],
+    *,
+    allow_python: bool = False,
+    case_vars: Mapping[str, Any] | None = None,
+    python_path: Sequence[str] = (),
+) -> ChecksResult:
+    """Run every check on ``answer``; the note is the first failing check's.
+
+    ``allow_python`` is the call site's decision (true only for suites loaded from the
+    filesystem); when false a ``python`` check fails with :data:`PYTHON_NOT_ALLOWED`.
+    ``python_path`` lists folders searched first for a python check's module (the suite's
+    folder, typically).
+    """
+    trimmed = answer.strip()
+    context = _Answer(
+        trimmed, checked_text(trimmed), case_vars or {}, allow_python, tuple(python_path)
+    )
+    results = tuple(_run_one(check, context) for check in checks)
+    failed = next((result for result in results if not result.passed), None)
+    return ChecksResult(failed is None, results, failed.note if failed else None)
+
+
+def _run_one(check: Mapping[str, Any], answer: _Answer) -> CheckResult:
+    kinds = [kind for kind in CHECK_KINDS if kind in check]
+    if len(kinds) != 1:
+        return CheckResult("invalid", False, f"a check needs exactly one of {CHECK_KINDS}")
+    kind = kinds[0]
+    try:
+        passed, note = _KINDS[kind](check[kind], answer, check.get("case_sensitive", True))
+    except Exception as error:  # a malformed check (validation refuses these first)
+        passed, note = False, f"{kind} check is malformed: {error}"
+    return CheckResult(kind, passed, None if passed else note)
+
+
+Outcome = tuple[bool, str | None]
+
+
+def _fold(text: str, case_sensitive: bool) -> str:
+    return text if case_sensitive else text.casefold()
+
+
+def _equals(expected: str, answer: _Answer, case_sensitive: bool) -> Outcome:
+    passed = _fold(answer.text, case_sensitive) == _fold(expected, case_sensitive)
+    return passed, f"expected exactly {_show(expected)}, got {_show(answer.text)}"
+
+
+def _contains(expected: str, answer: _Answer, case_sensitive: bool) -> Outcome:
+    passed = _fold(expected, case_sensitive) in _fold(answer.text, case_sensitive)
+    return passed, f"does not contain {_show(expected)}"
+
+
+def _not_contains(forbidden: str, answer: _Answer, case_sensitive: bool) -> Outcome:
+    passed = _fold(forbidden, case_sensitive) not in _fold(answer.text, case_sensitive)
+    return passed, f"contains {_show(forbidden)}, which it must not"
+
+
+def _one_of(options: Sequence[str], answer: _Answer, case_sensitive: bool) -> Outcome:
+    allowed = {_fold(option, case_sensitive) for option in options}
+    passed = _fold(answer.text, case_sensitive) in allowed
+    listed = ", ".join(_show(option) for option in options[:10])
+    return passed, f"{_show(answer.text)} is not one of {listed}"
+
+
+def _regex(pattern: str, answer: _Answer, case_sensitive: bool) -> Outcome:
+    flags = 0 if case_sensitive else re.IGNORECASE
+    passed = re.search(pattern, answer.text, flags) is not None
+    return passed, f"no match for the regex {_show(pattern)}"
+
+
+def _max_chars(limit: int, answer: _Answer, _: bool) -> Outcome:
+    count = len(answer.trimmed)
+    return count <= limit, f"{count} characters, more than the maximum of {limit}"
+
+
+def _min_chars(limit: int, answer: _Answer, _: bool) -> Outcome:
+    count = len(answer.trimmed)
+    return count >= limit, f"{count} characters, fewer than the minimum of {limit}"
+
+
+def _json_path(spec: Mapping[str, Any], answer: _Answer, _: bool) -> Outcome:
+    path, expected = spec["path"], spec["equals"]
+    parsed = parse_json_answer(answer.trimmed)
+    if not parsed.ok:
+        return False, f"{path}: the answer is {parsed.error}"
+    found = json_path_value(parsed.value, path)
+    if found is MISSING:
+        return False, f"{path}: not found in the answer"
+    return _same_json(found, expected), f"{path} is {_show(found)}, expected {_show(expected)}"
+
+
+def _same_json(found: Any, expected: Any) -> bool:
+    """JSON equality: numbers by value, but a boolean is never a number."""
+    if isinstance(found, bool) or isinstance(expected, bool):
+        return type(found) is type(expected) and found == expected
+    if isinstance(found, int | float) and isinstance(expected, int | float):
+        return found == expected
+    return type(found) is type(expected) and found == expected
+
+
+def _python(reference: str, answer: _Answer, _: bool) -> Outcome:
+    if not answer.allow_python:
+        return False, PYTHON_NOT_ALLOWED
+    try:
+        function = _load_function(reference, answer.python_path)
+    except Exception as error:
+        return False, f"python check {reference}: cannot load it: {_error(error)}"
+    try:
+        returned = function(answer.trimmed, dict(answer.vars))
+    except (Exception, SystemExit) as error:
+        return False, f"python check {reference} raised {_error(error)}"
+    return _python_outcome(reference, returned)
+
+
+def _python_outcome(reference: str, returned: Any) -> Outcome:
+    if isinstance(returned, bool):
+        return returned, f"python check {reference} returned False"
+    if (
+        isinstance(returned, tuple)
+        and len(returned) == 2
+        and isinstance(returned[0], bool)
+        and isinstance(returned[1], str | None)
+    ):
+        return returned[0], returned[1] or f"python check {reference} returned False"
+    return False, (
+        f"python check {reference} returned {_show(returned)}; "
+        "it must return a bool or a (bool, note) pair"
+    )
+
+
+def _load_function(reference: str, python_path: tuple[str, ...]) -> Callable[..., Any]:
+    """The function named by ``module:function``, with ``python_path`` searched first."""
+    module_name, _, name = reference.partition(":")
+    with _IMPORT_LOCK:
+        added = [folder for folder in python_path if folder not in sys.path]
+        sys.path[:0] = added
+        try:
+            module = importlib.import_module(module_name)
+        finally:
+            for folder in added:
+                sys.path.remove(folder)
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise LookupError(f"module {module_name!r} has no function {name!r}")
+    return function
+
+
+def _error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {_cut(str(error), 200)}"
+
+
+def _show(value: Any) -> str:
+    return _cut(repr(value), SHOWN)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_KINDS: dict[str, Callable[[Any, _Answer, bool], Outcome]] = {
+    "equals": _equals,
+    "contains": _contains,
+    "not_contains": _not_contains,
+    "one_of": _one_of,
+    "regex": _regex,
+    "max_chars": _max_chars,
+    "min_chars": _min_chars,
+    "json_path": _json_path,
+    "python": _python,
+}
