@@ -146,6 +146,10 @@ EVALSITE_MAX_CONCURRENCY = int(env_str("EVALSITE_MAX_CONCURRENCY", "8"))
 # A claimed answer whose worker died goes back to pending after this many seconds.
 EVALSITE_CLAIM_LEASE_S = float(env_str("EVALSITE_CLAIM_LEASE_S", "600"))
 
+# Execution checks run in bubblewrap; without it they refuse to run unless this opt-out is
+# set (docs/checks.md says what that gives up). At most this many run at once.
+EVALSITE_UNSAFE_NO_SANDBOX = env_bool("EVALSITE_UNSAFE_NO_SANDBOX")
+EVALSITE_CHECK_CONCURRENCY = int(env_str("EVALSITE_CHECK_CONCURRENCY", "2"))
 REDIS_URL = env_str("EVALSITE_REDIS_URL")
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL

@@ -36,6 +36,7 @@ from evalsite.core.providers import (
     build_provider,
     required_key,
 )
+from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suites import Suite, parse_contestant
 from runs.models import Answer, CachedResponse, Endpoint, PriceTable, Run, SuiteVersion
 from runs.prices import NoActivePriceTable, active_table
@@ -105,6 +106,7 @@ def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
         cells = plan_cells(suite, contestants, repeats=repeats, only=options.only)
     except ValueError as error:
         raise PlanError(f"--only {options.only}: {error}") from None
+    _check_sandbox(suite, cells)
     providers = _providers(contestants, endpoints, replies, options)
     hashes = [cell_hash(cell, providers[cell.contestant]) for cell in cells]
     cached = _cached(hashes, options.no_cache)
@@ -192,6 +194,18 @@ def _check_replies(suite, contestants, replies, options: RunOptions) -> None:
         if missing:
             shown = ", ".join(missing[:10]) + (" …" if len(missing) > 10 else "")
             raise PlanError(f"{replies.filename} has no reply for {contestant} on: {shown}")
+
+
+def _check_sandbox(suite: Suite, cells: list[Cell]) -> None:
+    """Execution checks run only in the sandbox, unless the operator opted out."""
+    from runs.scoring import sandbox_or_none
+
+    checked = any(suite.task(c.task_id).case(c.case_id).check for c in cells)
+    if checked and sandbox_or_none() is None:
+        raise PlanError(
+            "this run has execution checks and no sandbox is available: install bubblewrap "
+            f"(apt-get install bubblewrap), or set {OPT_OUT_SETTING}=1 to run them unsandboxed"
+        )
 
 
 def _providers(contestants, endpoints, replies, options: RunOptions) -> dict[str, Provider]:

@@ -84,6 +84,7 @@ def answer_totals(run: Run) -> dict:
         count=Count("pk", filter=Q(status=Answer.Status.DONE)),
         errors=Count("pk", filter=Q(status=Answer.Status.ERROR)),
         hits=Count("pk", filter=Q(cached=True)),
+        passed=Count("pk", filter=Q(passed=True)),
         uncached=Sum("cost_if_uncached_usd"),
     )
     cost_answers = run.spent_answers_usd
@@ -93,6 +94,7 @@ def answer_totals(run: Run) -> dict:
         "pairs": 0,
         "judge_calls": 0,
         "cache_hits": sums["hits"],
+        "passed": sums["passed"],
         "cost_usd": _money(run.spent_usd),
         "cost_answers_usd": _money(cost_answers),
         "cost_judge_usd": _money(run.spent_judge_usd),

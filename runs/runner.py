@@ -42,6 +42,7 @@ from evalsite.core.providers import (
 from evalsite.core.providers.base import Request
 from runs.models import Answer, CachedResponse, Run
 from runs.planner import endpoint_configs
+from runs.scoring import score_run
 
 db = partial(sync_to_async, thread_sensitive=True)
 STOPPING_KINDS = (ErrorKind.AUTH.value, ErrorKind.BAD_REQUEST.value)
@@ -340,6 +341,10 @@ class Shard:
                 Run.Status.FAILED, f"every answer failed; first error: {first.error_message}"
             )
             return
+        # One shard wins the move to reporting and scores; the others are done here.
+        if not run.advance(Run.Status.RUNNING, Run.Status.REPORTING):
+            return
+        score_run(run)
         run.finish(Run.Status.DONE)
 
 

@@ -54,6 +54,16 @@ class Answer(models.Model):
     error_kind = models.CharField(max_length=20, blank=True)
     error_message = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Scoring (SPEC §7), filled after the answer is done; execution checks are never cached.
+    schema_verdict = models.CharField(max_length=16, blank=True)
+    schema_error = models.TextField(blank=True)
+    parsed_json = models.JSONField(null=True, blank=True)
+    checks = models.JSONField(null=True, blank=True)
+    checks_passed = models.BooleanField(null=True)
+    exec_check = models.JSONField(null=True, blank=True)
+    exec_verdict = models.CharField(max_length=8, blank=True)
+    passed = models.BooleanField(null=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
 
     objects = AnswerQuerySet.as_manager()
 

@@ -117,6 +117,12 @@ class Run(models.Model):
         )
         self.refresh_from_db(fields=["status", "started_at"])
 
+    def advance(self, current: str, new: str) -> bool:
+        """Move from `current` to `new` only if no one else has; True for the one who did."""
+        changed = Run.objects.filter(pk=self.pk, status=current).update(status=new)
+        self.refresh_from_db(fields=["status"])
+        return changed == 1
+
     def finish(self, status: str, detail: str = "") -> bool:
         """Move an active run to a final status once; False if another shard did first."""
         changed = Run.objects.filter(pk=self.pk, status__in=self.ACTIVE).update(

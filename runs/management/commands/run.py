@@ -169,13 +169,17 @@ def run_summary(run: Run, totals: dict) -> dict:
 
 def summary_lines(run: Run, totals: dict) -> list[str]:
     run.report_dir.mkdir(parents=True, exist_ok=True)
+    priced = set(run.price_table.prices.values_list("model", flat=True))
+    unpriced = [c for c in run.contestants if c.partition("@")[0] not in priced]
     simulated = " - simulated (--fake)" if totals["simulated"] else ""
+    if unpriced:
+        simulated += f" - not priced: {', '.join(unpriced)}"
     incomplete = " - incomplete: some calls reported no usage" if totals["cost_incomplete"] else ""
     return [
         f"run {run.id}  ({run.suite_version.suite.name})  {run.status}",
         f"  report: {run.report_dir}",
         f"  answers: {totals['answers']} done, {totals['answer_errors']} errors, "
-        f"{totals['cache_hits']} cache hits",
+        f"{totals['cache_hits']} cache hits; {totals['passed']} passed every check",
         f"  cost: ${Decimal(totals['cost_usd']):.4f} this run (answers "
         f"${Decimal(totals['cost_answers_usd']):.4f}, judge not run yet); if uncached "
         f"${Decimal(totals['cost_if_uncached_usd']):.4f}{simulated}{incomplete}",

@@ -1,0 +1,66 @@
+"""Scoring one answer of a case: schema verdict, deterministic checks, execution check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalsite.core.scoring.aggregate import answer_passed
+from evalsite.core.scoring.checks import ChecksResult, run_checks
+from evalsite.core.scoring.execution import ExecResult, run_execution_check
+from evalsite.core.scoring.json_answer import SchemaVerdict, schema_verdict
+from evalsite.core.scoring.sandbox import Sandbox
+from evalsite.core.suite_parts import Case, Task
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    schema: SchemaVerdict
+    checks: ChecksResult
+    execution: ExecResult | None
+    passed: bool
+
+
+def score_answer(
+    task: Task,
+    case: Case,
+    text: str,
+    *,
+    sandbox: Sandbox | None,
+    allow_python: bool,
+    python_path: Sequence[str] = (),
+) -> AnswerScore:
+    """Every verdict for `text` as an answer to `case`; the execution check needs `sandbox`.
+
+    Task checks run before the case's own; all must pass. An execution check with no
+    sandbox available is an error result, never a pass.
+    """
+    schema = task.schema if isinstance(task.schema, Mapping) else None
+    verdict = schema_verdict(text, schema)
+    checks = run_checks(
+        text,
+        [*task.checks, *case.checks],
+        allow_python=allow_python,
+        case_vars=dict(case.vars),
+        python_path=tuple(python_path),
+    )
+    execution = _execution(text, case.check, sandbox)
+    passed = answer_passed(verdict.verdict, checks.passed, execution.verdict if execution else None)
+    return AnswerScore(verdict, checks, execution, passed)
+
+
+def _execution(text: str, check: Mapping[str, Any] | None, sandbox: Sandbox | None):
+    if not check:
+        return None
+    if sandbox is None:
+        return ExecResult(
+            verdict="error",
+            exit_code=None,
+            output_tail="",
+            blocks=(),
+            isolation="none",
+            duration_ms=0,
+            note="no sandbox available; execution checks were not run",
+        )
+    return run_execution_check(text, check, sandbox=sandbox)

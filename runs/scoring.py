@@ -1,0 +1,80 @@
+"""Scoring a run's answers (SPEC §7) and storing the verdicts on their rows.
+
+Schema and deterministic checks are quick and run inline; execution checks run in the
+sandbox, a few at a time, off the web process (in the shard that finishes the run).
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
+from evalsite.core.scoring.answer import AnswerScore, score_answer
+from evalsite.core.suites import Suite, parse_suite
+from runs.models import Answer, Run, SuiteVersion
+
+FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.DEMO)
+
+
+def stored_suite(version: SuiteVersion) -> Suite:
+    """The suite as stored: its parsed form, with referenced files already inlined."""
+    origin = "file" if version.origin in FILESYSTEM_ORIGINS else "upload"
+    document = {k: v for k, v in version.parsed.items() if k != "replies"}
+    data = json.dumps(document).encode()
+    return parse_suite(data, filename=f"{version.suite.name}@{version.short_hash}", origin=origin)
+
+
+def sandbox_or_none() -> Sandbox | None:
+    try:
+        return detect_sandbox(opt_out=settings.EVALSITE_UNSAFE_NO_SANDBOX)
+    except SandboxUnavailable:
+        return None
+
+
+def score_run(run: Run) -> int:
+    """Score every done answer not scored yet; returns how many were scored."""
+    version = run.suite_version
+    suite = stored_suite(version)
+    tasks = {task.id: task for task in suite.tasks}
+    answers = list(
+        Answer.objects.filter(run=run, status=Answer.Status.DONE, scored_at__isnull=True)
+    )
+    needs_sandbox = any(tasks[a.task_id].case(a.case_id).check for a in answers)
+    sandbox = sandbox_or_none() if needs_sandbox else None
+    python_path = [str(Path(version.source_path).parent)] if version.source_path else []
+
+    def score(answer: Answer) -> tuple[Answer, AnswerScore]:
+        task = tasks[answer.task_id]
+        return answer, score_answer(
+            task,
+            task.case(answer.case_id),
+            answer.text,
+            sandbox=sandbox,
+            allow_python=version.origin in FILESYSTEM_ORIGINS,
+            python_path=python_path,
+        )
+
+    with ThreadPoolExecutor(max_workers=settings.EVALSITE_CHECK_CONCURRENCY) as pool:
+        for answer, result in pool.map(score, answers):
+            _store(answer, result)
+    return len(answers)
+
+
+def _store(answer: Answer, result: AnswerScore) -> None:
+    execution = result.execution
+    Answer.objects.filter(pk=answer.pk).update(
+        schema_verdict=result.schema.verdict,
+        schema_error=result.schema.error or "",
+        parsed_json=result.schema.parsed if result.schema.verdict == "pass" else None,
+        checks=result.checks.to_dict(),
+        checks_passed=result.checks.passed,
+        exec_check=execution.to_dict() if execution else None,
+        exec_verdict=execution.verdict if execution else "",
+        passed=result.passed,
+        scored_at=timezone.now(),
+    )
