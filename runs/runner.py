@@ -35,6 +35,7 @@ from evalsite.core.providers import (
     ErrorKind,
     Provider,
     ProviderError,
+    RepliesFileError,
     ScriptedReplies,
     build_provider,
     make_client,
@@ -97,10 +98,21 @@ class Shard:
         self.rows: dict[str, PriceRow] = {
             p.model: p.to_row() for p in self.run_row.price_table.prices.all()
         }
+        try:
+            self._build_providers(options)
+        except (ProviderError, RepliesFileError) as error:
+            # This process cannot make the calls (e.g. a worker without the key): end the
+            # run with the reason rather than leave it running with nobody to finish it.
+            self.run_row.finish(Run.Status.FAILED, f"this worker cannot run it: {error}")
+            return False
+        return True
+
+    def _build_providers(self, options: dict) -> None:
         replies = ScriptedReplies.load(options["replies"]) if options.get("replies") else None
         endpoints = endpoint_configs()
         self.providers: dict[str, Provider] = {}
         self.gates: dict[str, ModelGate] = {}
+        self.first_calls: dict[str, asyncio.Event] = {}
         limits = Limits(int(options.get("concurrency") or settings.EVALSITE_MAX_CONCURRENCY))
         for contestant in self.run_row.contestants:
             model = contestant.partition("@")[0]
@@ -109,7 +121,6 @@ class Shard:
             )
             self.gates.setdefault(model, ModelGate(limits.share(self.shards)))
         self.concurrency = sum(gate.limits.max_concurrency for gate in self.gates.values())
-        return True
 
     async def _loop(self) -> None:
         in_flight: set[asyncio.Task] = set()
@@ -177,6 +188,12 @@ class Shard:
             pk=answer.pk, claimed_by=self.token, status=Answer.Status.CLAIMED
         ).update(status=Answer.Status.PENDING, claimed_by="")
 
+    @transaction.atomic
+    def _give_back(self, answer: Answer, reserved: Decimal) -> None:
+        """A call abandoned because the run stopped: the answer is pending again."""
+        self._release(answer)
+        self.run_row.settle(reserved, None, None, judge=False)
+
     def _others_working(self) -> bool:
         self._reclaim_expired()
         answers = Answer.objects.filter(run_id=self.run_id)
@@ -203,6 +220,21 @@ class Shard:
             await self._call(answer, provider, request, client, reserved)
 
     async def _call(self, answer, provider, request, client, reserved: Decimal) -> None:
+        """The call with its retries. A model's first call goes alone: if it is refused
+        (401, 400), no other call to that model has started."""
+        first = self.first_calls.get(request.model)
+        if first is None:
+            self.first_calls[request.model] = first = asyncio.Event()
+            try:
+                return await self._attempts(answer, provider, request, client, reserved)
+            finally:
+                first.set()
+        await first.wait()
+        if request.model in self.stopped_models:
+            return await db(self._finish_skipped)(answer, reserved)
+        return await self._attempts(answer, provider, request, client, reserved)
+
+    async def _attempts(self, answer, provider, request, client, reserved: Decimal) -> None:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             started = time.monotonic()
             try:
@@ -210,7 +242,11 @@ class Shard:
             except ProviderError as error:
                 if error.retryable and attempt < MAX_ATTEMPTS and not self.stopping:
                     await asyncio.sleep(backoff_delay(attempt, error.retry_after, rng=self.rng))
-                    continue
+                    self._checked_at = 0.0
+                    await self._check_stop()
+                    if not self.stopping:
+                        continue
+                    return await db(self._give_back)(answer, reserved)
                 if error.stops_model:
                     self.stopped_models.add(request.model)
                 return await db(self._finish_error)(answer, error, reserved)
@@ -306,13 +342,16 @@ class Shard:
         )
         self.run_row.settle(reserved, None, None, judge=False)
 
-    def _finish_skipped(self, answer: Answer) -> None:
+    @transaction.atomic
+    def _finish_skipped(self, answer: Answer, reserved: Decimal = Decimal(0)) -> None:
         message = (
             f"not called: {answer.model} refused an earlier call of this run (auth or bad request)"
         )
         self._store(
             answer, Answer.Status.ERROR, {"error_kind": "skipped", "error_message": message}
         )
+        if reserved:
+            self.run_row.settle(reserved, None, None, judge=False)
 
     def _store(self, answer: Answer, status: str, fields: dict) -> bool:
         """Finish a claimed answer; False if this shard lost the claim (lease expired)."""
