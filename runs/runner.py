@@ -178,21 +178,29 @@ class Shard:
         )
 
     def _reclaim_expired(self) -> None:
+        """Claims of dead shards back to pending, with the reservations they held."""
         expired = timezone.now() - dt.timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
-        Answer.objects.filter(
+        rows = Answer.objects.filter(
             run_id=self.run_id, status=Answer.Status.CLAIMED, claimed_at__lt=expired
-        ).update(status=Answer.Status.PENDING, claimed_by="")
-
-    def _release(self, answer: Answer) -> None:
-        Answer.objects.filter(
-            pk=answer.pk, claimed_by=self.token, status=Answer.Status.CLAIMED
-        ).update(status=Answer.Status.PENDING, claimed_by="")
+        ).values_list("pk", "claimed_by", "reserved_usd")
+        for pk, token, reserved in rows:
+            self._unclaim(pk, token, reserved)
 
     @transaction.atomic
+    def _unclaim(self, pk: int, token: str, reserved: Decimal) -> bool:
+        changed = Answer.objects.filter(
+            pk=pk, claimed_by=token, status=Answer.Status.CLAIMED
+        ).update(status=Answer.Status.PENDING, claimed_by="", reserved_usd=0)
+        if changed and reserved:
+            self.run_row.settle(reserved, None, None, judge=False)
+        return changed == 1
+
+    def _release(self, answer: Answer) -> None:
+        self._unclaim(answer.pk, self.token, Decimal(0))
+
     def _give_back(self, answer: Answer, reserved: Decimal) -> None:
         """A call abandoned because the run stopped: the answer is pending again."""
-        self._release(answer)
-        self.run_row.settle(reserved, None, None, judge=False)
+        self._unclaim(answer.pk, self.token, reserved)
 
     def _others_working(self) -> bool:
         self._reclaim_expired()
@@ -215,8 +223,10 @@ class Shard:
                 return await db(self._release)(answer)
             prepared = provider.prepare(request)
             reserved = worst_case_cost(prepared, self.rows.get(request.model))
-            if not await self._reserve(reserved):
+            if not await self._reserve(answer, reserved):
                 return await db(self._release)(answer)
+            if self.stopping:
+                return await db(self._give_back)(answer, reserved)
             await self._call(answer, provider, request, client, reserved)
 
     async def _call(self, answer, provider, request, client, reserved: Decimal) -> None:
@@ -253,11 +263,19 @@ class Shard:
             latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
             return await db(self._finish_done)(answer, provider, completion, latency, reserved)
 
-    async def _reserve(self, amount: Decimal) -> bool:
+    @transaction.atomic
+    def _reserve_for(self, answer: Answer, amount: Decimal) -> bool:
+        """Reserve on the run and note it on the claimed answer, so a reclaim can return it."""
+        if not self.run_row.reserve(amount):
+            return False
+        Answer.objects.filter(pk=answer.pk).update(reserved_usd=amount)
+        return True
+
+    async def _reserve(self, answer: Answer, amount: Decimal) -> bool:
         """Reserve the worst case; while other calls hold reservations, wait for them."""
         deadline = time.monotonic() + RESERVE_WAIT_S
         while not self.stopping:
-            if await db(self.run_row.reserve)(amount):
+            if await db(self._reserve_for)(answer, amount):
                 return True
             held = await db(
                 Run.objects.filter(pk=self.run_id).values_list("reserved_usd", flat=True).get
@@ -306,10 +324,11 @@ class Shard:
                 "provider_model": completion.provider_model or "",
             },
         )
-        self._store(
+        kept = self._store(
             answer, Answer.Status.DONE, fields | {"cost_usd": cost, "cost_if_uncached_usd": cost}
         )
-        self.run_row.settle(reserved, cost, cost, judge=False)
+        # A lost claim's reservation was returned by whoever reclaimed it; the spend stands.
+        self.run_row.settle(reserved if kept else Decimal(0), cost, cost, judge=False)
         if incomplete:
             Run.objects.filter(pk=self.run_id).update(cost_incomplete=True)
 
@@ -335,22 +354,23 @@ class Shard:
 
     @transaction.atomic
     def _finish_error(self, answer: Answer, error: ProviderError, reserved: Decimal) -> None:
-        self._store(
+        kept = self._store(
             answer,
             Answer.Status.ERROR,
             {"error_kind": error.kind.value, "error_message": str(error.message)[:2000]},
         )
-        self.run_row.settle(reserved, None, None, judge=False)
+        if kept:
+            self.run_row.settle(reserved, None, None, judge=False)
 
     @transaction.atomic
     def _finish_skipped(self, answer: Answer, reserved: Decimal = Decimal(0)) -> None:
         message = (
             f"not called: {answer.model} refused an earlier call of this run (auth or bad request)"
         )
-        self._store(
+        kept = self._store(
             answer, Answer.Status.ERROR, {"error_kind": "skipped", "error_message": message}
         )
-        if reserved:
+        if reserved and kept:
             self.run_row.settle(reserved, None, None, judge=False)
 
     def _store(self, answer: Answer, status: str, fields: dict) -> bool:
@@ -358,7 +378,9 @@ class Shard:
         return (
             Answer.objects.filter(
                 pk=answer.pk, claimed_by=self.token, status=Answer.Status.CLAIMED
-            ).update(status=status, finished_at=timezone.now(), claimed_by="", **fields)
+            ).update(
+                status=status, finished_at=timezone.now(), claimed_by="", reserved_usd=0, **fields
+            )
             == 1
         )
 

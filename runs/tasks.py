@@ -6,8 +6,12 @@ database) and are idempotent: a redelivered shard skips finished answers.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
+from django.db.models import Q
+from django.utils import timezone
 from django_q.cluster import Cluster
 from django_q.tasks import async_task
 
@@ -33,16 +37,38 @@ def enqueue_run(run: Run, *, shards: int = 2) -> None:
 
 def resume_stalled_runs() -> list[str]:
     """Queue one shard for each run that no live shard is working on (e.g. after a crash
-    of every worker, or of an `evalsite run` process); returns their ids."""
-    stalled = list(
-        Run.objects.stalled(settings.EVALSITE_CLAIM_LEASE_S).values_list("pk", flat=True)
-    )
-    for run_id in stalled:
-        async_task("runs.tasks.run_shard", run_id, 1, task_name=f"{run_id}-resume")
-    return stalled
+    of every worker, or of an `evalsite run` process); returns their ids. A run is resumed
+    at most once per two leases, however many workers look (a conditional stamp)."""
+    lease = settings.EVALSITE_CLAIM_LEASE_S
+    now = timezone.now()
+    recently = now - dt.timedelta(seconds=2 * lease)
+    resumed = []
+    for run_id in Run.objects.stalled(lease).values_list("pk", flat=True):
+        fresh = Q(resumed_at__isnull=True) | Q(resumed_at__lt=recently)
+        if Run.objects.filter(fresh, pk=run_id).update(resumed_at=now):
+            async_task("runs.tasks.run_shard", run_id, 1, task_name=f"{run_id}-resume")
+            resumed.append(run_id)
+    return resumed
 
 
 def run_worker() -> None:
-    """Resume stalled runs, then run a django-q2 cluster until SIGINT or SIGTERM."""
-    resume_stalled_runs()
-    Cluster().start()
+    """Run a django-q2 cluster until SIGINT or SIGTERM, looking for stalled runs every lease
+    (a shard killed with its worker is redelivered by the ORM broker only after
+    Q_CLUSTER["retry"], and never by the Redis broker)."""
+    period = max(1.0, min(60.0, settings.EVALSITE_CLAIM_LEASE_S))
+    _resume_quietly()
+    cluster = Cluster()
+    cluster.start()
+    while cluster.sentinel is not None and cluster.sentinel.is_alive():
+        cluster.sentinel.join(period)
+        if cluster.stop_event is not None and not cluster.stop_event.is_set():
+            _resume_quietly()
+
+
+def _resume_quietly() -> None:
+    # No connection may outlive this call: the cluster's processes are forked from this
+    # one, and a child closing an inherited PostgreSQL connection ends the parent's too.
+    try:
+        resume_stalled_runs()
+    finally:
+        connections.close_all()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -45,6 +46,8 @@ def test_a_worker_runs_an_enqueued_task_and_stops_on_sigterm(tmp_path):
     finally:
         worker.send_signal(signal.SIGTERM)  # what `kill PID` or a process manager sends
         code = worker.wait(timeout=40)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGKILL)  # nothing of the cluster may outlive the test
     assert code == 0, worker.stderr.read()[-2000:]
 
 

@@ -37,6 +37,9 @@ class Answer(models.Model):
     claimed_by = models.CharField(max_length=64, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    reserved_usd = models.DecimalField(
+        max_digits=14, decimal_places=8, default=0, help_text="Held against the cap for its call."
+    )
     request = models.JSONField(help_text="The rendered messages and params.")
     request_hash = models.CharField(max_length=64)
     text = models.TextField(blank=True)

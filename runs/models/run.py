@@ -29,7 +29,7 @@ class RunQuerySet(models.QuerySet):
         """Active runs with work left and no claim younger than the lease: no shard is alive."""
         recent = timezone.now() - dt.timedelta(seconds=lease_s)
         return (
-            self.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING], cancel_requested=False)
+            self.filter(status=Run.Status.RUNNING, cancel_requested=False)
             .filter(answers__status__in=["pending", "claimed"])
             .exclude(answers__status="claimed", answers__claimed_at__gte=recent)
             .distinct()
@@ -74,6 +74,7 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    resumed_at = models.DateTimeField(null=True, blank=True)
     report = models.JSONField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
