@@ -1,0 +1,223 @@
+"""A local OpenAI-compatible Chat Completions server with a fixed latency, for benchmarks.
+
+    .venv/bin/python bench/mock_provider.py --latency-ms 200 [--port 0] [--max-seconds 1800]
+
+It listens on 127.0.0.1 only (never another interface), prints one line
+``listening on http://127.0.0.1:PORT`` on stdout once it accepts connections, and answers:
+
+- ``POST …/chat/completions``: after sleeping ``--latency-ms``, a ``chat.completion`` object
+  echoing the request's model, with one choice and a ``usage`` block (prompt tokens ≈ body
+  bytes ÷ 4, a fixed number of completion tokens). A body that is not a JSON object gets a
+  400 in OpenAI's error shape.
+- ``GET /stats``: ``{"requests", "in_flight", "max_in_flight", "errors", "connections"}``
+  since the last reset; ``POST /stats/reset`` zeroes them. The benchmark uses them to see
+  how many calls a client really had in flight and how many connections it opened.
+
+It is a minimal HTTP/1.1 server on ``asyncio.start_server`` (standard library only): keep-alive,
+``Content-Length`` bodies (chunked request bodies get 501, which no client used here sends),
+one request at a time per connection, as many connections as the OS allows. Each request
+costs a few hundred microseconds of CPU, so one core holds thousands of requests a second.
+
+It stops by itself after ``--max-seconds`` or when its parent process goes away, so a crashed
+benchmark never leaves it running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import signal
+import sys
+import time
+
+HOST = "127.0.0.1"
+MAX_HEADER_BYTES = 64 * 1024
+MAX_BODY_BYTES = 8 * 1024 * 1024
+COMPLETION_TOKENS = 8
+REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 411: "Length Required",
+           413: "Payload Too Large", 501: "Not Implemented"}  # fmt: skip
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.errors = 0
+        self.connections = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "requests": self.requests,
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+            "errors": self.errors,
+            "connections": self.connections,
+        }
+
+
+class MockProvider:
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.stats = Stats()
+        self.ids = itertools.count(1)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stats.connections += 1
+        try:
+            while await self._one_request(reader, writer):
+                pass
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _one_request(self, reader, writer) -> bool:
+        """Serve one request; False when the connection should close."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError as error:
+            if error.partial:
+                raise
+            return False  # the client closed an idle keep-alive connection
+        if len(head) > MAX_HEADER_BYTES:
+            await self._send(writer, 413, {"error": "headers too large"}, keep_alive=False)
+            return False
+        lines = head.decode("latin-1").split("\r\n")
+        method, _, rest = lines[0].partition(" ")
+        target, _, version = rest.partition(" ")
+        headers = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        keep_alive = _keep_alive(version, headers.get("connection", ""))
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            await self._send(writer, 501, _error("chunked bodies are not supported"), False)
+            return False
+        length = int(headers.get("content-length") or 0)
+        if length > MAX_BODY_BYTES:
+            await self._send(writer, 413, _error("body too large"), keep_alive=False)
+            return False
+        body = await reader.readexactly(length) if length else b""
+        path = target.split("?", 1)[0]
+        if method == "POST" and path.endswith("/chat/completions"):
+            status, payload = await self._completion(body)
+        elif method == "GET" and path == "/stats":
+            status, payload = 200, self.stats.as_dict()
+        elif method == "POST" and path == "/stats/reset":
+            self.stats.reset()
+            status, payload = 200, self.stats.as_dict()
+        else:
+            status, payload = 404, _error(f"no route {method} {path}")
+        await self._send(writer, status, payload, keep_alive)
+        return keep_alive
+
+    async def _completion(self, body: bytes) -> tuple[int, dict]:
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            await asyncio.sleep(self.latency_s)
+        finally:
+            stats.in_flight -= 1
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict):
+            stats.errors += 1
+            return 400, _error("the body is not a JSON object")
+        number = next(self.ids)
+        prompt_tokens = max(1, len(body) // 4)
+        return 200, {
+            "id": f"chatcmpl-mock-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(request.get("model") or "mock"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": f"mock answer {number}"},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": COMPLETION_TOKENS,
+                "total_tokens": prompt_tokens + COMPLETION_TOKENS,
+            },
+        }
+
+    @staticmethod
+    async def _send(writer, status: int, payload: dict, keep_alive: bool) -> None:
+        data = json.dumps(payload).encode()
+        head = (
+            f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n"
+            "content-type: application/json\r\n"
+            f"content-length: {len(data)}\r\n"
+            f"connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
+        ).encode()
+        writer.write(head + data)
+        await writer.drain()
+
+
+def _keep_alive(version: str, connection: str) -> bool:
+    connection = connection.lower()
+    if version.strip() == "HTTP/1.0":
+        return "keep-alive" in connection
+    return "close" not in connection
+
+
+def _error(message: str) -> dict:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+
+
+async def serve(port: int, latency_ms: float, max_seconds: float) -> None:
+    mock = MockProvider(latency_ms / 1000)
+    server = await asyncio.start_server(mock.handle, HOST, port, backlog=4096)
+    bound = server.sockets[0].getsockname()[1]
+    print(f"listening on http://{HOST}:{bound}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loop.call_later(max_seconds, stop.set)
+    parent = os.getppid()
+
+    async def watch_parent() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(1)
+        stop.set()
+
+    watcher = asyncio.create_task(watch_parent())
+    async with server:
+        await stop.wait()
+    watcher.cancel()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--latency-ms", type=float, default=200.0, help="sleep per completion")
+    parser.add_argument(
+        "--max-seconds", type=float, default=1800.0, help="stop by itself after this long"
+    )
+    args = parser.parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(args.port, args.latency_ms, args.max_seconds))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
