@@ -254,6 +254,29 @@ def completion(
     )
 
 
+def estimated_completion(
+    text: str,
+    request: Request,
+    *,
+    provider: str,
+    schema_mode: str | None,
+    provider_model: str | None,
+    simulated_latency_ms: int | None = None,
+) -> Completion:
+    """A completion from a provider that reports no usage (fake, scripted, command):
+    tokens are estimated from characters, so a priced row can still cost the call."""
+    chars = "".join(message["content"] for message in request.messages)
+    return completion(
+        text,
+        provider=provider,
+        usage=Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(text)),
+        finish_reason="stop",
+        schema_mode=schema_mode,
+        provider_model=provider_model,
+        simulated_latency_ms=simulated_latency_ms,
+    )
+
+
 @runtime_checkable
 class Provider(Protocol):
     """What the runner calls. ``version`` is part of the cache key: bump it when the wire

@@ -27,14 +27,12 @@ import signal
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from evalsite.core.pricing import Usage
 from evalsite.core.providers.base import (
     Completion,
     ErrorKind,
     ProviderError,
     Request,
-    completion,
-    estimate_tokens,
+    estimated_completion,
     scrub,
 )
 from evalsite.core.providers.prompted import SchemaModes
@@ -120,12 +118,10 @@ class CommandProvider(SchemaModes):
             message = scrub(message, self._secrets)
             raise ProviderError(ErrorKind.SERVER, message)
         text = stdout.decode("utf-8", "replace").rstrip("\r\n")
-        chars = "".join(message["content"] for message in request.messages)
-        return completion(
+        return estimated_completion(
             text,
+            request,
             provider=self.name,
-            usage=Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(text)),
-            finish_reason="stop",
             schema_mode=self.schema_mode(request),
             provider_model=self.model_name,
         )

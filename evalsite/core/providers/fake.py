@@ -28,9 +28,8 @@ import random
 import re
 from typing import TYPE_CHECKING, Any
 
-from evalsite.core.pricing import Usage
 from evalsite.core.providers import fake_json
-from evalsite.core.providers.base import Completion, Request, completion, estimate_tokens
+from evalsite.core.providers.base import Completion, Request, estimated_completion
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, SchemaModes
 
 if TYPE_CHECKING:
@@ -113,12 +112,10 @@ class FakeProvider(SchemaModes):
         latency = low + int(_fraction(seed, "latency") * (high - low + 1))
         if self.sleep:
             await asyncio.sleep(latency / 1000)
-        chars = "".join(message["content"] for message in request.messages)
-        return completion(
+        return estimated_completion(
             text,
+            request,
             provider=self.name,
-            usage=Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(text)),
-            finish_reason="stop",
             schema_mode=self.schema_mode(request),
             provider_model=request.model_name,
             simulated_latency_ms=latency,

@@ -27,15 +27,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalsite.core.pricing import Usage
 from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems
 from evalsite.core.providers.base import (
     Completion,
     ErrorKind,
     ProviderError,
     Request,
-    completion,
-    estimate_tokens,
+    estimated_completion,
 )
 from evalsite.core.providers.prompted import SchemaModes
 from evalsite.core.suite_files import UnreadableFile, read_bounded
@@ -145,12 +143,10 @@ class ScriptedProvider(SchemaModes):
         item = self.replies.item(request)
         if isinstance(item, ScriptedError):
             raise ProviderError(item.kind, item.message, retry_after=item.retry_after)
-        chars = "".join(message["content"] for message in request.messages)
-        return completion(
+        return estimated_completion(
             item,
+            request,
             provider=self.name,
-            usage=Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(item)),
-            finish_reason="stop",
             schema_mode=self.schema_mode(request),
             provider_model=request.model_name,
         )
