@@ -40,6 +40,7 @@ from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suites import Suite, parse_contestant
 from runs.models import Answer, CachedResponse, Endpoint, PriceTable, Run, SuiteVersion
 from runs.prices import NoActivePriceTable, active_table
+from runs.scoring import sandbox_or_none
 
 DEFAULT_CAP_USD = Decimal("2.00")
 
@@ -198,8 +199,6 @@ def _check_replies(suite, contestants, replies, options: RunOptions) -> None:
 
 def _check_sandbox(suite: Suite, cells: list[Cell]) -> None:
     """Execution checks run only in the sandbox, unless the operator opted out."""
-    from runs.scoring import sandbox_or_none
-
     checked = any(suite.task(c.task_id).case(c.case_id).check for c in cells)
     if checked and sandbox_or_none() is None:
         raise PlanError(
