@@ -37,11 +37,8 @@ def ensure_demo_suite() -> SuiteVersion | None:
         return None
     if Suite.objects.filter(name=loaded.name).exists():
         return None
-    version, _ = SuiteVersion.objects.register(
-        loaded,
-        DEMO_SUITE.read_text("utf-8"),
-        origin=SuiteVersion.Origin.DEMO,
-        source_path=str(DEMO_SUITE),
+    version, _ = SuiteVersion.objects.register_file(
+        DEMO_SUITE, loaded, origin=SuiteVersion.Origin.DEMO
     )
     return version
 

@@ -62,13 +62,7 @@ def suite_register_file(request: HttpRequest) -> HttpResponse:
         for problem in exc.problems[:20]:
             messages.error(request, str(problem))
         return redirect("suite_list")
-    version, _ = SuiteVersion.objects.register(
-        loaded,
-        path.read_text("utf-8"),
-        origin=SuiteVersion.Origin.PATH,
-        source_path=str(path),
-        user=request.user,
-    )
+    version, _ = SuiteVersion.objects.register_file(path, loaded, user=request.user)
     return redirect("suite_detail", name=version.suite.name)
 
 

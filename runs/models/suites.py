@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -57,6 +58,13 @@ class SuiteVersionQuerySet(models.QuerySet):
                 "created_by": user if user is not None and user.is_authenticated else None,
             },
         )
+
+    def register_file(
+        self, path: str | Path, loaded: CoreSuite, *, origin: str = "path", user=None
+    ) -> tuple[SuiteVersion, bool]:
+        """Store a suite loaded from `path` (its text read from the same file)."""
+        text = Path(path).read_text("utf-8", errors="replace")
+        return self.register(loaded, text, origin=origin, source_path=str(path), user=user)
 
 
 class SuiteVersion(models.Model):

@@ -7,7 +7,6 @@ import sys
 import threading
 import time
 from decimal import Decimal, InvalidOperation
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -48,10 +47,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         loaded = self._load(opts["suite"])
         prepare_database()
-        text = Path(opts["suite"]).read_text("utf-8", errors="replace")
-        version, _ = SuiteVersion.objects.register(
-            loaded, text, origin=SuiteVersion.Origin.PATH, source_path=opts["suite"]
-        )
+        version, _ = SuiteVersion.objects.register_file(opts["suite"], loaded)
         options = self._options(opts)
         try:
             plan = make_plan(version, loaded, options)
