@@ -8,12 +8,13 @@ from decimal import Decimal
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from runs.models import Answer, Run
+from runs.models import Answer, Call, Judgement, Run
 
 
 @dataclass(frozen=True)
 class Progress:
     status: str
+    phase: str  # "answers" while running, "judge calls" while judging
     total: int
     pending: int
     claimed: int
@@ -42,27 +43,31 @@ class Progress:
 
 
 def progress(run: Run) -> Progress:
-    """One aggregate query over the run's answers; cheap enough to poll."""
+    """One aggregate query over the calls of the run's current phase; cheap enough to poll."""
     run.refresh_from_db()
-    counts = Answer.objects.filter(run=run).aggregate(
+    judging = run.status in (Run.Status.JUDGING, Run.Status.REPORTING)
+    calls = Judgement if judging else Answer
+    counts = calls.objects.filter(run=run).aggregate(
         total=Count("pk"),
-        pending=Count("pk", filter=Q(status=Answer.Status.PENDING)),
-        claimed=Count("pk", filter=Q(status=Answer.Status.CLAIMED)),
-        done=Count("pk", filter=Q(status=Answer.Status.DONE)),
-        errors=Count("pk", filter=Q(status=Answer.Status.ERROR)),
+        pending=Count("pk", filter=Q(status=Call.Status.PENDING)),
+        claimed=Count("pk", filter=Q(status=Call.Status.CLAIMED)),
+        done=Count("pk", filter=Q(status=Call.Status.DONE)),
+        errors=Count("pk", filter=Q(status=Call.Status.ERROR)),
         cache_hits=Count("pk", filter=Q(cached=True)),
-        fresh_done=Count("pk", filter=Q(cached=False, status__in=Answer.FINISHED)),
     )
     elapsed = eta = None
     if run.started_at:
         end = run.finished_at or timezone.now()
-        elapsed = (end - run.started_at).total_seconds()
+        elapsed = (
+            end - (run.phase_at if judging and run.phase_at else run.started_at)
+        ).total_seconds()
         remaining = counts["pending"] + counts["claimed"]
         rate = counts["done"] + counts["errors"]
         if run.is_active and rate and remaining:
             eta = elapsed / rate * remaining
     return Progress(
         status=run.status,
+        phase="judge calls" if judging else "answers",
         total=counts["total"],
         pending=counts["pending"],
         claimed=counts["claimed"],

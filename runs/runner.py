@@ -1,12 +1,18 @@
-"""Executing a run: claim pending answers, call the providers concurrently, store each one.
+"""Executing a run: claim pending calls, call the providers concurrently, store each one.
 
-One *shard* is one call of :func:`execute`: it claims pending answers in small batches
+A run has phases. *Running*: every answer (task, case, contestant, repeat) is a pending
+row. *Judging*: the answers are scored, pairs formed, and every judge call (two orders per
+included pair, one grade per graded answer) is a pending row too. *Reporting*: the pairs
+are combined and the report is written. Answers and judge calls go through the same engine:
+the cache, the reservation against the cap, retries, claims and shards.
+
+One *shard* is one call of :func:`execute`: it claims pending calls in small batches
 (conditional UPDATE, so shards never share a row), calls the providers with asyncio under
-per-model limits, and finishes every answer in one short transaction together with its
-spend. Shards keep going until nothing is pending; the last one finishes the run. A shard
-that dies leaves claimed rows, which go back to pending when their lease expires, and any
-live shard (or a redelivered one) picks them up. Provider keys come from this process's
-environment, never from the queue.
+per-model limits, and finishes every call in one short transaction together with its
+spend. Shards keep going until nothing is pending; the one that wins the move to the next
+phase does it. A shard that dies leaves claimed rows, which go back to pending when their
+lease expires, and any live shard (or a resumed one) picks them up; every phase step is
+idempotent. Provider keys come from this process's environment, never from the queue.
 """
 
 from __future__ import annotations
@@ -41,9 +47,9 @@ from evalsite.core.providers import (
     make_client,
 )
 from evalsite.core.providers.base import Request
-from runs.models import Answer, CachedResponse, Run
+from runs.judging import finish_judging, judge_hash, prepare_judging, read_judgement
+from runs.models import Answer, CachedResponse, Call, Judgement, Run
 from runs.planner import endpoint_configs
-from runs.scoring import score_run
 
 db = partial(sync_to_async, thread_sensitive=True)
 STOPPING_KINDS = (ErrorKind.AUTH.value, ErrorKind.BAD_REQUEST.value)
@@ -77,15 +83,25 @@ class Shard:
         self.stopped_models: set[str] = set()
         self.rng = random.Random()
         self._checked_at = 0.0
+        self.calls: type[Call] = Answer
+        self.judge: Provider | None = None
 
     # --- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
         try:
-            ready = await db(self._prepare)()
-            if ready:
+            if not await db(self._prepare)():
+                return
+            if self.run_row.status == Run.Status.RUNNING:
                 await self._loop()
-                await db(self._finalize)()
+                await db(self._finish_answers)()
+            if self.run_row.status == Run.Status.JUDGING:
+                self.calls = Judgement
+                if await db(self._start_judging)():
+                    await self._loop()
+                    await db(self._finish_judging)()
+            if self.run_row.status == Run.Status.REPORTING:
+                await db(self._report)()
         finally:
             await db(connections.close_all)()
 
@@ -114,13 +130,25 @@ class Shard:
         self.gates: dict[str, ModelGate] = {}
         self.first_calls: dict[str, asyncio.Event] = {}
         limits = Limits(int(options.get("concurrency") or settings.EVALSITE_MAX_CONCURRENCY))
+        build = partial(
+            build_provider,
+            env=os.environ,
+            endpoints=endpoints,
+            replies=replies,
+            fake=options["fake"],
+        )
         for contestant in self.run_row.contestants:
             model = contestant.partition("@")[0]
-            self.providers[contestant] = build_provider(
-                model, env=os.environ, endpoints=endpoints, replies=replies, fake=options["fake"]
-            )
+            self.providers[contestant] = build(model)
             self.gates.setdefault(model, ModelGate(limits.share(self.shards)))
+        judge_model = self.run_row.judge.get("model")
+        if judge_model:
+            self.judge = build(judge_model)
+            self.gates.setdefault(judge_model, ModelGate(limits.share(self.shards)))
         self.concurrency = sum(gate.limits.max_concurrency for gate in self.gates.values())
+
+    def _provider(self, call: Call) -> Provider:
+        return self.judge if call.is_judge_call else self.providers[call.contestant]
 
     async def _loop(self) -> None:
         in_flight: set[asyncio.Task] = set()
@@ -158,59 +186,53 @@ class Shard:
         if limit <= 0:
             return []
         self._reclaim_expired()
-        ids = list(
-            Answer.objects.pending().filter(run_id=self.run_id).values_list("pk", flat=True)[:limit]
-        )
+        calls = self.calls.objects.filter(run_id=self.run_id)
+        ids = list(calls.pending().values_list("pk", flat=True)[:limit])
         if not ids:
             return []
-        Answer.objects.filter(pk__in=ids, status=Answer.Status.PENDING).update(
-            status=Answer.Status.CLAIMED,
+        calls.filter(pk__in=ids, status=Call.Status.PENDING).update(
+            status=Call.Status.CLAIMED,
             claimed_by=self.token,
             claimed_at=timezone.now(),
             attempts=F("attempts") + 1,
         )
-        stopped = Answer.objects.filter(run_id=self.run_id, error_kind__in=STOPPING_KINDS)
-        self.stopped_models |= {
-            c.partition("@")[0] for c in stopped.values_list("contestant", flat=True)
-        }
-        return list(
-            Answer.objects.filter(pk__in=ids, claimed_by=self.token, status=Answer.Status.CLAIMED)
-        )
+        stopped = calls.filter(error_kind__in=STOPPING_KINDS)
+        self.stopped_models |= {call.model for call in stopped.only(*_MODEL_FIELDS[self.calls])}
+        return list(calls.filter(pk__in=ids, claimed_by=self.token, status=Call.Status.CLAIMED))
 
     def _reclaim_expired(self) -> None:
         """Claims of dead shards back to pending, with the reservations they held."""
         expired = timezone.now() - dt.timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
-        rows = Answer.objects.filter(
-            run_id=self.run_id, status=Answer.Status.CLAIMED, claimed_at__lt=expired
+        rows = self.calls.objects.filter(
+            run_id=self.run_id, status=Call.Status.CLAIMED, claimed_at__lt=expired
         ).values_list("pk", "claimed_by", "reserved_usd")
         for pk, token, reserved in rows:
             self._unclaim(pk, token, reserved)
 
     @transaction.atomic
     def _unclaim(self, pk: int, token: str, reserved: Decimal) -> bool:
-        changed = Answer.objects.filter(
-            pk=pk, claimed_by=token, status=Answer.Status.CLAIMED
-        ).update(status=Answer.Status.PENDING, claimed_by="", reserved_usd=0)
+        changed = self.calls.objects.filter(
+            pk=pk, claimed_by=token, status=Call.Status.CLAIMED
+        ).update(status=Call.Status.PENDING, claimed_by="", reserved_usd=0)
         if changed and reserved:
-            self.run_row.settle(reserved, None, None, judge=False)
+            self.run_row.settle(reserved, None, None, judge=self.calls is Judgement)
         return changed == 1
 
-    def _release(self, answer: Answer) -> None:
-        self._unclaim(answer.pk, self.token, Decimal(0))
+    def _release(self, call: Call) -> None:
+        self._unclaim(call.pk, self.token, Decimal(0))
 
-    def _give_back(self, answer: Answer, reserved: Decimal) -> None:
-        """A call abandoned because the run stopped: the answer is pending again."""
-        self._unclaim(answer.pk, self.token, reserved)
+    def _give_back(self, call: Call, reserved: Decimal) -> None:
+        """A call abandoned because the run stopped: it is pending again."""
+        self._unclaim(call.pk, self.token, reserved)
 
     def _others_working(self) -> bool:
         self._reclaim_expired()
-        answers = Answer.objects.filter(run_id=self.run_id)
-        return answers.filter(status__in=[Answer.Status.PENDING, Answer.Status.CLAIMED]).exists()
+        return self.calls.objects.filter(run_id=self.run_id).unfinished().exists()
 
-    # --- one answer --------------------------------------------------------------------------
+    # --- one call ----------------------------------------------------------------------------
 
-    async def _answer(self, answer: Answer, client: httpx.AsyncClient) -> None:
-        provider = self.providers[answer.contestant]
+    async def _answer(self, answer: Call, client: httpx.AsyncClient) -> None:
+        provider = self._provider(answer)
         request = Request(**answer.request)
         if request.model in self.stopped_models:
             return await db(self._finish_skipped)(answer)
@@ -268,7 +290,7 @@ class Shard:
         """Reserve on the run and note it on the claimed answer, so a reclaim can return it."""
         if not self.run_row.reserve(amount):
             return False
-        Answer.objects.filter(pk=answer.pk).update(reserved_usd=amount)
+        self.calls.objects.filter(pk=answer.pk).update(reserved_usd=amount)
         return True
 
     async def _reserve(self, answer: Answer, amount: Decimal) -> bool:
@@ -324,11 +346,13 @@ class Shard:
                 "provider_model": completion.provider_model or "",
             },
         )
-        kept = self._store(
-            answer, Answer.Status.DONE, fields | {"cost_usd": cost, "cost_if_uncached_usd": cost}
-        )
+        fields |= {"cost_usd": cost, "cost_if_uncached_usd": cost}
+        fields |= _earlier_attempt(answer, cost, fields)
+        kept = self._store(answer, Call.Status.DONE, fields | self._read(answer, completion.text))
         # A lost claim's reservation was returned by whoever reclaimed it; the spend stands.
-        self.run_row.settle(reserved if kept else Decimal(0), cost, cost, judge=False)
+        self.run_row.settle(
+            reserved if kept else Decimal(0), cost, cost, judge=answer.is_judge_call
+        )
         if incomplete:
             Run.objects.filter(pk=self.run_id).update(cost_incomplete=True)
 
@@ -349,64 +373,135 @@ class Shard:
             "cost_usd": Decimal(0) if cost is not None else None,
             "cost_if_uncached_usd": cost,
         }
-        if self._store(answer, Answer.Status.DONE, fields) and cost:
+        if self._store(answer, Call.Status.DONE, fields | self._read(answer, hit.text)) and cost:
             Run.objects.filter(pk=self.run_id).update(uncached_usd=F("uncached_usd") + cost)
 
+    def _read(self, call: Call, text: str) -> dict:
+        """A judge reply read into its fields; an unreadable first reply sends the call back
+        to pending as its one retry: a new request (the reply and a reminder appended), so
+        the cached unreadable reply can never come back, while an identical later run still
+        finds the retry's own reply in the cache."""
+        if not call.is_judge_call:
+            return {}
+        fields = read_judgement(call, text)
+        if fields.get("status") == Call.Status.PENDING:
+            fields["request_hash"] = judge_hash(Request(**fields["request"]), self._provider(call))
+        return fields
+
     @transaction.atomic
-    def _finish_error(self, answer: Answer, error: ProviderError, reserved: Decimal) -> None:
+    def _finish_error(self, answer: Call, error: ProviderError, reserved: Decimal) -> None:
         kept = self._store(
             answer,
-            Answer.Status.ERROR,
+            Call.Status.ERROR,
             {"error_kind": error.kind.value, "error_message": str(error.message)[:2000]},
         )
         if kept:
-            self.run_row.settle(reserved, None, None, judge=False)
+            self.run_row.settle(reserved, None, None, judge=answer.is_judge_call)
 
     @transaction.atomic
-    def _finish_skipped(self, answer: Answer, reserved: Decimal = Decimal(0)) -> None:
+    def _finish_skipped(self, answer: Call, reserved: Decimal = Decimal(0)) -> None:
         message = (
             f"not called: {answer.model} refused an earlier call of this run (auth or bad request)"
         )
         kept = self._store(
-            answer, Answer.Status.ERROR, {"error_kind": "skipped", "error_message": message}
+            answer, Call.Status.ERROR, {"error_kind": "skipped", "error_message": message}
         )
         if reserved and kept:
-            self.run_row.settle(reserved, None, None, judge=False)
+            self.run_row.settle(reserved, None, None, judge=answer.is_judge_call)
 
-    def _store(self, answer: Answer, status: str, fields: dict) -> bool:
-        """Finish a claimed answer; False if this shard lost the claim (lease expired)."""
+    def _store(self, answer: Call, status: str, fields: dict) -> bool:
+        """Finish a claimed call; False if this shard lost the claim (lease expired).
+        ``fields`` may set the status itself (a judge call going back for its retry)."""
+        values = {"status": status, "finished_at": timezone.now()} | fields
         return (
-            Answer.objects.filter(
-                pk=answer.pk, claimed_by=self.token, status=Answer.Status.CLAIMED
-            ).update(
-                status=status, finished_at=timezone.now(), claimed_by="", reserved_usd=0, **fields
-            )
+            self.calls.objects.filter(
+                pk=answer.pk, claimed_by=self.token, status=Call.Status.CLAIMED
+            ).update(claimed_by="", reserved_usd=0, **values)
             == 1
         )
 
     # --- the end -----------------------------------------------------------------------------
 
-    def _finalize(self) -> None:
+    def _phase_over(self) -> Run | None:
+        """The run, when this phase's calls are all finished and the run goes on; None
+        when it was cancelled, stopped, or another shard is still working."""
         run = Run.objects.get(pk=self.run_id)
+        self.run_row.status = run.status
         if not run.is_active:
-            return
+            return None
         if run.cancel_requested:
             run.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
+            self.run_row.status = run.status
+            return None
+        if self.calls.objects.filter(run=run).unfinished().exists():
+            return None
+        return run
+
+    def _finish_answers(self) -> None:
+        run = self._phase_over()
+        if run is None or run.status != Run.Status.RUNNING:
             return
         answers = Answer.objects.filter(run=run)
-        if answers.filter(status__in=[Answer.Status.PENDING, Answer.Status.CLAIMED]).exists():
-            return  # another shard is still working, or the run was stopped
-        if not answers.filter(status=Answer.Status.DONE).exists() and answers.exists():
-            first = answers.filter(status=Answer.Status.ERROR).first()
+        if not answers.filter(status=Call.Status.DONE).exists() and answers.exists():
+            first = answers.filter(status=Call.Status.ERROR).first()
             run.finish(
                 Run.Status.FAILED, f"every answer failed; first error: {first.error_message}"
             )
+            self.run_row.status = run.status
             return
-        # One shard wins the move to reporting and scores; the others are done here.
-        if not run.advance(Run.Status.RUNNING, Run.Status.REPORTING):
+        # One shard wins the move to judging and prepares it; the others are done here.
+        if run.advance(Run.Status.RUNNING, Run.Status.JUDGING):
+            self.run_row.status = Run.Status.JUDGING
+            self._prepared = True
+            prepare_judging(run, self.judge)
+        else:
+            self.run_row.status = "other shard"
+
+    def _start_judging(self) -> bool:
+        """Prepare judging unless this shard just did (preparing is idempotent, so a shard
+        resuming a run that stopped half-way through it completes the work)."""
+        if not getattr(self, "_prepared", False):
+            prepare_judging(self.run_row, self.judge)
+        return True
+
+    def _finish_judging(self) -> None:
+        run = self._phase_over()
+        if run is None or run.status != Run.Status.JUDGING:
             return
-        score_run(run)
+        if run.advance(Run.Status.JUDGING, Run.Status.REPORTING):
+            finish_judging(run)
+            self.run_row.status = Run.Status.REPORTING
+        else:
+            self.run_row.status = "other shard"
+
+    def _report(self) -> None:
+        from runs.reporting import write_report
+
+        run = Run.objects.get(pk=self.run_id)
+        if run.status != Run.Status.REPORTING:
+            return
+        finish_judging(run)  # idempotent: a resumed run may have stopped before it
+        write_report(run)
         run.finish(Run.Status.DONE)
+
+
+def _earlier_attempt(call: Call, cost: Decimal | None, fields: dict) -> dict:
+    """A judge call asked again keeps the first reply's cost and tokens on its row, added to
+    the retry's, so the row accounts for both calls."""
+    if not getattr(call, "retried", False):
+        return {}
+    summed = {}
+    for name, now in (("cost_usd", cost), ("input_tokens", fields.get("input_tokens")),
+                      ("output_tokens", fields.get("output_tokens"))):  # fmt: skip
+        before = getattr(call, name)
+        if before is not None and now is not None:
+            summed[name] = before + now
+    if "cost_usd" in summed:
+        summed["cost_if_uncached_usd"] = summed["cost_usd"]
+    return summed
+
+
+_MODEL_FIELDS = {Answer: ("pk", "contestant"), Judgement: ("pk", "judge_model")}
 
 
 def _usage_fields(usage: Usage | None) -> dict:

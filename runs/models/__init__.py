@@ -1,6 +1,7 @@
 """The runs app's models, one module per noun."""
 
-from runs.models.answer import Answer, CachedResponse
+from runs.models.answer import Answer, CachedResponse, Call
+from runs.models.judging import Judgement, Pair, text_sha
 from runs.models.pricing import Endpoint, FrozenPriceTable, Price, PriceTable
 from runs.models.run import Run
 from runs.models.suites import Suite, SuiteVersion
@@ -8,11 +9,15 @@ from runs.models.suites import Suite, SuiteVersion
 __all__ = [
     "Answer",
     "CachedResponse",
+    "Call",
     "Endpoint",
     "FrozenPriceTable",
+    "Judgement",
+    "Pair",
     "Price",
     "PriceTable",
     "Run",
     "Suite",
     "SuiteVersion",
+    "text_sha",
 ]

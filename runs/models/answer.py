@@ -8,17 +8,23 @@ from django.db.models import Avg
 from runs.models.run import Run
 
 
-class AnswerQuerySet(models.QuerySet):
-    def pending(self) -> AnswerQuerySet:
-        return self.filter(status=Answer.Status.PENDING)
+class CallQuerySet(models.QuerySet):
+    def pending(self):
+        return self.filter(status=Call.Status.PENDING)
 
-    def finished(self) -> AnswerQuerySet:
-        return self.filter(status__in=Answer.FINISHED)
+    def finished(self):
+        return self.filter(status__in=Call.FINISHED)
+
+    def unfinished(self):
+        return self.filter(status__in=[Call.Status.PENDING, Call.Status.CLAIMED])
 
 
-class Answer(models.Model):
-    """Created up front as pending: the plan is a set of rows, progress is a count, and
-    resuming is doing what is pending. The unique constraint makes duplicates impossible."""
+class Call(models.Model):
+    """One provider call of a run, as a row the engine claims, reserves for and finishes.
+
+    Answers and judge calls are both calls: created up front as pending, so the plan is a
+    set of rows, progress is a count, and resuming is doing what is pending.
+    """
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -28,10 +34,9 @@ class Answer(models.Model):
 
     FINISHED = (Status.DONE, Status.ERROR)
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="answers")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="%(class)ss")
     task_id = models.CharField(max_length=64)
     case_id = models.CharField(max_length=64)
-    contestant = models.CharField(max_length=300)
     repeat = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     claimed_by = models.CharField(max_length=64, blank=True)
@@ -57,6 +62,26 @@ class Answer(models.Model):
     error_kind = models.CharField(max_length=20, blank=True)
     error_message = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CallQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    @property
+    def model(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def is_judge_call(self) -> bool:
+        return False
+
+
+class Answer(Call):
+    """One per run, task, case, contestant and repeat; the unique constraint makes
+    duplicates impossible."""
+
+    contestant = models.CharField(max_length=300)
     # Scoring (SPEC §7), filled after the answer is done; execution checks are never cached.
     schema_verdict = models.CharField(max_length=16, blank=True)
     schema_error = models.TextField(blank=True)
@@ -67,8 +92,9 @@ class Answer(models.Model):
     exec_verdict = models.CharField(max_length=8, blank=True)
     passed = models.BooleanField(null=True)
     scored_at = models.DateTimeField(null=True, blank=True)
-
-    objects = AnswerQuerySet.as_manager()
+    # Single-answer judge scoring (SPEC §7.6), for tasks with `grade:`.
+    grade_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    grade_passed = models.BooleanField(null=True)
 
     class Meta:
         ordering = ["task_id", "case_id", "repeat", "contestant"]

@@ -25,15 +25,52 @@ class RunQuerySet(models.QuerySet):
     def finished(self) -> RunQuerySet:
         return self.exclude(status__in=Run.ACTIVE)
 
+    def resolve(self, reference: str) -> Run:
+        """A run by id, unique id prefix, label (the latest run with it) or ``latest``.
+
+        Run.DoesNotExist with a message saying what was tried, or naming the candidates
+        when a prefix is ambiguous.
+        """
+        reference = reference.strip()
+        if reference == "latest":
+            run = self.order_by("-created_at").first()
+            if run is None:
+                raise Run.DoesNotExist("there are no runs yet")
+            return run
+        exact = self.filter(pk=reference).first()
+        if exact is not None:
+            return exact
+        labelled = self.filter(label=reference).order_by("-created_at").first()
+        if labelled is not None:
+            return labelled
+        matches = list(self.filter(pk__startswith=reference).values_list("pk", flat=True)[:6])
+        if len(matches) == 1:
+            return self.get(pk=matches[0])
+        if matches:
+            shown = ", ".join(matches[:5])
+            raise Run.DoesNotExist(f"{reference!r} matches several runs: {shown}")
+        raise Run.DoesNotExist(f"no run has the id, id prefix or label {reference!r}")
+
     def stalled(self, lease_s: float) -> RunQuerySet:
         """Active runs with work left and no claim younger than the lease: no shard is alive."""
         recent = timezone.now() - dt.timedelta(seconds=lease_s)
-        return (
+        answering = (
             self.filter(status=Run.Status.RUNNING, cancel_requested=False)
             .filter(answers__status__in=["pending", "claimed"])
             .exclude(answers__status="claimed", answers__claimed_at__gte=recent)
-            .distinct()
         )
+        # Judging and reporting: nothing claimed or finished for a lease since the phase began.
+        later = (
+            self.filter(
+                status__in=[Run.Status.JUDGING, Run.Status.REPORTING],
+                cancel_requested=False,
+                phase_at__lt=recent,
+            )
+            .exclude(judgements__claimed_at__gte=recent)
+            .exclude(judgements__finished_at__gte=recent)
+        )
+        ids = set(answering.values_list("pk", flat=True)) | set(later.values_list("pk", flat=True))
+        return self.filter(pk__in=ids)
 
 
 class Run(models.Model):
@@ -75,6 +112,7 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     resumed_at = models.DateTimeField(null=True, blank=True)
+    phase_at = models.DateTimeField(null=True, blank=True, help_text="When the status last moved.")
     report = models.JSONField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
@@ -114,14 +152,16 @@ class Run(models.Model):
     def mark_running(self) -> None:
         now = timezone.now()
         Run.objects.filter(pk=self.pk, status=Run.Status.QUEUED).update(
-            status=Run.Status.RUNNING, started_at=now
+            status=Run.Status.RUNNING, started_at=now, phase_at=now
         )
         self.refresh_from_db(fields=["status", "started_at"])
 
     def advance(self, current: str, new: str) -> bool:
         """Move from `current` to `new` only if no one else has; True for the one who did."""
-        changed = Run.objects.filter(pk=self.pk, status=current).update(status=new)
-        self.refresh_from_db(fields=["status"])
+        changed = Run.objects.filter(pk=self.pk, status=current).update(
+            status=new, phase_at=timezone.now()
+        )
+        self.refresh_from_db(fields=["status", "phase_at"])
         return changed == 1
 
     def finish(self, status: str, detail: str = "") -> bool:

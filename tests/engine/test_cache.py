@@ -107,7 +107,9 @@ def test_the_cli_json_prints_the_run_id_status_report_path_and_totals(tmp_path):
     assert Path(summary["report_path"]).is_relative_to(data)
     assert summary["run_id"] in summary["report_path"]
     totals = summary["totals"]
-    assert totals["answers"] == 4 and totals["answer_errors"] == 0 and totals["cache_hits"] == 0
+    assert totals["answers"] == 4 and totals["cache_hits"] == 0
+    assert totals["judge_calls"] == 2 * totals["pairs"] > 0
+    assert not [f for f in summary["failures"] if not f["contestant"].startswith("judge")]
     assert totals["simulated"] is True
     assert Decimal(totals["cost_usd"]) > 0
     assert sqlite_rows(data, "select id, status from runs_run") == [(summary["run_id"], "done")]
@@ -116,5 +118,6 @@ def test_the_cli_json_prints_the_run_id_status_report_path_and_totals(tmp_path):
 
     assert again.returncode == 0, again.stderr
     totals_again = json.loads(again.stdout)["totals"]
-    assert totals_again["cache_hits"] == 4 and Decimal(totals_again["cost_usd"]) == 0
+    assert totals_again["cache_hits"] == totals_again["calls"] == totals["calls"]
+    assert Decimal(totals_again["cost_usd"]) == 0
     assert totals_again["cost_if_uncached_usd"] == totals["cost_if_uncached_usd"]

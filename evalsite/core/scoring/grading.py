@@ -17,7 +17,8 @@ from typing import Any
 from evalsite.core.scoring.json_answer import find_json
 
 __all__ = [
-    "DEFAULT_GRADE_THRESHOLD", "GradeResult", "GradeUnusable", "grade_messages", "parse_grade",
+    "DEFAULT_GRADE_THRESHOLD", "GradeResult", "GradeUnusable", "grade_messages", "graded",
+    "parse_grade",
 ]  # fmt: skip
 
 DEFAULT_GRADE_THRESHOLD = 0.5  # a 3 out of 5 passes when the task gives no threshold
@@ -61,12 +62,16 @@ def parse_grade(reply_text: str, threshold: float = DEFAULT_GRADE_THRESHOLD) -> 
         raise GradeUnusable(f"the grade reply holds no JSON ({error})") from None
     if not isinstance(data, dict) or "score" not in data:
         raise GradeUnusable('the grade reply is not a JSON object with a "score"')
-    score = _score(data["score"])
     reasoning = data.get("reasoning")
+    return graded(_score(data["score"]), threshold, reasoning if isinstance(reasoning, str) else "")
+
+
+def graded(
+    score: int, threshold: float = DEFAULT_GRADE_THRESHOLD, reasoning: str = ""
+) -> GradeResult:
+    """A 1-5 score normalised to (score - 1) / 4, passing at ``threshold``."""
     normalised = (score - 1) / 4
-    return GradeResult(
-        score, normalised, normalised >= threshold, reasoning if isinstance(reasoning, str) else ""
-    )
+    return GradeResult(score, normalised, normalised >= threshold, reasoning)
 
 
 def _score(value: Any) -> int:

@@ -11,6 +11,7 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
+from evalsite.core.report.summary import summary_lines as report_summary
 from evalsite.core.suites import SuiteError, load_suite
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, make_plan, store_plan
@@ -132,6 +133,14 @@ class Command(BaseCommand):
             )
 
     def _finish(self, run: Run, as_json: bool) -> None:
+        if run.report is not None:
+            report = run.report
+            if as_json:
+                self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
+            else:
+                for line in report_summary(report):
+                    self.stdout.write(line)
+            sys.exit(report_exit_code(run))
         totals = answer_totals(run)
         if as_json:
             self.stdout.write(json.dumps(run_summary(run, totals), indent=2))
@@ -145,6 +154,17 @@ class Command(BaseCommand):
     def _fail(self, message: str, code: ExitCode = ExitCode.INPUT_ERROR) -> None:
         self.stderr.write(f"error: {message}")
         sys.exit(code)
+
+
+def report_exit_code(run: Run) -> ExitCode:
+    """0 for a finished run, 1 when the suite says `on_below_floor: fail` and the headline
+    gate is not ok, else by status."""
+    code = EXIT_BY_STATUS.get(run.status, ExitCode.RUNTIME_ERROR)
+    judge = run.suite_version.parsed.get("judge") or {}
+    fail_below = (judge.get("calibration") or {}).get("on_below_floor") == "fail"
+    if code == ExitCode.OK and fail_below and judge and not run.report["headline_eligible"]:
+        return ExitCode.GATE_FAILED
+    return code
 
 
 def run_summary(run: Run, totals: dict) -> dict:
@@ -195,9 +215,14 @@ class ProgressPrinter:
     def show(self, snap, final: bool = False) -> None:
         if self.quiet or snap.total == 0:
             return
+        if snap.phase != getattr(self, "phase", snap.phase):
+            self.last_step = -1  # a new phase starts its own bar
+            if self.tty:
+                self.out.write("")
+        self.phase = snap.phase
         eta = f" · ETA {snap.eta_s:.0f}s" if snap.eta_s is not None else ""
         text = (
-            f"{snap.finished}/{snap.total} answers · {snap.errors} errors · "
+            f"{snap.finished}/{snap.total} {snap.phase} · {snap.errors} errors · "
             f"${snap.spent_usd:.4f} of ${snap.cap_usd:.2f}{eta}"
         )
         if self.tty:

@@ -1,0 +1,593 @@
+"""Building a run's report (SPEC §11) from its rows, once, as a plain JSON-able dict.
+
+Every figure is computed here from the rows the caller passes (answers, pairs, matched
+labels), by the statistics in :mod:`evalsite.core.stats`; the page, report.md,
+report.html and the CLI summary only render the dict. Nothing here reads a database.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalsite.core.calibration import Calibration
+from evalsite.core.scoring.aggregate import contestant_rates, tag_rates
+from evalsite.core.stats import (
+    bootstrap_kappa_ci,
+    bradley_terry,
+    cohen_kappa,
+    fleiss_kappa,
+    headline_gate,
+    krippendorff_alpha,
+    labels_needed,
+    latency_percentiles,
+    pairwise_cohen,
+    per_task_kappa,
+    seed_from,
+    win_rate,
+)
+from evalsite.core.stats.record import jsonable
+
+__all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report"]
+
+FORMAT = 1
+CURVE_POINTS = 20
+KAPPA_BOOTSTRAP_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    task: str
+    case: str
+    contestant: str
+    repeat: int
+    status: str  # done / error
+    tags: tuple[str, ...] = ()
+    schema_verdict: str = ""
+    schema_mode: str = ""
+    has_checks: bool = False
+    checks_passed: bool | None = None
+    exec_verdict: str = ""
+    isolation: str = ""
+    graded: bool = False
+    grade_score: int | None = None
+    grade_passed: bool | None = None
+    passed: bool | None = None
+    latency_ms: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    cost_if_uncached_usd: float | None = None
+    cached: bool = False
+    error_kind: str = ""
+    error_message: str = ""
+
+    @property
+    def effective_pass(self) -> bool:
+        """Passed every verdict it has, a grade included when the task is graded."""
+        if self.status != "done" or not self.passed:
+            return False
+        return self.grade_passed is True if self.graded else True
+
+
+@dataclass(frozen=True)
+class PairRow:
+    key: int
+    task: str
+    case: str
+    repeat: int
+    baseline: str
+    candidate: str
+    excluded_reason: str = ""
+    score: float | None = None
+    flip: bool | None = None
+    category: str = ""
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    run_id: str
+    status: str
+    suite_name: str
+    suite_hash: str
+    contestants: Sequence[str]
+    answers: Sequence[AnswerRow]
+    pairs: Sequence[PairRow]
+    calibration: Calibration
+    detail: str = ""
+    created_at: str = ""
+    finished_at: str | None = None
+    judge_model: str | None = None
+    min_kappa: float = 0.40
+    min_labels: int = 10
+    mover_threshold: float = 0.15
+    task_kinds: Mapping[str, str] = field(default_factory=dict)
+    price_table: Mapping[str, Any] = field(default_factory=dict)
+    repeats: int = 1
+    pairing: str = "baseline"
+    judge_calls: int = 0
+    judge_cache_hits: int = 0
+    judge_cost_usd: float = 0.0
+    judge_uncached_usd: float = 0.0
+    judge_errors: Sequence[Mapping[str, Any]] = ()
+    label_times: Mapping[int, str] = field(default_factory=dict)
+    simulated: bool = False
+    cost_incomplete: bool = False
+    command: str = ""
+    cache_state: str = ""
+    previous: Mapping[str, Any] | None = None
+    report_path: str = ""
+
+
+def build_report(data: ReportInput) -> dict[str, Any]:
+    """The report dict with the keys SPEC §11 lists (and the ones the renderers use)."""
+    seed = seed_from(data.suite_hash)
+    calibration = _calibration(data, seed)
+    eligible = calibration["status"] == "ok"
+    win_rates = _win_rates(data, seed)
+    report = {
+        "format": FORMAT,
+        "run_id": data.run_id,
+        "status": data.status,
+        "detail": data.detail,
+        "created_at": data.created_at,
+        "finished_at": data.finished_at,
+        "suite": {
+            "name": data.suite_name,
+            "hash": data.suite_hash,
+            "mover_threshold": data.mover_threshold,
+        },
+        "contestants": list(data.contestants),
+        "baseline": data.contestants[0],
+        "judge": (
+            {"model": data.judge_model, "is_contestant": _is_contestant(data)}
+            if data.judge_model
+            else None
+        ),
+        "price_table": dict(data.price_table),
+        "repeats": data.repeats,
+        "headline_eligible": eligible,
+        "calibration": calibration,
+        "win_rates": win_rates,
+        "bradley_terry": _ranking(data, seed) if data.pairing == "all" else None,
+        "per_contestant": _per_contestant(data),
+        "per_task": _per_task(data),
+        "per_tag": _per_tag(data),
+        "exclusions": _exclusions(data),
+        "failures": _failures(data),
+        "totals": _totals(data),
+        "reproduce": {
+            "command": data.command,
+            "price_table": _table_line(data.price_table),
+            "cache": data.cache_state,
+        },
+        "report_path": data.report_path,
+    }
+    report["movers"] = _movers(report, data.previous, data.mover_threshold)
+    report["warnings"] = _warnings(data, report)
+    return jsonable(report)
+
+
+def _is_contestant(data: ReportInput) -> bool:
+    return any(c.partition("@")[0] == data.judge_model for c in data.contestants)
+
+
+def _table_line(table: Mapping[str, Any]) -> str:
+    if not table:
+        return ""
+    verified = "" if table.get("verified") else " (UNVERIFIED)"
+    return f"{table.get('name', '')} pinned {table.get('pinned', '')}{verified}"
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+def _calibration(data: ReportInput, seed: int) -> dict[str, Any]:
+    matched = data.calibration
+    humans = [human for _, _, human, _ in matched.items]
+    judges = [judge for _, _, _, judge in matched.items]
+    kappa = cohen_kappa(humans, judges)
+    gate = headline_gate(kappa, min_labels=data.min_labels, min_kappa=data.min_kappa)
+    return {
+        "status": gate.status,
+        "reason": gate.reason,
+        "kappa": kappa.kappa,
+        "kappa_band": kappa.band,
+        "kappa_ci": kappa.ci,
+        "kappa_ci_bootstrap": bootstrap_kappa_ci(
+            humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES
+        ),
+        "agreement": kappa.agreement,
+        "n": kappa.n,
+        "min_kappa": data.min_kappa,
+        "min_labels": data.min_labels,
+        "labels_needed": labels_needed(kappa, min_kappa=data.min_kappa, min_labels=data.min_labels),
+        "confusion": kappa.confusion,
+        "per_task": [
+            task.to_dict()
+            for task in per_task_kappa((task, h, j) for _, task, h, j in matched.items)
+        ],
+        "labels_used": matched.labels_used,
+        "labels_stale": matched.stale,
+        "labels_ignored": matched.ignored,
+        "labels_targeted": matched.targeted,
+        "labels_on_excluded_pairs": matched.on_excluded,
+        "no_majority": matched.no_majority,
+        "humans": _humans(matched),
+        "curve": _curve(humans, judges),
+    }
+
+
+def _humans(matched: Calibration) -> dict[str, Any]:
+    ratings = matched.ratings
+    return {
+        "pairwise": {name: k.kappa for name, k in pairwise_cohen(ratings).items()},
+        "fleiss_kappa": fleiss_kappa(ratings) if ratings else None,
+        "krippendorff_alpha": krippendorff_alpha(ratings) if ratings else None,
+        "n_items": len(ratings),
+    }
+
+
+def _curve(humans: list[str], judges: list[str]) -> list[dict[str, Any]]:
+    """Kappa as the labels grew (in the order they were given), at up to 20 sizes."""
+    n = len(humans)
+    if n == 0:
+        return []
+    sizes = sorted({max(1, round(n * (i + 1) / CURVE_POINTS)) for i in range(CURVE_POINTS)})
+    points = []
+    for size in sizes:
+        kappa = cohen_kappa(humans[:size], judges[:size])
+        points.append({"n": size, "kappa": kappa.kappa, "ci": kappa.ci})
+    return points
+
+
+# --- win-rates -----------------------------------------------------------------------------
+
+
+def _win_rates(data: ReportInput, seed: int) -> dict[str, Any]:
+    if not data.judge_model:
+        return {}
+    schema = _schema_pass(data.answers)
+    rates = {}
+    for candidate in data.contestants[1:]:
+        pairs = [
+            p for p in data.pairs if p.candidate == candidate and p.baseline == data.contestants[0]
+        ]
+        rates[candidate] = _win_rate_entry(pairs, seed, data.contestants[0])
+        rates[candidate]["schema_pass_rate"], rates[candidate]["schema_n"] = schema.get(
+            candidate, (None, 0)
+        )
+    return rates
+
+
+def _win_rate_entry(pairs: Sequence[PairRow], seed: int, baseline: str) -> dict[str, Any]:
+    judged = [p for p in pairs if not p.excluded_reason and p.score is not None]
+    excluded = Counter(p.excluded_reason for p in pairs if p.excluded_reason)
+    rate = win_rate(
+        [p.score for p in judged], flips=sum(1 for p in judged if p.flip), seed=seed
+    ).to_dict()
+    return (
+        {"vs": baseline}
+        | rate
+        | {
+            "excluded": sum(excluded.values()),
+            "excluded_by_reason": dict(sorted(excluded.items())),
+        }
+    )
+
+
+def _schema_pass(answers: Sequence[AnswerRow]) -> dict[str, tuple[float | None, int]]:
+    """Per contestant: the share of answers whose schema verdict passed (not_applicable
+    counts as passing), over every answer (errors included), and that n."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for answer in answers:
+        counts[answer.contestant][1] += 1
+        counts[answer.contestant][0] += answer.schema_verdict in ("pass", "not_applicable")
+    return {c: (passed / n if n else None, n) for c, (passed, n) in counts.items()}
+
+
+def _ranking(data: ReportInput, seed: int) -> list[dict[str, Any]]:
+    comparisons = [
+        (p.baseline, p.candidate, p.score)
+        for p in data.pairs
+        if not p.excluded_reason and p.score is not None
+    ]
+    if not comparisons:
+        return []
+    return [score.to_dict() for score in bradley_terry(comparisons, seed=seed)]
+
+
+# --- per contestant, task, tag --------------------------------------------------------------
+
+
+def _rate(passed: int, n: int) -> float | None:
+    return passed / n if n else None
+
+
+def _per_contestant(data: ReportInput) -> dict[str, Any]:
+    by_contestant: dict[str, list[AnswerRow]] = defaultdict(list)
+    for answer in data.answers:
+        by_contestant[answer.contestant].append(answer)
+    outcomes: dict[tuple, list[bool]] = defaultdict(list)
+    for answer in data.answers:
+        outcomes[(answer.task, answer.case), answer.contestant].append(answer.effective_pass)
+    repeats = contestant_rates(outcomes)
+    return {
+        contestant: _contestant(by_contestant.get(contestant, []), repeats.get(contestant), data)
+        for contestant in data.contestants
+    }
+
+
+def _contestant(answers: list[AnswerRow], repeats, data: ReportInput) -> dict[str, Any]:
+    done = [a for a in answers if a.status == "done"]
+    verdicts = Counter(a.schema_verdict for a in done)
+    modes = Counter(a.schema_mode for a in done if a.schema_verdict == "pass")
+    checked = [a for a in done if a.has_checks]
+    executed = [a for a in done if a.exec_verdict]
+    exec_verdicts = Counter(a.exec_verdict for a in executed)
+    graded = [a for a in done if a.graded]
+    scores = [a.grade_score for a in graded if a.grade_score is not None]
+    latency = latency_percentiles([a.latency_ms for a in done if a.latency_ms is not None])
+    cost = math.fsum(a.cost_usd or 0 for a in answers)
+    uncached = math.fsum(a.cost_if_uncached_usd or 0 for a in answers)
+    calls = sum(1 for a in done if not a.cached) + sum(1 for a in answers if a.status != "done")
+    schema_pass = verdicts["pass"] + verdicts["not_applicable"]
+    return {
+        "schema": {
+            "n": len(answers),
+            "pass": schema_pass,
+            "rate": _rate(schema_pass, len(answers)),
+            "native": modes["native"],
+            "prompted": modes["prompted"],
+            "parse_fail": verdicts["parse_fail"],
+            "schema_fail": verdicts["schema_fail"],
+            "not_applicable": verdicts["not_applicable"],
+        },
+        "checks": {
+            "n": len(checked),
+            "pass": sum(1 for a in checked if a.checks_passed),
+            "rate": _rate(sum(1 for a in checked if a.checks_passed), len(checked)),
+        },
+        "exec": {
+            "n": len(executed),
+            "pass": exec_verdicts["pass"],
+            "fail": exec_verdicts["fail"],
+            "error": exec_verdicts["error"],
+            "rate": _rate(exec_verdicts["pass"], len(executed)),
+            "isolation": ", ".join(sorted({a.isolation for a in executed if a.isolation})) or None,
+        },
+        "grade": {
+            "n": len(scores),
+            "pass": sum(1 for a in graded if a.grade_passed),
+            "mean": (math.fsum(scores) / len(scores) - 1) / 4 if scores else None,
+            "errors": len(graded) - len(scores),
+        },
+        "pass_k": {
+            "k": data.repeats,
+            "cases": repeats.cases if repeats else 0,
+            "pass_all": repeats.pass_all if repeats else 0,
+            "pass_any": repeats.pass_any if repeats else 0,
+            "pass_all_rate": repeats.pass_all_rate if repeats else None,
+            "pass_any_rate": repeats.pass_any_rate if repeats else None,
+            "answers": repeats.answers if repeats else 0,
+            "answers_passed": repeats.answers_passed if repeats else 0,
+        },
+        "latency": latency.to_dict(),
+        "tokens": {
+            "input": sum(a.input_tokens or 0 for a in answers),
+            "output": sum(a.output_tokens or 0 for a in answers),
+        },
+        "cost": {
+            "usd": cost,
+            "if_uncached_usd": uncached,
+            "per_1k_calls_usd": uncached / len(done) * 1000 if done else None,
+            "calls": calls,
+        },
+        "errors": sum(1 for a in answers if a.status != "done"),
+    }
+
+
+def _per_task(data: ReportInput) -> list[dict[str, Any]]:
+    baseline = data.contestants[0]
+    rows = []
+    for task in dict.fromkeys(a.task for a in data.answers):
+        answers = [a for a in data.answers if a.task == task]
+        passed = sum(1 for a in answers if a.effective_pass)
+        rates = {}
+        for candidate in data.contestants[1:] if data.judge_model else ():
+            pairs = [
+                p
+                for p in data.pairs
+                if p.task == task and p.candidate == candidate and p.baseline == baseline
+            ]
+            judged = [p.score for p in pairs if not p.excluded_reason and p.score is not None]
+            rates[candidate] = {
+                "win_rate": math.fsum(judged) / len(judged) if judged else None,
+                "n": len(judged),
+                "flips": sum(1 for p in pairs if p.flip),
+                "excluded": sum(1 for p in pairs if p.excluded_reason),
+            }
+        rows.append(
+            {
+                "task": task,
+                "kind": data.task_kinds.get(task, ""),
+                "answers": len(answers),
+                "pass_rate": _rate(passed, len(answers)),
+                "win_rates": rates,
+            }
+        )
+    return sorted(rows, key=_worst_task)
+
+
+def _worst_task(row: dict[str, Any]) -> tuple:
+    """Worst first: the lowest candidate win-rate, then the lowest pass rate."""
+    rates = [r["win_rate"] for r in row["win_rates"].values() if r["win_rate"] is not None]
+    pass_rate = row["pass_rate"] if row["pass_rate"] is not None else 1.0
+    return (min(rates) if rates else 1.0, pass_rate, row["task"])
+
+
+def _per_tag(data: ReportInput) -> list[dict[str, Any]]:
+    rates = tag_rates((a.tags, a.effective_pass) for a in data.answers)
+    tags_of = {(a.task, a.case): a.tags for a in data.answers}
+    baseline = data.contestants[0]
+    rows = []
+    for tag in rates:
+        wins = {}
+        for candidate in data.contestants[1:] if data.judge_model else ():
+            scores = [
+                p.score
+                for p in data.pairs
+                if p.candidate == candidate
+                and p.baseline == baseline
+                and p.score is not None
+                and not p.excluded_reason
+                and tag.tag in tags_of.get((p.task, p.case), ())
+            ]
+            wins[candidate] = {
+                "win_rate": math.fsum(scores) / len(scores) if scores else None,
+                "n": len(scores),
+            }
+        rows.append(
+            {
+                "tag": tag.tag,
+                "n": tag.n,
+                "passed": tag.passed,
+                "rate": tag.rate,
+                "flagged": tag.flagged,
+                "win_rates": wins,
+            }
+        )
+    return rows
+
+
+# --- failures, totals, movers, warnings ------------------------------------------------------
+
+
+def _exclusions(data: ReportInput) -> list[dict[str, Any]]:
+    return [
+        {
+            "task": p.task,
+            "case": p.case,
+            "repeat": p.repeat,
+            "candidate": p.candidate,
+            "baseline": p.baseline,
+            "reason": p.excluded_reason,
+        }
+        for p in data.pairs
+        if p.excluded_reason
+    ]
+
+
+def _failures(data: ReportInput) -> list[dict[str, Any]]:
+    failures = [
+        {
+            "task": a.task,
+            "case": a.case,
+            "repeat": a.repeat,
+            "contestant": a.contestant,
+            "kind": a.error_kind or "error",
+            "message": a.error_message[:500],
+        }
+        for a in data.answers
+        if a.status != "done"
+    ]
+    return failures + [dict(error) for error in data.judge_errors]
+
+
+def _totals(data: ReportInput) -> dict[str, Any]:
+    answer_cost = math.fsum(a.cost_usd or 0 for a in data.answers)
+    answer_uncached = math.fsum(a.cost_if_uncached_usd or 0 for a in data.answers)
+    cache_hits = sum(1 for a in data.answers if a.cached) + data.judge_cache_hits
+    calls = len(data.answers) + data.judge_calls
+    return {
+        "answers": len(data.answers),
+        "pairs": len(data.pairs),
+        "judge_calls": data.judge_calls,
+        "calls": calls,
+        "cache_hits": cache_hits,
+        "cache_hit_rate": cache_hits / calls if calls else None,
+        "cost_usd": answer_cost + data.judge_cost_usd,
+        "cost_answers_usd": answer_cost,
+        "cost_judge_usd": data.judge_cost_usd,
+        "cost_if_uncached_usd": answer_uncached + data.judge_uncached_usd,
+        "simulated": data.simulated,
+        "cost_incomplete": data.cost_incomplete,
+    }
+
+
+def _movers(
+    report: Mapping[str, Any], previous: Mapping[str, Any] | None, threshold: float
+) -> dict[str, Any]:
+    """Per candidate and task, the win-rate change since the previous comparable run."""
+    if previous is None:
+        return {
+            "previous_run": None,
+            "threshold": threshold,
+            "items": [],
+            "note": "no earlier comparable run of this suite",
+        }
+    before = {
+        (c, row["task"]): r["win_rate"]
+        for row in previous.get("per_task", [])
+        for c, r in row.get("win_rates", {}).items()
+    }
+    items = []
+    for row in report["per_task"]:
+        for candidate, rate in row["win_rates"].items():
+            old = before.get((candidate, row["task"]))
+            if old is None or rate["win_rate"] is None:
+                continue
+            delta = rate["win_rate"] - old
+            if abs(delta) >= threshold:
+                items.append(
+                    {
+                        "candidate": candidate,
+                        "task": row["task"],
+                        "before": old,
+                        "after": rate["win_rate"],
+                        "delta": delta,
+                    }
+                )
+    items.sort(key=lambda item: -abs(item["delta"]))
+    return {
+        "previous_run": previous.get("run_id"),
+        "threshold": threshold,
+        "items": items,
+        "note": "" if items else f"no task moved by {threshold:.2f} or more",
+    }
+
+
+def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
+    warnings = []
+    calibration = report["calibration"]
+    if data.judge_model and not report["headline_eligible"]:
+        warnings.append(f"win-rates are UNCALIBRATED: {calibration['reason']}")
+    for candidate, rate in report["win_rates"].items():
+        if rate["flip_warning"]:
+            warnings.append(
+                f"{candidate}: flip rate {rate['flip_rate']:.2f} is above 0.30; the win-rate "
+                "measures answer order, not quality"
+            )
+        if rate["n"] and rate["ci"] is None:
+            warnings.append(f"{candidate}: n={rate['n']} is below 8; no interval is shown")
+    if calibration["no_majority"]:
+        warnings.append(
+            f"{calibration['no_majority']} labelled pairs have no majority and were left out"
+        )
+    if calibration["labels_stale"]:
+        warnings.append(
+            f"{calibration['labels_stale']} labels are stale: their answers changed since"
+        )
+    for tag in report["per_tag"]:
+        if tag["flagged"]:
+            warnings.append(f"tag {tag['tag']}: pass rate {tag['rate']:.3f} is below 0.70")
+    if data.cost_incomplete:
+        warnings.append("some calls reported no usage; costs are a lower bound")
+    if data.simulated:
+        warnings.append("simulated run (fake provider): answers, verdicts and costs are not real")
+    if data.price_table and not data.price_table.get("verified"):
+        warnings.append("the price table is UNVERIFIED")
+    return warnings

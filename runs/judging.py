@@ -1,0 +1,288 @@
+"""Judging a run (SPEC §7.6, §8): scoring its answers, forming pairs, the judge calls as rows,
+reading the replies, and combining the two orders of each pair.
+
+Every step is idempotent, so a shard resuming a run that stopped half-way through judging
+completes it: scoring touches unscored answers only, pairs and judge calls are created under
+unique constraints, and combining touches pairs without a score.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from itertools import combinations
+
+from django.db import transaction
+
+from evalsite.core.judging import (
+    PairSide,
+    VerdictUnparseable,
+    exclusion_reason,
+    judge_messages,
+    parse_verdict,
+    retry_messages,
+    shown_to_side,
+)
+from evalsite.core.plan import request_hash
+from evalsite.core.prompts import render_messages
+from evalsite.core.providers import Provider
+from evalsite.core.providers.base import Request
+from evalsite.core.scoring.grading import (
+    DEFAULT_GRADE_THRESHOLD,
+    GradeUnusable,
+    grade_messages,
+    graded,
+    parse_grade,
+)
+from evalsite.core.stats import pair_score
+from evalsite.core.suites import Suite
+from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
+from runs.scoring import score_run, stored_suite
+
+DEFAULT_JUDGE_MAX_TOKENS = 400
+RATIONALE_CHARS = 4000
+
+
+def judge_hash(request: Request, provider: Provider) -> str:
+    """The cache key of a judge call, computed as for answers."""
+    prepared = provider.prepare(request)
+    return request_hash(
+        prepared,
+        provider=provider.name,
+        adapter_version=provider.version,
+        mode=provider.schema_mode(request),
+    )
+
+
+def prepare_judging(run: Run, judge: Provider | None) -> None:
+    """Score the answers, form the pairs and queue the judge calls of `run`."""
+    score_run(run)
+    suite = stored_suite(run.suite_version)
+    judge_model = run.judge.get("model")
+    if not judge_model or judge is None:
+        return
+    answers = list(Answer.objects.filter(run=run))
+    _form_pairs(run, suite, answers)
+    with transaction.atomic():
+        _queue_pair_calls(run, suite, judge, judge_model)
+        _queue_grades(run, suite, judge, judge_model, answers)
+
+
+def _contestant_pairs(run: Run, suite: Suite) -> list[tuple[str, str]]:
+    """(baseline side, candidate side): the baseline against each candidate, or with
+    ``pairing: all`` every two contestants, the earlier one on the baseline side."""
+    contestants = list(run.contestants)
+    if suite.judge is not None and suite.judge.pairing == "all":
+        return list(combinations(contestants, 2))
+    return [(contestants[0], candidate) for candidate in contestants[1:]]
+
+
+def _form_pairs(run: Run, suite: Suite, answers: list[Answer]) -> None:
+    judged_tasks = {task.id for task in suite.tasks if task.judge}
+    by_cell: dict[tuple[str, str, int], dict[str, Answer]] = defaultdict(dict)
+    for answer in answers:
+        if answer.task_id in judged_tasks:
+            by_cell[answer.task_id, answer.case_id, answer.repeat][answer.contestant] = answer
+    pairs = []
+    for (task_id, case_id, repeat), sides in by_cell.items():
+        for base, cand in _contestant_pairs(run, suite):
+            if base not in sides or cand not in sides:
+                continue
+            baseline, candidate = sides[base], sides[cand]
+            excluded = exclusion_reason(_verdicts(baseline), _verdicts(candidate))
+            pairs.append(
+                Pair(
+                    run=run,
+                    task_id=task_id,
+                    case_id=case_id,
+                    repeat=repeat,
+                    baseline=baseline,
+                    candidate=candidate,
+                    baseline_contestant=base,
+                    candidate_contestant=cand,
+                    baseline_sha=text_sha(baseline.text) if baseline.status == "done" else "",
+                    candidate_sha=text_sha(candidate.text) if candidate.status == "done" else "",
+                    excluded_reason=excluded[0] if excluded else "",
+                    excluded_side=excluded[1] if excluded else "",
+                )
+            )
+    Pair.objects.bulk_create(pairs, ignore_conflicts=True, batch_size=500)
+
+
+def _verdicts(answer: Answer) -> dict:
+    return {
+        "status": answer.status,
+        "schema_verdict": answer.schema_verdict,
+        "exec_verdict": answer.exec_verdict or None,
+    }
+
+
+def _task_text(suite: Suite, task_id: str, case_id: str) -> str:
+    """The task as the judge sees it: the case's prompt as written, system message first."""
+    messages = render_messages(suite, task_id, case_id)
+    return "\n\n".join(message["content"] for message in messages)
+
+
+def _judge_params(suite: Suite) -> dict:
+    judge = suite.judge
+    return {
+        "temperature": judge.temperature if judge and judge.temperature is not None else 0,
+        "max_tokens": (judge.max_tokens if judge else None) or DEFAULT_JUDGE_MAX_TOKENS,
+    }
+
+
+def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
+    pending = (
+        Pair.objects.included()
+        .filter(run=run, judgements__isnull=True)
+        .select_related("baseline", "candidate")
+    )
+    params = _judge_params(suite)
+    calls = []
+    for pair in pending.iterator(chunk_size=500):
+        task = suite.task(pair.task_id)
+        rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
+        prompt = _task_text(suite, pair.task_id, pair.case_id)
+        baseline, candidate = _side(pair.baseline), _side(pair.candidate)
+        for order, (first, second) in ((1, (baseline, candidate)), (2, (candidate, baseline))):
+            request = Request.from_params(
+                judge_model,
+                judge_messages(prompt, rubric, first, second),
+                params,
+                purpose="judge",
+                task_id=pair.task_id,
+                case_id=pair.case_id,
+                repeat=pair.repeat,
+                order=order,
+            )
+            calls.append(_judgement(run, request, judge, judge_model, pair=pair, order=order))
+    Judgement.objects.bulk_create(calls, ignore_conflicts=True, batch_size=500)
+
+
+def _side(answer: Answer) -> PairSide:
+    check = answer.exec_check or {}
+    return PairSide(answer.text, answer.exec_verdict or None, check.get("output_tail") or "")
+
+
+def _queue_grades(
+    run: Run, suite: Suite, judge: Provider, judge_model: str, answers: Iterable[Answer]
+) -> None:
+    graded = {task.id: task for task in suite.tasks if task.grade}
+    if not graded:
+        return
+    already = set(
+        Judgement.objects.filter(run=run, kind=Judgement.Kind.GRADE).values_list(
+            "answer_id", flat=True
+        )
+    )
+    params = _judge_params(suite)
+    calls = []
+    for answer in answers:
+        task = graded.get(answer.task_id)
+        if task is None or answer.status != Call.Status.DONE or answer.pk in already:
+            continue
+        rubric = str(task.grade.get("rubric") or task.rubric or suite.judge.rubric or "")
+        request = Request.from_params(
+            judge_model,
+            grade_messages(_task_text(suite, task.id, answer.case_id), answer.text, rubric),
+            params,
+            purpose="judge",
+            task_id=answer.task_id,
+            case_id=answer.case_id,
+            repeat=answer.repeat,
+        )
+        calls.append(
+            _judgement(run, request, judge, judge_model, answer=answer, kind=Judgement.Kind.GRADE)
+        )
+    Judgement.objects.bulk_create(calls, ignore_conflicts=True, batch_size=500)
+
+
+def _judgement(run, request: Request, judge: Provider, judge_model: str, **fields) -> Judgement:
+    return Judgement(
+        run=run,
+        judge_model=judge_model,
+        task_id=request.task_id,
+        case_id=request.case_id,
+        repeat=request.repeat,
+        request=request.to_json(),
+        request_hash=judge_hash(request, judge),
+        **fields,
+    )
+
+
+# --- reading a reply ----------------------------------------------------------------------
+
+
+def read_judgement(call: Judgement, text: str) -> dict:
+    """The fields a judge reply sets on its row. A first unreadable reply sends the call
+    back to pending with the retry request (the engine hashes it); a second one is
+    recorded as unparseable."""
+    try:
+        if call.kind == Judgement.Kind.GRADE:
+            fields = _read_grade(call, text)
+        else:
+            winner, reason = parse_verdict(text)
+            fields = {"winner": winner, "side": shown_to_side(winner, call.order)}
+            fields["rationale"] = reason[:RATIONALE_CHARS]
+    except (VerdictUnparseable, GradeUnusable) as error:
+        if not call.retried:
+            messages = retry_messages(call.request["messages"], text)
+            return {
+                "status": Call.Status.PENDING,
+                "retried": True,
+                "parse_error": str(error),
+                "request": call.request | {"messages": messages},
+            }
+        return {"parse_status": Judgement.Parse.UNPARSEABLE, "parse_error": str(error)}
+    return fields | {"parse_status": Judgement.Parse.OK, "parse_error": ""}
+
+
+def _read_grade(call: Judgement, text: str) -> dict:
+    grade = parse_grade(text)  # the pass at the task's threshold is decided when combining
+    return {"grade_score": grade.score, "rationale": grade.reasoning[:RATIONALE_CHARS]}
+
+
+# --- combining ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def finish_judging(run: Run) -> None:
+    """Combine the two orders of every pair not yet combined, and copy grades to answers."""
+    open_pairs = Pair.objects.included().filter(run=run, score__isnull=True)
+    calls = defaultdict(dict)
+    for call in Judgement.objects.filter(pair__in=open_pairs, kind=Judgement.Kind.PAIR):
+        calls[call.pair_id][call.order] = call
+    updates = []
+    for pair in open_pairs:
+        pair_calls = calls.get(pair.pk, {})
+        first, second = pair_calls.get(1), pair_calls.get(2)
+        if first is None or second is None or Call.Status.ERROR in (first.status, second.status):
+            pair.excluded_reason = "judge_error"
+        elif Judgement.Parse.UNPARSEABLE in (first.parse_status, second.parse_status):
+            pair.excluded_reason = "judge_unparseable"
+        else:
+            combined = pair_score(first.side, second.side)
+            pair.score, pair.flip, pair.category = combined.score, combined.flip, combined.category
+        updates.append(pair)
+    Pair.objects.bulk_update(
+        updates, ["excluded_reason", "score", "flip", "category"], batch_size=500
+    )
+    _copy_grades(run)
+
+
+def _copy_grades(run: Run) -> None:
+    grades = Judgement.objects.filter(
+        run=run, kind=Judgement.Kind.GRADE, answer__grade_score__isnull=True
+    ).select_related("answer")
+    suite = stored_suite(run.suite_version)
+    answers = []
+    for grade in grades:
+        if grade.grade_score is None:
+            continue  # unusable after its retry: an error, never a score
+        threshold = (suite.task(grade.task_id).grade or {}).get("threshold")
+        if not isinstance(threshold, int | float):
+            threshold = DEFAULT_GRADE_THRESHOLD
+        result = graded(grade.grade_score, float(threshold))
+        grade.answer.grade_score, grade.answer.grade_passed = result.score, result.passed
+        answers.append(grade.answer)
+    Answer.objects.bulk_update(answers, ["grade_score", "grade_passed"], batch_size=500)

@@ -1,0 +1,51 @@
+"""`evalsite compare A B [--fail-on-regression POINTS]`: what moved between two runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from evalsite.core.exitcodes import ExitCode
+from evalsite.core.report.compare import compare_reports
+from runs.management.commands.report import find_run
+from runs.setup import prepare_database
+
+
+class Command(BaseCommand):
+    help = "Compare two runs of a suite: movers by task, schema, checks and cost."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("a", help="The earlier run (id, prefix, label or 'latest').")
+        parser.add_argument("b", help="The later run.")
+        parser.add_argument(
+            "--fail-on-regression",
+            type=float,
+            metavar="POINTS",
+            help="Exit 1 when a candidate's win-rate fell by more than POINTS (0-100).",
+        )
+        parser.add_argument("--threshold", type=float, help="Mover threshold (default: suite's).")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **opts):
+        prepare_database()
+        points = opts["fail_on_regression"]
+        if points is not None and not 0 <= points <= 100:
+            self.stderr.write("error: --fail-on-regression takes points from 0 to 100")
+            sys.exit(ExitCode.INPUT_ERROR)
+        a, b = find_run(self, opts["a"]), find_run(self, opts["b"])
+        comparison = compare_reports(a.report, b.report, threshold=opts["threshold"])
+        if opts["json"]:
+            self.stdout.write(json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            for line in comparison.lines():
+                self.stdout.write(line)
+        if not comparison.comparable:
+            sys.exit(ExitCode.INPUT_ERROR)
+        if points is not None:
+            regressions = comparison.regression(points)
+            for line in regressions:
+                self.stderr.write(f"regression: {line}")
+            if regressions:
+                sys.exit(ExitCode.GATE_FAILED)

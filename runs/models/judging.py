@@ -1,0 +1,130 @@
+"""Pairs of answers and the judge's calls on them (SPEC §8), and single-answer grades (§7.6)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.db import models
+
+from runs.models.answer import Answer, Call
+from runs.models.run import Run
+
+
+def text_sha(text: str) -> str:
+    """The sha256 of an answer text: one half of a pair's content key (SPEC §10.1)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class PairQuerySet(models.QuerySet):
+    def included(self) -> PairQuerySet:
+        return self.filter(excluded_reason="")
+
+    def excluded(self) -> PairQuerySet:
+        return self.exclude(excluded_reason="")
+
+    def judged(self) -> PairQuerySet:
+        return self.included().filter(score__isnull=False)
+
+
+class Pair(models.Model):
+    """A baseline answer and a candidate answer of one case and repeat.
+
+    Excluded pairs carry the reason (SPEC §8) and are never sent to the judge; an included
+    pair gets two judge calls and, once both are read, its combined score and category.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="pairs")
+    task_id = models.CharField(max_length=64)
+    case_id = models.CharField(max_length=64)
+    repeat = models.PositiveSmallIntegerField(default=0)
+    baseline = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="+")
+    baseline_contestant = models.CharField(max_length=300)
+    candidate_contestant = models.CharField(max_length=300)
+    baseline_sha = models.CharField(max_length=64, blank=True)
+    candidate_sha = models.CharField(max_length=64, blank=True)
+    excluded_reason = models.CharField(max_length=24, blank=True)
+    excluded_side = models.CharField(max_length=10, blank=True)
+    score = models.FloatField(null=True, blank=True, help_text="For the candidate, 0 to 1.")
+    category = models.CharField(max_length=10, blank=True)
+    flip = models.BooleanField(null=True)
+
+    objects = PairQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["task_id", "case_id", "repeat", "candidate_contestant"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "run", "task_id", "case_id", "repeat", "baseline_contestant",
+                    "candidate_contestant",
+                ],
+                name="one_pair",
+            )
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        return (
+            f"{self.run_id} {self.task_id}/{self.case_id} #{self.repeat} "
+            f"{self.candidate_contestant} vs {self.baseline_contestant}"
+        )
+
+    @property
+    def included(self) -> bool:
+        return not self.excluded_reason
+
+
+class Judgement(Call):
+    """One judge call: a pair in one order (1 = baseline shown first), or a grade of one
+    answer. Its verdict is kept in shown terms and mapped to baseline / candidate / tie."""
+
+    class Kind(models.TextChoices):
+        PAIR = "pair"
+        GRADE = "grade"
+
+    class Parse(models.TextChoices):
+        OK = "ok"
+        UNPARSEABLE = "unparseable"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.PAIR)
+    judge_model = models.CharField(max_length=300)
+    pair = models.ForeignKey(
+        Pair, null=True, blank=True, on_delete=models.CASCADE, related_name="judgements"
+    )
+    order = models.PositiveSmallIntegerField(default=0)
+    answer = models.ForeignKey(
+        Answer, null=True, blank=True, on_delete=models.CASCADE, related_name="grades"
+    )
+    retried = models.BooleanField(default=False, help_text="Asked again after an unread reply.")
+    parse_status = models.CharField(max_length=12, choices=Parse.choices, blank=True)
+    parse_error = models.TextField(blank=True)
+    winner = models.CharField(max_length=4, blank=True, help_text="1, 2 or tie, as shown.")
+    side = models.CharField(max_length=10, blank=True, help_text="baseline, candidate or tie.")
+    grade_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["task_id", "case_id", "repeat", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pair", "order"],
+                condition=models.Q(kind="pair"),
+                name="one_judgement_per_order",
+            ),
+            models.UniqueConstraint(
+                fields=["answer"], condition=models.Q(kind="grade"), name="one_grade"
+            ),
+        ]
+        indexes = [models.Index(fields=["run", "status"], name="judgement_run_status")]
+
+    def __str__(self) -> str:
+        target = f"pair {self.pair_id} order {self.order}" if self.pair_id else "grade"
+        return f"{self.run_id} {self.task_id}/{self.case_id} {target}"
+
+    @property
+    def model(self) -> str:
+        return self.judge_model
+
+    @property
+    def is_judge_call(self) -> bool:
+        return True

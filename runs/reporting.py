@@ -1,0 +1,350 @@
+"""Writing a run's report (SPEC §11): rows in, the pure core builds the dict once, the dict is
+stored on the run and rendered to files under ``REPORTS_DIR/<suite>/<run-id>/``.
+
+Labels live in the ``labels`` app, which depends on this one and not the reverse: it adds
+its source of browser labels to :data:`LABEL_SOURCES` when it loads. The suite file's own
+``labels:`` come from the stored suite version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from evalsite.core.calibration import SUITE_FILE, LabelView, PairView, match_labels
+from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
+from evalsite.core.report.html import render_html
+from evalsite.core.report.markdown import render_markdown
+from evalsite.core.scoring.aggregate import answer_tags
+from evalsite.core.suites import Suite
+from runs.models import Answer, Judgement, Pair, Run
+from runs.scoring import stored_suite
+
+LabelSource = Callable[[Run], Iterable[LabelView]]
+LABEL_SOURCES: list[LabelSource] = []
+REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pairs.jsonl")
+
+
+def write_report(run: Run) -> dict[str, Any]:
+    """Build the report of `run` from its rows, store it on the run and write its files."""
+    report = compute_report(run)
+    directory = run.report_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    report["report_path"] = str(directory)
+    _write(directory / "answers.jsonl", _jsonl(_answer_lines(run)))
+    _write(directory / "pairs.jsonl", _jsonl(_pair_lines(run)))
+    _write(directory / "report.md", render_markdown(report))
+    _write(directory / "report.html", render_html(report))
+    _write(directory / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    Run.objects.filter(pk=run.pk).update(report=report)
+    run.report = report
+    return report
+
+
+def compute_report(run: Run) -> dict[str, Any]:
+    suite = stored_suite(run.suite_version)
+    answers = list(_answer_rows(run, suite))
+    pairs = list(_pair_rows(run))
+    judge = suite.judge
+    calibration = match_labels(
+        [_pair_view(pair) for pair in _pair_views(run)], run_labels(run, suite)
+    )
+    judge_calls = Judgement.objects.filter(run=run).aggregate(
+        calls=Count("pk"),
+        cached=Count("pk", filter=Q(cached=True)),
+        cost=Sum("cost_usd"),
+        uncached=Sum("cost_if_uncached_usd"),
+    )
+    table = run.price_table
+    return build_report(
+        ReportInput(
+            run_id=run.id,
+            status=run.status if run.status != Run.Status.REPORTING else Run.Status.DONE,
+            detail=run.detail,
+            suite_name=run.suite.name,
+            suite_hash=run.suite_version.sha256,
+            contestants=run.contestants,
+            answers=answers,
+            pairs=pairs,
+            calibration=calibration,
+            created_at=run.created_at.isoformat(),
+            finished_at=(run.finished_at or timezone.now()).isoformat(),
+            judge_model=run.judge.get("model"),
+            min_kappa=judge.min_kappa if judge else 0.40,
+            min_labels=judge.min_labels if judge else 10,
+            mover_threshold=suite.mover_threshold,
+            task_kinds={task.id: task.kind or "" for task in suite.tasks},
+            price_table={
+                "name": table.name,
+                "pinned": table.pinned.isoformat(),
+                "verified": table.verified,
+            },
+            repeats=run.repeats,
+            pairing=judge.pairing if judge else "baseline",
+            judge_calls=judge_calls["calls"],
+            judge_cache_hits=judge_calls["cached"],
+            judge_cost_usd=float(judge_calls["cost"] or 0),
+            judge_uncached_usd=float(judge_calls["uncached"] or 0),
+            judge_errors=_judge_failures(run),
+            simulated=run.simulated,
+            cost_incomplete=run.cost_incomplete,
+            command=reproduce_command(run),
+            cache_state=_cache_state(answers, judge_calls),
+            previous=previous_report(run),
+        )
+    )
+
+
+# --- rows ------------------------------------------------------------------------------------
+
+
+def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
+    tasks = {task.id: task for task in suite.tasks}
+    tags = {
+        (task.id, case.id): answer_tags(task.tags, case.tags)
+        for task in suite.tasks
+        for case in task.cases
+    }
+    fields = (
+        "task_id", "case_id", "contestant", "repeat", "status", "schema_verdict", "schema_mode",
+        "checks", "checks_passed", "exec_verdict", "exec_check", "grade_score", "grade_passed",
+        "passed", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
+        "cost_if_uncached_usd", "cached", "error_kind", "error_message",
+    )  # fmt: skip
+    for row in Answer.objects.filter(run=run).values(*fields).iterator(chunk_size=2000):
+        task = tasks.get(row["task_id"])
+        yield AnswerRow(
+            task=row["task_id"],
+            case=row["case_id"],
+            contestant=row["contestant"],
+            repeat=row["repeat"],
+            status=row["status"],
+            tags=tags.get((row["task_id"], row["case_id"]), ()),
+            schema_verdict=row["schema_verdict"],
+            schema_mode=row["schema_mode"],
+            has_checks=bool((row["checks"] or {}).get("results")),
+            checks_passed=row["checks_passed"],
+            exec_verdict=row["exec_verdict"],
+            isolation=(row["exec_check"] or {}).get("isolation", ""),
+            graded=bool(task and task.grade),
+            grade_score=row["grade_score"],
+            grade_passed=row["grade_passed"],
+            passed=row["passed"],
+            latency_ms=row["latency_ms"],
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
+            cost_usd=_float(row["cost_usd"]),
+            cost_if_uncached_usd=_float(row["cost_if_uncached_usd"]),
+            cached=row["cached"],
+            error_kind=row["error_kind"],
+            error_message=row["error_message"],
+        )
+
+
+def _float(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def _pair_rows(run: Run) -> Iterator[PairRow]:
+    fields = (
+        "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
+        "excluded_reason", "score", "flip", "category",
+    )  # fmt: skip
+    for row in Pair.objects.filter(run=run).values(*fields).iterator(chunk_size=2000):
+        yield PairRow(
+            key=row["pk"],
+            task=row["task_id"],
+            case=row["case_id"],
+            repeat=row["repeat"],
+            baseline=row["baseline_contestant"],
+            candidate=row["candidate_contestant"],
+            excluded_reason=row["excluded_reason"],
+            score=row["score"],
+            flip=row["flip"],
+            category=row["category"],
+        )
+
+
+def _pair_views(run: Run) -> Iterator[dict]:
+    return (
+        Pair.objects.filter(run=run)
+        .values(
+            "pk",
+            "task_id",
+            "case_id",
+            "repeat",
+            "baseline_contestant",
+            "candidate_contestant",
+            "baseline_sha",
+            "candidate_sha",
+            "category",
+            "excluded_reason",
+            "score",
+        )  # fmt: skip
+        .iterator(chunk_size=2000)
+    )
+
+
+def _pair_view(row: dict) -> PairView:
+    judged = not row["excluded_reason"] and row["score"] is not None
+    return PairView(
+        key=row["pk"],
+        task=row["task_id"],
+        case=row["case_id"],
+        repeat=row["repeat"],
+        baseline=row["baseline_contestant"],
+        candidate=row["candidate_contestant"],
+        baseline_sha=row["baseline_sha"],
+        candidate_sha=row["candidate_sha"],
+        judge=row["category"] if judged else None,
+    )
+
+
+def run_labels(run: Run, suite: Suite) -> list[LabelView]:
+    """The suite file's labels, then every registered source's."""
+    labels = [
+        LabelView(
+            source=SUITE_FILE,
+            labeller="suite file",
+            task=label.task,
+            case=label.case,
+            baseline=label.baseline,
+            candidate=label.candidate,
+            prefer=label.prefer,
+        )
+        for label in suite.labels
+    ]
+    for source in LABEL_SOURCES:
+        labels.extend(source(run))
+    return labels
+
+
+def _judge_failures(run: Run) -> list[dict]:
+    failed = Judgement.objects.filter(run=run).filter(
+        Q(status=Judgement.Status.ERROR) | Q(parse_status=Judgement.Parse.UNPARSEABLE)
+    )
+    return [
+        {
+            "task": call.task_id,
+            "case": call.case_id,
+            "repeat": call.repeat,
+            "contestant": f"judge {call.judge_model}",
+            "kind": call.error_kind or "judge_unparseable",
+            "message": (call.error_message or call.parse_error)[:500],
+        }
+        for call in failed[:200]
+    ]
+
+
+def _cache_state(answers: list[AnswerRow], judge_calls: dict) -> str:
+    hits = sum(1 for a in answers if a.cached) + judge_calls["cached"]
+    total = len(answers) + judge_calls["calls"]
+    return f"{hits} of {total} calls answered from the response cache"
+
+
+def reproduce_command(run: Run) -> str:
+    version = run.suite_version
+    options = run.options
+    parts = ["evalsite", "run", version.source_path or version.suite.name]
+    parts += ["--models", ",".join(run.contestants)]
+    if options.get("fake"):
+        parts.append("--fake")
+    if options.get("replies"):
+        parts += ["--replies", options["replies"]]
+    if run.repeats != 1:
+        parts += ["--repeats", str(run.repeats)]
+    if options.get("only"):
+        parts += ["--only", options["only"]]
+    if options.get("no_cache"):
+        parts.append("--no-cache")
+    parts += ["--max-cost", f"{run.cap_usd:f}"]
+    return shlex.join(parts)
+
+
+def previous_report(run: Run) -> dict | None:
+    """The report of the latest earlier finished run of the same suite with the same
+    baseline and at least one candidate in common."""
+    earlier = (
+        Run.objects.for_suite(run.suite)
+        .filter(status=Run.Status.DONE, created_at__lt=run.created_at, report__isnull=False)
+        .exclude(pk=run.pk)
+        .order_by("-created_at")
+    )
+    candidates = set(run.contestants[1:])
+    for other in earlier[:50]:
+        if other.contestants[0] == run.contestants[0] and candidates & set(other.contestants[1:]):
+            return other.report
+    return None
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def _answer_lines(run: Run) -> Iterator[dict]:
+    fields = (
+        "task_id", "case_id", "contestant", "repeat", "status", "text", "schema_verdict",
+        "schema_mode", "schema_error", "checks_passed", "checks", "exec_verdict", "exec_check",
+        "grade_score", "grade_passed", "passed", "latency_ms", "input_tokens", "output_tokens",
+        "cost_usd", "cost_if_uncached_usd", "cached", "error_kind", "error_message",
+    )  # fmt: skip
+    for row in Answer.objects.filter(run=run).values(*fields).iterator(chunk_size=1000):
+        yield {key: _plain(value) for key, value in row.items()}
+
+
+def _pair_lines(run: Run) -> Iterator[dict]:
+    verdicts: dict[int, dict] = {}
+    calls = Judgement.objects.filter(run=run, kind=Judgement.Kind.PAIR).values(
+        "pair_id", "order", "winner", "side", "rationale", "parse_status", "status", "cached"
+    )
+    for call in calls.iterator(chunk_size=2000):
+        verdicts.setdefault(call["pair_id"], {})[f"order{call['order']}"] = {
+            key: call[key] for key in ("winner", "side", "rationale", "parse_status", "status")
+        }
+    fields = (
+        "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
+        "excluded_reason", "excluded_side", "score", "category", "flip",
+    )  # fmt: skip
+    for row in Pair.objects.filter(run=run).values(*fields).iterator(chunk_size=2000):
+        yield {
+            "pair": row["pk"],
+            "task": row["task_id"],
+            "case": row["case_id"],
+            "repeat": row["repeat"],
+            "baseline": row["baseline_contestant"],
+            "candidate": row["candidate_contestant"],
+            "excluded": row["excluded_reason"] or None,
+            "excluded_side": row["excluded_side"] or None,
+            "score": row["score"],
+            "category": row["category"] or None,
+            "flip": row["flip"],
+            "judge": verdicts.get(row["pk"], {}),
+        }
+
+
+def _plain(value):
+    return float(value) if isinstance(value, Decimal) else value
+
+
+def _jsonl(rows: Iterable[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _write(path: Path, text: str) -> None:
+    """Temp file in the same directory, then an atomic rename: readers never see half a file."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
