@@ -60,7 +60,9 @@ def compute_report(run: Run) -> dict[str, Any]:
     )
     judge_calls = Judgement.objects.filter(run=run).aggregate(
         calls=Count("pk"),
+        retries=Count("pk", filter=Q(retried=True)),
         cached=Count("pk", filter=Q(cached=True)),
+        first_cached=Count("pk", filter=Q(first_cached=True)),
         cost=Sum("cost_usd"),
         uncached=Sum("cost_if_uncached_usd"),
     )
@@ -90,8 +92,8 @@ def compute_report(run: Run) -> dict[str, Any]:
             },
             repeats=run.repeats,
             pairing=judge.pairing if judge else "baseline",
-            judge_calls=judge_calls["calls"],
-            judge_cache_hits=judge_calls["cached"],
+            judge_calls=judge_calls["calls"] + judge_calls["retries"],
+            judge_cache_hits=judge_calls["cached"] + judge_calls["first_cached"],
             judge_cost_usd=float(judge_calls["cost"] or 0),
             judge_uncached_usd=float(judge_calls["uncached"] or 0),
             judge_errors=_judge_failures(run),
@@ -246,8 +248,8 @@ def _judge_failures(run: Run) -> list[dict]:
 
 
 def _cache_state(answers: list[AnswerRow], judge_calls: dict) -> str:
-    hits = sum(1 for a in answers if a.cached) + judge_calls["cached"]
-    total = len(answers) + judge_calls["calls"]
+    hits = sum(1 for a in answers if a.cached) + judge_calls["cached"] + judge_calls["first_cached"]
+    total = len(answers) + judge_calls["calls"] + judge_calls["retries"]
     return f"{hits} of {total} calls answered from the response cache"
 
 

@@ -373,10 +373,15 @@ class Shard:
             "cost_usd": Decimal(0) if cost is not None else None,
             "cost_if_uncached_usd": cost,
         }
-        if self._store(answer, Call.Status.DONE, fields | self._read(answer, hit.text)) and cost:
+        if (
+            self._store(
+                answer, Call.Status.DONE, fields | self._read(answer, hit.text, cached=True)
+            )
+            and cost
+        ):
             Run.objects.filter(pk=self.run_id).update(uncached_usd=F("uncached_usd") + cost)
 
-    def _read(self, call: Call, text: str) -> dict:
+    def _read(self, call: Call, text: str, *, cached: bool = False) -> dict:
         """A judge reply read into its fields; an unreadable first reply sends the call back
         to pending as its one retry: a new request (the reply and a reminder appended), so
         the cached unreadable reply can never come back, while an identical later run still
@@ -386,6 +391,7 @@ class Shard:
         fields = read_judgement(call, text)
         if fields.get("status") == Call.Status.PENDING:
             fields["request_hash"] = judge_hash(Request(**fields["request"]), self._provider(call))
+            fields["first_cached"] = cached
         return fields
 
     @transaction.atomic

@@ -96,6 +96,9 @@ class Judgement(Call):
         Answer, null=True, blank=True, on_delete=models.CASCADE, related_name="grades"
     )
     retried = models.BooleanField(default=False, help_text="Asked again after an unread reply.")
+    first_cached = models.BooleanField(
+        default=False, help_text="The unread first reply came from the cache."
+    )
     parse_status = models.CharField(max_length=12, choices=Parse.choices, blank=True)
     parse_error = models.TextField(blank=True)
     winner = models.CharField(max_length=4, blank=True, help_text="1, 2 or tie, as shown.")

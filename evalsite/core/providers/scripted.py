@@ -13,7 +13,10 @@ The replies file (SPEC §4) is YAML keyed by the model name after ``scripted/``,
 Repeat ``r`` of an answer gets ``items[r % len(items)]``. A scripted model used as the judge
 is looked up under ``judge/<task>/<case>``; its calls are numbered ``2·repeat + order − 1``
 (order 1 shows the baseline as "Answer 1", order 2 swaps), so the list above says "the
-candidate wins in both orders". A single string stands for a one-item list.
+candidate wins in both orders". Its single-answer grades are under ``grade/<task>/<case>``,
+numbered by repeat. The one retry after an unreadable reply is read from
+``judge-retry/…`` (or ``grade-retry/…``) with the same numbering when that key exists, else
+it gets the same item again. A single string stands for a one-item list.
 
 Usage is estimated like the fake's (characters ÷ 4), so a scripted model that has a price
 row can be costed; without a row it costs nothing. Schema mode is "prompted".
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     import httpx
 
 _CASE_KEY = re.compile(r"[^/\s]+/[^/\s]+")
-_JUDGE_KEY = re.compile(r"judge/[^/\s]+/[^/\s]+")
+_JUDGE_KEY = re.compile(r"(judge|grade)(-retry)?/[^/\s]+/[^/\s]+")
 _ITEM_KEYS = {"error", "kind", "retry_after"}
 EXAMPLE = "{good: {ticket-triage/charged-twice: [reply text, {error: message}]}}"
 
@@ -111,15 +114,21 @@ class ScriptedReplies:
 
     def item(self, request: Request) -> Item:
         """The item for this request; ProviderError(CONFIG) when the file has none."""
-        prefix = "judge/" if request.purpose == "judge" else ""
-        key = f"{prefix}{request.task_id}/{request.case_id}"
-        items = self.models.get(request.model_name, {}).get(key)
+        entries = self.models.get(request.model_name, {})
+        cell = f"{request.task_id}/{request.case_id}"
+        key, index = cell, request.repeat
+        if request.purpose == "judge":
+            kind = "judge" if request.order else "grade"
+            key = f"{kind}/{cell}"
+            if request.order:
+                index = 2 * request.repeat + request.order - 1
+            retried = any(message["role"] == "assistant" for message in request.messages)
+            if retried and f"{kind}-retry/{cell}" in entries:
+                key = f"{kind}-retry/{cell}"
+        items = entries.get(key)
         if not items:
             message = f"replies file {self.filename} has no entry {key} for {request.model}"
             raise ProviderError(ErrorKind.CONFIG, message)
-        index = request.repeat
-        if request.purpose == "judge":
-            index = 2 * request.repeat + max(request.order - 1, 0)
         return items[index % len(items)]
 
 
@@ -192,7 +201,9 @@ def _cases(
         if not (_CASE_KEY.fullmatch(key) or _JUDGE_KEY.fullmatch(key)):
             problems.append(
                 sources.problem(
-                    path, "expected a key 'task/case' (or 'judge/task/case' for a scripted judge)"
+                    path,
+                    "expected a key 'task/case' (or 'judge/task/case', 'grade/task/case' for a "
+                    "scripted judge)",
                 )
             )
             continue
