@@ -139,7 +139,7 @@ def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
 
 
 def _judge_model(suite: Suite) -> str | None:
-    judged = any(task.judge for task in suite.tasks)
+    judged = any(task.judge or task.grade for task in suite.tasks)
     return suite.judge_model if judged else None
 
 
@@ -260,6 +260,8 @@ def _estimate(suite, cells, contestants, cached, rows, providers, judge_model) -
         judge_max_tokens=(suite.judge.max_tokens if suite.judge else None) or 400,
         judged_tasks={task.id for task in suite.tasks if task.judge} if judge_model else set(),
         rubric_chars=len(suite.judge.rubric) if suite.judge else 0,
+        graded_tasks={task.id for task in suite.tasks if task.grade} if judge_model else set(),
+        pairing=suite.judge.pairing if suite.judge else "baseline",
     )
     total = sum((line.cost_usd for line in lines.values()), judge.cost_usd)
     return {

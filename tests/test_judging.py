@@ -3,14 +3,16 @@ both orders, the combined score, the one retry, and the figures the report print
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
+from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score
 
 from evalsite.core.suites import parse_suite
 from labels.models import Label
-from runs.models import Judgement, Pair, Run, SuiteVersion
+from runs.models import Answer, Judgement, Pair, Run, SuiteVersion
 from runs.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
 from runs.runner import execute
@@ -163,7 +165,9 @@ def _labels(prefs: dict[str, str]) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_report_kappa_equals_scikit_learn_on_the_runs_judge_and_consensus_pairs(tmp_path, django_user_model):
+def test_report_kappa_equals_scikit_learn_on_the_runs_judge_and_consensus_pairs(
+    tmp_path, django_user_model
+):
     prefs = {"both-cand": "candidate", "both-base": "candidate", "flip": "tie", "soft": "baseline",
              "broken": "baseline", "fixed": "candidate"}  # fmt: skip
     run = _run(tmp_path, labels=_labels(prefs), min_labels=3)
@@ -202,3 +206,62 @@ def test_a_second_identical_run_is_judged_from_the_cache_at_no_cost(tmp_path):
     assert second.report["totals"]["cache_hits"] == second.report["totals"]["calls"]
     assert second.spent_usd == 0
     assert second.report["win_rates"] == first.report["win_rates"]
+
+
+def _stall(run: Run, status: str) -> None:
+    long_ago = timezone.now() - dt.timedelta(hours=1)
+    Run.objects.filter(pk=run.pk).update(
+        status=status, report=None, finished_at=None, phase_at=long_ago
+    )
+    Judgement.objects.filter(run=run).update(claimed_at=long_ago, finished_at=long_ago)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_died_while_preparing_judging_is_found_stalled_and_resumed(tmp_path):
+    done = _run(tmp_path)
+    expected = {p.case_id: (p.score, p.excluded_reason) for p in Pair.objects.filter(run=done)}
+    # the shard died after the answers: nothing scored, no pairs, no judge calls yet
+    Judgement.objects.filter(run=done).delete()
+    Pair.objects.filter(run=done).delete()
+    Answer.objects.filter(run=done).update(scored_at=None, schema_verdict="")
+    _stall(done, Run.Status.JUDGING)
+
+    assert list(Run.objects.stalled(600).values_list("pk", flat=True)) == [done.pk]
+    run = execute(done.id)
+
+    assert run.status == Run.Status.DONE and run.report is not None
+    assert {p.case_id: (p.score, p.excluded_reason) for p in Pair.objects.filter(run=run)} == (
+        expected
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_died_half_way_through_judging_redoes_only_the_unfinished_calls(tmp_path):
+    done = _run(tmp_path)
+    calls = Judgement.objects.filter(run=done, case_id="both-cand")
+    calls.update(status="claimed", claimed_by="dead", winner="", side="", parse_status="")
+    Pair.objects.filter(run=done).update(score=None, flip=None, category="")
+    _stall(done, Run.Status.JUDGING)
+    untouched = Judgement.objects.get(run=done, case_id="soft", order=1)
+
+    run = execute(done.id)
+
+    assert run.status == Run.Status.DONE
+    assert Pair.objects.get(run=run, case_id="both-cand").score == 1.0
+    assert Judgement.objects.get(pk=untouched.pk).attempts == untouched.attempts
+    assert Judgement.objects.filter(run=run).count() == 12
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_died_while_reporting_is_resumed_and_gets_its_report(tmp_path):
+    done = _run(tmp_path)
+    _stall(done, Run.Status.REPORTING)
+    assert done.pk in Run.objects.stalled(600).values_list("pk", flat=True)
+    fresh = Run.objects.filter(pk=done.pk)
+    fresh.update(phase_at=timezone.now())
+    assert done.pk not in Run.objects.stalled(600).values_list("pk", flat=True)
+
+    run = execute(done.id)
+
+    assert run.status == Run.Status.DONE
+    assert run.report["win_rates"] == done.report["win_rates"]

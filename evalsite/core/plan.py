@@ -195,25 +195,37 @@ def estimate_judge(
     judge_max_tokens: int,
     judged_tasks: set[str],
     rubric_chars: int,
+    graded_tasks: set[str] = frozenset(),
+    pairing: str = "baseline",
 ) -> EstimateLine:
-    """Two judge calls per baseline-candidate pair of a judged task (exclusions unknown yet)."""
+    """Two judge calls per pair of a judged task (the baseline against each candidate, or
+    with ``pairing: all`` every two contestants), and one grade call per answer of a graded
+    task; exclusions and retries are unknown yet."""
     line = EstimateLine("judge", priced=judge_row is not None)
     mean_output = {
         name: (est.output_tokens / max(1, est.calls - est.cached_calls))
         for name, est in answer_lines.items()
     }
-    baseline = contestants[0]
-    for cell in cells:
-        if cell.contestant == baseline or cell.task_id not in judged_tasks:
-            continue
-        answers = mean_output.get(baseline, 0) + mean_output.get(cell.contestant, 0)
-        prompt = prompt_chars(cell.request) + rubric_chars
+
+    def add(calls: int, prompt: int, answers: float) -> None:
         tokens_in = math.ceil(prompt / ESTIMATE_CHARS_PER_TOKEN + answers) + 200
-        line.calls += 2
-        line.input_tokens += 2 * tokens_in
-        line.output_tokens += 2 * judge_max_tokens
+        line.calls += calls
+        line.input_tokens += calls * tokens_in
+        line.output_tokens += calls * judge_max_tokens
         if judge_row is not None:
-            usage = Usage(2 * tokens_in, 2 * judge_max_tokens)
+            usage = Usage(calls * tokens_in, calls * judge_max_tokens)
             line.cost_usd += call_cost(judge_row, usage) or Decimal(0)
+
+    for cell in cells:
+        prompt = prompt_chars(cell.request) + rubric_chars
+        own = mean_output.get(cell.contestant, 0)
+        if cell.task_id in graded_tasks:
+            add(1, prompt, own)
+        if cell.task_id not in judged_tasks or cell.contestant not in contestants:
+            continue
+        index = contestants.index(cell.contestant)
+        partners = contestants[:index] if pairing == "all" else contestants[:1] if index else []
+        for partner in partners:
+            add(2, prompt, own + mean_output.get(partner, 0))
     line.output_source.add("max_tokens")
     return line

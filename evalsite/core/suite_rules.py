@@ -47,6 +47,9 @@ def rule_problems(
         errors += _schema_validity(task.schema, ("tasks", index, "schema"), at)
         errors += _check_problems(task, index, suite.origin, at)
         errors += _exec_check_problems(task, index, at)
+        if task.grade is not None and suite.judge is None:
+            message = "a graded task needs the suite's judge: block (the judge gives the grade)"
+            errors.append(at(("tasks", index, "grade"), message))
     for name, spec in suite.variant_specs.items():
         errors += _layer_problems(spec.prompt, spec.system, ("variants", name), at)
     template_errors, warnings = template_problems(suite, sources, coerced)

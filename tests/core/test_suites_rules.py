@@ -417,3 +417,14 @@ def test_render_messages_refuses_unknown_names(
     suite = parse(ONE_TASK)
     with pytest.raises(ValueError, match=error):
         render_messages(suite, task, case, parse_contestant(contestant) if contestant else None)
+
+
+def test_a_graded_task_without_a_judge_block_is_an_error_at_its_grade():
+    text = (
+        "suite: g\nversion: 1\nmodels: [fake/a]\ntasks:\n"
+        "  - id: t\n    prompt: hi\n    grade: {rubric: clear}\n    cases: [{id: c}]\n"
+    )
+    with pytest.raises(SuiteError) as raised:
+        parse_suite(text.encode(), filename="g.yaml")
+    [problem] = raised.value.problems
+    assert problem.line == 7 and "tasks[0].grade" in str(problem) and "judge" in str(problem)
