@@ -44,8 +44,13 @@ class Command(BaseCommand):
         if not comparison.comparable:
             sys.exit(ExitCode.INPUT_ERROR)
         if points is not None:
-            regressions = comparison.regression(points)
-            for line in regressions:
-                self.stderr.write(f"regression: {line}")
-            if regressions:
+            regressed = set(comparison.regression(points))
+            for change in comparison.win_rates:
+                if change.name in regressed:
+                    self.stderr.write(
+                        f"regression: {change.name} win-rate {change.before:.3f} -> "
+                        f"{change.after:.3f}, down {-change.delta * 100:.1f} points "
+                        f"(more than {points:g})"
+                    )
+            if regressed:
                 sys.exit(ExitCode.GATE_FAILED)

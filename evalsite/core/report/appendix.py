@@ -1,0 +1,175 @@
+"""The closing sections of a report: what changed, failures and exclusions, warnings,
+charts, how to reproduce the run, and the decision template."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evalsite.core.report import numbers as num
+from evalsite.core.report.document import (
+    Block,
+    Cell,
+    Chart,
+    Code,
+    Context,
+    Heading,
+    Items,
+    Para,
+    Pre,
+    Section,
+    Table,
+)
+from evalsite.core.report.overview import uncalibrated_note, win_rate_cell
+from evalsite.core.report.text import visible
+
+__all__ = [
+    "LISTED", "MESSAGE_CHARS", "charts_section", "decision_lines", "decision_section",
+    "failures_section", "movers_section", "reproduce_section", "warnings_section",
+]  # fmt: skip
+
+LISTED = 100  # failures or exclusions listed one by one; the files have every one
+MESSAGE_CHARS = 300
+
+
+def movers_section(ctx: Context) -> Section:
+    movers = ctx.get("movers")
+    if not movers.get("previous_run"):
+        none = Para("No previous comparable run of this suite.")
+        return Section("changes", "What changed", (none,))
+    threshold = num.rate(movers.get("threshold"))
+    since = (
+        "Since run ",
+        Code(movers["previous_run"]),
+        f": per-task win-rates that changed by {threshold} or more, largest first.",
+    )
+    blocks: list[Block] = [Para(since)]
+    items = movers.get("items") or []
+    if items:
+        head: tuple[Cell, ...] = ("candidate", "task", "before", "after", "change")
+        blocks += [Table(head, tuple(_mover_row(ctx, item) for item in items))]
+        blocks += uncalibrated_note(ctx)
+    else:
+        blocks.append(Para("None."))
+    if movers.get("note"):
+        blocks.append(Para(("Note: ", Code(movers["note"])), note=True))
+    return Section("changes", "What changed", tuple(blocks))
+
+
+def _mover_row(ctx: Context, item: Mapping[str, Any]) -> tuple[Cell, ...]:
+    return (
+        Code(item.get("candidate") or ""),
+        Code(item.get("task") or ""),
+        win_rate_cell(ctx, item.get("before")),
+        win_rate_cell(ctx, item.get("after")),
+        num.signed_rate(item.get("delta")),
+    )
+
+
+def failures_section(ctx: Context) -> Section:
+    failures = ctx.report.get("failures") or []
+    exclusions = ctx.report.get("exclusions") or []
+    blocks: list[Block] = [Heading(f"Failures ({len(failures)})")]
+    blocks += _listed(
+        [
+            (
+                *_where(row, row.get("contestant") or row.get("candidate")),
+                ": ",
+                Code(row.get("kind") or ""),
+                " \u2014 ",
+                Code(visible(row.get("message"), MESSAGE_CHARS)),
+            )
+            for row in failures
+        ],
+        none="No failures.",
+        rest="answers.jsonl",
+    )
+    blocks.append(Heading(f"Exclusions ({len(exclusions)})"))
+    blocks += _listed(
+        [
+            (*_where(row, row.get("candidate")), ": ", Code(row.get("reason") or ""))
+            for row in exclusions
+        ],
+        none="No pair was excluded.",
+        rest="pairs.jsonl",
+    )
+    return Section("failures", "Failures and exclusions", tuple(blocks))
+
+
+def _where(row: Mapping[str, Any], who: object) -> tuple:
+    return (
+        Code(row.get("task") or ""),
+        " / ",
+        Code(row.get("case") or ""),
+        f" repeat {num.count(row.get('repeat'))}, ",
+        Code(who or ""),
+    )
+
+
+def _listed(items: Sequence[Cell], *, none: str, rest: str) -> list[Block]:
+    if not items:
+        return [Para(none)]
+    blocks: list[Block] = [Items(tuple(items[:LISTED]))]
+    if len(items) > LISTED:
+        more = len(items) - LISTED
+        blocks.append(Para(f"{more} more not listed here; {rest} has every one.", note=True))
+    return blocks
+
+
+def warnings_section(ctx: Context) -> Section:
+    warnings = ctx.report.get("warnings") or []
+    if not warnings:
+        return Section("warnings", "Warnings", (Para("No warnings."),))
+    items = tuple(Code(visible(text, MESSAGE_CHARS)) for text in warnings)
+    return Section("warnings", "Warnings", (Items(items),))
+
+
+def charts_section(ctx: Context) -> Section:
+    del ctx  # the renderer draws the charts from the report itself
+    return Section(
+        "charts",
+        "Charts",
+        (
+            Chart("cost_vs_winrate", "Cost this run against win-rate, per candidate"),
+            Chart("kappa_curve", "Judge\u2013human kappa as labels were added"),
+            Chart("confusion", "Confusion matrix: rows human, columns judge"),
+        ),
+    )
+
+
+def reproduce_section(ctx: Context) -> Section:
+    reproduce = ctx.get("reproduce")
+    items: tuple[Cell, ...] = (
+        ("Price table: ", Code(reproduce.get("price_table") or "")),
+        ("Cache: ", Code(reproduce.get("cache") or "")),
+    )
+    command = reproduce.get("command") or ""
+    return Section("reproduce", "Reproduce", (Pre((visible(command),)), Items(items)))
+
+
+def decision_lines(ctx: Context) -> tuple[str, ...]:
+    """The pre-filled decision template: plain lines, shown literally."""
+    cal = ctx.get("calibration")
+    evidence = [f"calibration {visible(cal.get('status') or 'unknown')}"]
+    win_rates = ctx.get("win_rates")
+    for name in ctx.candidates:
+        row = win_rates[name]
+        flag = "" if ctx.eligible else " (UNCALIBRATED)"
+        interval = num.interval(row.get("ci")) or "no interval"
+        evidence.append(
+            f"{visible(name)} win-rate {win_rate_cell(ctx, row.get('win_rate'))}{flag} "
+            f"{interval} (n={num.count(row.get('n'))})"
+        )
+    if not ctx.report.get("judge"):
+        evidence.append("no judge: no win-rates")
+    return (
+        "Decision: adopt / keep / needs more evidence",
+        f"Run: {visible(ctx.report.get('run_id'))}",
+        "Reasoning:",
+        "Evidence: " + "; ".join(evidence),
+    )
+
+
+def decision_section(ctx: Context) -> Section:
+    note = Para("To fill in. The report itself makes no recommendation.", note=True)
+    return Section("decision", "Decision", (note, Pre(decision_lines(ctx))))

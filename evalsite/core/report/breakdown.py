@@ -1,0 +1,150 @@
+"""The middle sections of a report: the scorecard per contestant, per task and per tag."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalsite.core.report import numbers as num
+from evalsite.core.report.document import Block, Cell, Code, Context, Para, Section, Table
+from evalsite.core.report.overview import uncalibrated_note, win_rate_cell
+
+__all__ = ["per_tag_section", "per_task_section", "scorecard_section"]
+
+Row = Mapping[str, Any]
+
+
+def _card(card: Row) -> tuple[tuple[str, Cell], ...]:
+    """(label, value) of one contestant's scorecard, in the order SPEC §11 lists them."""
+
+    def part(name: str) -> Mapping[str, Any]:
+        return card.get(name) or {}
+
+    schema, checks, exe, grade = part("schema"), part("checks"), part("exec"), part("grade")
+    latency, tokens, cost = part("latency"), part("tokens"), part("cost")
+    c = num.count
+    return (
+        ("schema pass", num.rate_n(schema.get("rate"), schema.get("n"))),
+        ("native / prompted", f"{c(schema.get('native'))} / {c(schema.get('prompted'))}"),
+        (
+            "parse fails / schema fails",
+            f"{c(schema.get('parse_fail'))} / {c(schema.get('schema_fail'))}",
+        ),
+        ("schema not applicable", c(schema.get("not_applicable"))),
+        ("check pass", num.rate_n(checks.get("rate"), checks.get("n"))),
+        ("exec pass", num.rate_n(exe.get("rate"), exe.get("n"))),
+        (
+            "exec pass / fail / error",
+            f"{c(exe.get('pass'))} / {c(exe.get('fail'))} / {c(exe.get('error'))}",
+        ),
+        ("exec isolation", Code(exe["isolation"]) if exe.get("isolation") else num.MISSING),
+        (
+            "grade mean",
+            f"{num.rate(grade.get('mean'))} (n={c(grade.get('n'))}, errors "
+            f"{c(grade.get('errors'))})",
+        ),
+        ("pass^k / pass@k", _pass_k(part("pass_k"))),
+        (
+            "latency p50 / p95",
+            f"{_ms(latency.get('p50'))} / {_ms(latency.get('p95'))} (n={c(latency.get('n'))})",
+        ),
+        ("errors", c(card.get("errors"))),
+        ("tokens in / out", f"{c(tokens.get('input'))} / {c(tokens.get('output'))}"),
+        ("cost this run", num.money(cost.get("usd"))),
+        ("cost if uncached", num.money(cost.get("if_uncached_usd"))),
+        ("cost per 1k calls", num.money(cost.get("per_1k_calls_usd"))),
+        ("calls", c(cost.get("calls"))),
+    )
+
+
+def _pass_k(row: Row) -> str:
+    return (
+        f"{num.rate(row.get('pass_all_rate'))} / {num.rate(row.get('pass_any_rate'))} "
+        f"(k={num.count(row.get('k'))}, cases {num.count(row.get('cases'))})"
+    )
+
+
+def _ms(value: int | None) -> str:
+    return num.MISSING if value is None else f"{int(value)} ms"
+
+
+def scorecard_section(ctx: Context) -> Section:
+    cards = ctx.get("per_contestant")
+    names = [name for name in ctx.contestants if name in cards]
+    names += [str(name) for name in cards if name not in names]
+    if not names:
+        return Section("scorecard", "Scorecard", (Para("No answers."),))
+    head: tuple[Cell, ...] = ("", *(_marked(ctx, name) for name in names))
+    columns = [_card(cards[name] or {}) for name in names]
+    rows = tuple(
+        (label, *(column[index][1] for column in columns))
+        for index, (label, _) in enumerate(columns[0])
+    )
+    return Section("scorecard", "Scorecard", (Table(head, rows),))
+
+
+def _marked(ctx: Context, name: str) -> Cell:
+    return (Code(name), " (baseline)") if name == ctx.baseline else Code(name)
+
+
+def _candidate_heads(ctx: Context) -> tuple[Cell, ...]:
+    return tuple((Code(name), " win-rate") for name in ctx.candidates)
+
+
+def _candidate_cells(ctx: Context, row: Row, flips: bool) -> tuple[Cell, ...]:
+    cells: list[Cell] = []
+    for name in ctx.candidates:
+        entry = (row.get("win_rates") or {}).get(name)
+        if not entry:
+            cells.append(num.MISSING)
+            continue
+        detail = f"n={num.count(entry.get('n'))}"
+        if flips:
+            detail += f", flips {num.count(entry.get('flips', 0))}"
+        cells.append(f"{win_rate_cell(ctx, entry.get('win_rate'))} ({detail})")
+    return tuple(cells)
+
+
+def _with_win_rates(ctx: Context, key: str, title: str, intro: str, table: Table) -> Section:
+    """A section of one table whose win-rate columns carry the footnote when daggered."""
+    blocks: list[Block] = [Para(intro), table]
+    if ctx.candidates:
+        blocks += uncalibrated_note(ctx)
+    return Section(key, title, tuple(blocks))
+
+
+def per_task_section(ctx: Context) -> Section:
+    tasks = ctx.report.get("per_task") or []
+    if not tasks:
+        return Section("per-task", "Per task", (Para("No tasks."),))
+    head: tuple[Cell, ...] = ("task", "kind", "pass rate", *_candidate_heads(ctx))
+    rows = tuple(
+        (
+            Code(row.get("task") or ""),
+            Code(row.get("kind") or ""),
+            num.rate_n(row.get("pass_rate"), row.get("answers")),
+            *_candidate_cells(ctx, row, flips=True),
+        )
+        for row in tasks
+    )
+    intro = "Worst first. Pass rate over the task's answers, with their n."
+    return _with_win_rates(ctx, "per-task", "Per task", intro, Table(head, rows))
+
+
+def per_tag_section(ctx: Context) -> Section:
+    tags = ctx.report.get("per_tag") or []
+    if not tags:
+        return Section("per-tag", "Per tag", (Para("No tags."),))
+    head: tuple[Cell, ...] = ("tag", "pass rate", "passed", "flag", *_candidate_heads(ctx))
+    rows = tuple(
+        (
+            Code(row.get("tag") or ""),
+            num.rate_n(row.get("rate"), row.get("n")),
+            num.count(row.get("passed")),
+            "FLAGGED" if row.get("flagged") else "",
+            *_candidate_cells(ctx, row, flips=False),
+        )
+        for row in tags
+    )
+    intro = "Pass rate over answers (every repeat counts). FLAGGED: below the tag floor."
+    return _with_win_rates(ctx, "per-tag", "Per tag", intro, Table(head, rows))

@@ -1,0 +1,242 @@
+"""The report's charts as inline SVG, drawn on the server (SPEC §11.8).
+
+Each function takes the stored report and returns one complete ``<svg>`` element, with a
+``<title>``, or a small "no data" SVG when the report lacks what it draws. Output is
+deterministic (coordinates rounded to 0.1) and well-formed XML; every piece of text from
+the report is escaped with :func:`evalsite.core.report.text.esc`. No CSS, script, link or
+external reference: the SVG works inline in report.html and on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalsite.core.report import numbers as num
+from evalsite.core.report.document import Context
+from evalsite.core.report.text import esc
+
+__all__ = ["confusion_svg", "cost_vs_winrate_svg", "kappa_curve_svg", "no_data_svg"]
+
+SVG_NS = "http://www.w3.org/2000/svg"
+INK, MUTED, ACCENT, BAND, WARN = "#1f2933", "#7b8794", "#1d4ed8", "#bfdbfe", "#b45309"
+FONT = 'font-family="sans-serif" font-size="12"'
+NAME_CHARS = 40
+LINE_HEIGHT = 14
+CATEGORIES = ("baseline", "candidate", "tie")
+Ticks = Sequence[tuple[float, str]]
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _svg(title: str, width: int, height: int, body: Sequence[str]) -> str:
+    return (
+        f'<svg xmlns="{SVG_NS}" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img"><title>{esc(title)}</title>{"".join(body)}</svg>'
+    )
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", extra: str = "") -> str:
+    return (
+        f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}" fill="{INK}" {FONT}{extra}>'
+        f"{esc(text, NAME_CHARS * 2)}</text>"
+    )
+
+
+def _line(x1: float, y1: float, x2: float, y2: float, colour: str = INK, dash: bool = False) -> str:
+    dashed = ' stroke-dasharray="6 4"' if dash else ""
+    return (
+        f'<line x1="{_f(x1)}" y1="{_f(y1)}" x2="{_f(x2)}" y2="{_f(y2)}" stroke="{colour}" '
+        f'stroke-width="1.5"{dashed}/>'
+    )
+
+
+def no_data_svg(title: str, message: str = "no data") -> str:
+    return _svg(title, 360, 48, [_text(12, 28, f"{title}: {message}")])
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k at or above ``value`` (value > 0)."""
+    power = 10 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 5, 10) if step * power >= value * (1 - 1e-12))
+
+
+@dataclass(frozen=True)
+class _Plot:
+    """A plot area of ``width`` × ``height`` with margins, over [x0, x1] × [y0, y1]."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    width: int = 600
+    height: int = 340
+    left: int = 70
+    right: int = 150
+    top: int = 30
+    bottom: int = 50
+
+    def x(self, value: float) -> float:
+        span = self.width - self.left - self.right
+        return self.left + (value - self.x0) / (self.x1 - self.x0) * span
+
+    def y(self, value: float) -> float:
+        span = self.height - self.top - self.bottom
+        return self.top + (self.y1 - value) / (self.y1 - self.y0) * span
+
+    def axes(self, x_ticks: Ticks, y_ticks: Ticks, x_title: str, y_title: str) -> list[str]:
+        bottom, left = self.y(self.y0), self.x(self.x0)
+        parts = [_line(left, bottom, self.x(self.x1), bottom), _line(left, bottom, left, self.top)]
+        for value, label in x_ticks:
+            parts += [
+                _line(self.x(value), bottom, self.x(value), bottom + 5),
+                _text(self.x(value), bottom + 18, label, "middle"),
+            ]
+        for value, label in y_ticks:
+            parts += [
+                _line(left - 5, self.y(value), left, self.y(value)),
+                _text(left - 8, self.y(value) + 4, label, "end"),
+            ]
+        middle_x = (left + self.x(self.x1)) / 2
+        middle_y = (self.top + bottom) / 2
+        parts.append(_text(middle_x, self.height - 10, x_title, "middle"))
+        rotate = f' transform="rotate(-90 16 {_f(middle_y)})"'
+        parts.append(_text(16, middle_y, y_title, "middle", rotate))
+        return parts
+
+
+def _ticks(low: float, high: float, steps: int, label: Callable[[float], str]) -> Ticks:
+    values = [low + (high - low) * i / steps for i in range(steps + 1)]
+    return [(value, label(value)) for value in values]
+
+
+def cost_vs_winrate_svg(report: Mapping[str, Any]) -> str:
+    """One point per candidate: its answers' cost this run (x) against its win-rate (y),
+    the interval as a vertical bar; the baseline is the line at 0.5."""
+    ctx = Context.of(report)
+    flag = "" if ctx.eligible else " (UNCALIBRATED)"
+    title = "Cost this run against win-rate" + flag
+    win_rates, cards = ctx.get("win_rates"), ctx.get("per_contestant")
+    points = []
+    for name in ctx.candidates:
+        row = win_rates[name] or {}
+        cost = ((cards.get(name) or {}).get("cost") or {}).get("usd")
+        if _finite(row.get("win_rate")):
+            points.append((name, cost if _finite(cost) else 0.0, row["win_rate"], row.get("ci")))
+    if not points:
+        return no_data_svg(title, "no data (no win-rates)")
+    top_cost = max(cost for _, cost, _, _ in points)
+    plot = _Plot(0.0, _nice_ceiling(top_cost * 1.1) if top_cost > 0 else 0.01, 0.0, 1.0)
+    body = plot.axes(
+        _ticks(0.0, plot.x1, 4, num.money),
+        _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"),
+        "cost this run of the candidate's answers (USD)",
+        "win-rate" + flag,
+    )
+    body += [
+        _line(plot.x(0), plot.y(0.5), plot.x(plot.x1), plot.y(0.5), MUTED, dash=True),
+        _text(plot.x(plot.x1) + 6, plot.y(0.5) + 4, f"baseline {ctx.baseline}"),
+    ]
+    for _, cost, rate, ci in points:
+        x, y = plot.x(cost), plot.y(rate)
+        if ci and len(ci) == 2 and all(_finite(v) for v in ci):
+            low, high = plot.y(ci[0]), plot.y(ci[1])
+            body += [_line(x, low, x, high, ACCENT), _line(x - 4, low, x + 4, low, ACCENT)]
+            body.append(_line(x - 4, high, x + 4, high, ACCENT))
+        body.append(f'<circle cx="{_f(x)}" cy="{_f(y)}" r="5" fill="{ACCENT}"/>')
+    labels = [
+        (plot.x(cost), plot.y(rate) - 8, f"{name} {num.rate(rate)}{ctx.dagger}")
+        for name, cost, rate, _ in points
+    ]
+    body += [_text(x, y, label) for x, y, label in _apart(labels)]
+    return _svg(title, plot.width, plot.height, body)
+
+
+def _apart(labels: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
+    """Point labels, top to bottom, each moved down until it overlaps none above it."""
+    placed: list[tuple[float, float, str]] = []
+    for x, y, text in sorted(labels, key=lambda label: (label[1], label[0], label[2])):
+        while any(abs(y - other) < LINE_HEIGHT and abs(x - ox) < 120 for ox, other, _ in placed):
+            y += LINE_HEIGHT
+        placed.append((x, y, text))
+    return [(x + 8, y, text) for x, y, text in placed]
+
+
+def kappa_curve_svg(report: Mapping[str, Any]) -> str:
+    """Judge–human kappa (y) as labels were added (x), its interval as a band, and the
+    floor the headline needs."""
+    cal = report.get("calibration") or {}
+    title = "Judge\u2013human kappa against labels"
+    points = sorted(
+        (p["n"], p["kappa"], p.get("ci"))
+        for p in cal.get("curve") or []
+        if _finite(p.get("n")) and _finite(p.get("kappa"))
+    )
+    if not points:
+        return no_data_svg(title, "no data (no kappa yet)")
+    lows = [ci[0] for _, _, ci in points if ci and _finite(ci[0])]
+    floor = cal.get("min_kappa")
+    y0 = min([0.0, *(k for _, k, _ in points), *lows, *([floor] if _finite(floor) else [])])
+    plot = _Plot(0.0, _nice_ceiling(max(points[-1][0], 1)), math.floor(y0 * 4) / 4, 1.0)
+    body = plot.axes(
+        _ticks(0.0, plot.x1, 4, lambda v: f"{v:g}"),
+        _ticks(plot.y0, 1.0, round((1.0 - plot.y0) * 4), lambda v: f"{v:.2f}"),
+        "labels (n)",
+        "kappa",
+    )
+    banded = [(n, ci) for n, _, ci in points if ci and len(ci) == 2 and all(map(_finite, ci))]
+    if len(banded) >= 2:
+        outline = [(n, ci[1]) for n, ci in banded] + [(n, ci[0]) for n, ci in reversed(banded)]
+        coords = " ".join(f"{_f(plot.x(n))},{_f(plot.y(v))}" for n, v in outline)
+        body.append(f'<polygon points="{coords}" fill="{BAND}" fill-opacity="0.7"/>')
+    if _finite(floor):
+        body.append(_line(plot.x(0), plot.y(floor), plot.x(plot.x1), plot.y(floor), WARN, True))
+        body.append(_text(plot.x(plot.x1) + 6, plot.y(floor) + 4, f"floor {floor:.2f}"))
+    coords = " ".join(f"{_f(plot.x(n))},{_f(plot.y(k))}" for n, k, _ in points)
+    body.append(f'<polyline points="{coords}" fill="none" stroke="{ACCENT}" stroke-width="2"/>')
+    body += [
+        f'<circle cx="{_f(plot.x(n))}" cy="{_f(plot.y(k))}" r="3" fill="{ACCENT}"/>'
+        for n, k, _ in points
+    ]
+    return _svg(title, plot.width, plot.height, body)
+
+
+def confusion_svg(report: Mapping[str, Any]) -> str:
+    """The 3×3 confusion matrix as a heat map: rows human, columns judge."""
+    matrix = (report.get("calibration") or {}).get("confusion") or []
+    title = "Confusion matrix: rows human, columns judge"
+    valid = len(matrix) == 3 and all(len(row) == 3 and all(map(_finite, row)) for row in matrix)
+    total = sum(sum(row) for row in matrix) if valid else 0
+    if not total:
+        return no_data_svg(title, "no data (no labels)")
+    largest = max(max(row) for row in matrix)
+    cell_w, cell_h, left, top = 90, 50, 110, 50
+    body = [
+        _text(left + cell_w * 1.5, 18, "judge \u2192", "middle"),
+        _text(12, top - 10, "human \u2193"),
+    ]
+    for col, name in enumerate(CATEGORIES):
+        body.append(_text(left + cell_w * (col + 0.5), top - 10, name, "middle"))
+    for row_index, (name, row) in enumerate(zip(CATEGORIES, matrix, strict=True)):
+        y = top + row_index * cell_h
+        body.append(_text(left - 10, y + cell_h / 2 + 4, name, "end"))
+        for col, value in enumerate(row):
+            x, share = left + col * cell_w, value / largest
+            body.append(
+                f'<rect x="{x}" y="{y}" width="{cell_w}" height="{cell_h}" fill="{ACCENT}" '
+                f'fill-opacity="{0.08 + 0.8 * share:.2f}" stroke="#ffffff"/>'
+            )
+            colour = "#ffffff" if share > 0.5 else INK
+            body.append(
+                f'<text x="{_f(x + cell_w / 2)}" y="{_f(y + cell_h / 2 + 5)}" '
+                f'text-anchor="middle" fill="{colour}" {FONT}>{num.count(value)}</text>'
+            )
+    return _svg(title, left + 3 * cell_w + 20, top + 3 * cell_h + 20, body)

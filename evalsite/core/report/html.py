@@ -1,0 +1,124 @@
+"""report.html: the stored report as one self-contained HTML file (SPEC §11).
+
+Inline CSS, inline SVG charts, no script, no external reference, and a ``<meta>`` CSP that
+forbids fetching or running anything, so the file is safe to open from disk even if a
+rendering bug let report text through. Text from the report goes through
+:func:`evalsite.core.report.text.esc`, this package's own wording through
+:func:`html.escape`; attribute values are only ever this module's constants.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from evalsite.core.report.charts import confusion_svg, cost_vs_winrate_svg, kappa_curve_svg
+from evalsite.core.report.document import (
+    Block,
+    Cell,
+    Chart,
+    Code,
+    Heading,
+    Items,
+    Para,
+    Pre,
+    Section,
+    Table,
+    cells,
+)
+from evalsite.core.report.outline import build_document
+from evalsite.core.report.text import esc
+
+__all__ = ["CSP", "render_html"]
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+CHARTS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "cost_vs_winrate": cost_vs_winrate_svg,
+    "kappa_curve": kappa_curve_svg,
+    "confusion": confusion_svg,
+}
+STYLE = """
+:root { --ink: #1f2933; --muted: #52606d; --line: #d9e2ec; --soft: #f5f7fa; }
+body { font: 15px/1.5 system-ui, sans-serif; color: var(--ink); margin: 2rem auto;
+  max-width: 72rem; padding: 0 1rem; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; border-bottom: 1px solid var(--line);
+  padding-bottom: .25rem; margin-top: 2.5rem; } h3 { font-size: 1rem; }
+nav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; font-size: .9rem; }
+nav a { color: var(--muted); }
+code, pre { font: .9em/1.4 ui-monospace, monospace; background: var(--soft);
+  overflow-wrap: anywhere; }
+pre { padding: .75rem; white-space: pre-wrap; border: 1px solid var(--line); }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: .9rem; }
+th, td { border: 1px solid var(--line); padding: .25rem .5rem; text-align: left;
+  vertical-align: top; white-space: nowrap; }
+td code, th code { white-space: normal; }
+th { background: var(--soft); }
+.note { color: var(--muted); font-size: .9rem; }
+figure { margin: 1rem 0; } figcaption { color: var(--muted); font-size: .9rem; }
+svg { max-width: 100%; height: auto; }
+"""
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    document = build_document(report)
+    nav = "".join(
+        f'<a href="#{esc(section.key)}">{_inline(section.title)}</a>'
+        for section in document.sections
+    )
+    body = "\n".join(_section(section, report) for section in document.sections)
+    title = "".join(
+        esc(part.text if isinstance(part, Code) else part) for part in cells(document.title)
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"<header><h1>{_inline(document.title)}</h1><nav>{nav}</nav></header>\n"
+        f"<main>\n{body}\n</main>\n</body>\n</html>\n"
+    )
+
+
+def _inline(cell: Cell) -> str:
+    # A str part is this package's own wording and numbers: escaped, ":" left readable.
+    return "".join(
+        f"<code>{esc(part.text)}</code>" if isinstance(part, Code) else html.escape(part)
+        for part in cells(cell)
+    )
+
+
+def _section(section: Section, report: Mapping[str, Any]) -> str:
+    blocks = "\n".join(_block(block, report) for block in section.blocks)
+    return (
+        f'<section id="{esc(section.key)}">\n<h2>{_inline(section.title)}</h2>\n{blocks}\n'
+        "</section>"
+    )
+
+
+def _block(block: Block, report: Mapping[str, Any]) -> str:
+    match block:
+        case Heading(text=text):
+            return f"<h3>{_inline(text)}</h3>"
+        case Para(text=text, note=note):
+            return f'<p class="note">{_inline(text)}</p>' if note else f"<p>{_inline(text)}</p>"
+        case Items(items=items):
+            return "<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in items) + "</ul>"
+        case Table(head=head, rows=rows):
+            head_html = "".join(f"<th>{_inline(cell)}</th>" for cell in head)
+            rows_html = "".join(
+                "<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in row) + "</tr>"
+                for row in rows
+            )
+            return (
+                f'<div class="scroll"><table><thead><tr>{head_html}</tr></thead>'
+                f"<tbody>{rows_html}</tbody></table></div>"
+            )
+        case Pre(lines=lines):
+            return "<pre>" + "\n".join(esc(line) for line in lines) + "</pre>"
+        case Chart(kind=kind, caption=caption):
+            svg = CHARTS[kind](report)
+            return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+    raise TypeError(f"not a report block: {type(block).__name__}")

@@ -1,0 +1,69 @@
+"""How a report prints numbers, the same in every output.
+
+Rates with 3 decimals, kappa with 2 and its Landis–Koch band, money in dollars with 4
+decimals (6 below a cent, so a small non-zero cost never prints as $0.0000), intervals as
+``[lo-hi]``. A missing value prints as ``n/a``, never as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "BANDS", "MISSING", "count", "interval", "kappa", "money", "rate", "rate_n", "signed_money",
+    "signed_rate",
+]  # fmt: skip
+
+MISSING = "n/a"
+BANDS = ("poor", "slight", "fair", "moderate", "substantial", "almost perfect")
+
+
+def rate(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}"
+
+
+def signed_rate(value: float | None) -> str:
+    return MISSING if value is None else f"{value:+.3f}"
+
+
+def rate_n(value: float | None, n: int | None) -> str:
+    """A rate with its n beside it: ``0.950 (n=40)``."""
+    return f"{rate(value)} (n={count(n)})"
+
+
+def count(value: int | None) -> str:
+    return MISSING if value is None else str(int(value))
+
+
+def money(value: float | None, *, digits: int | None = None) -> str:
+    """Dollars to 4 decimals, 6 below a cent so small costs stay visible; ``digits`` fixes
+    the places (the terminal's cost line always shows 4, as SPEC §13 prints it)."""
+    if value is None:
+        return MISSING
+    sign = "-" if value < 0 else ""
+    amount = abs(value)
+    if digits is None:
+        digits = 6 if 0 < amount < 0.01 else 4
+    return f"{sign}${amount:.{digits}f}"
+
+
+def signed_money(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return money(value) if value < 0 else "+" + money(value)
+
+
+def kappa(value: float | None, band: str | None = None) -> str:
+    """``0.25 (fair)``; ``undefined`` when there is no kappa. A band that is not one of
+    Landis–Koch's is left out rather than printed."""
+    if value is None:
+        return "undefined"
+    return f"{value:.2f} ({band})" if band in BANDS else f"{value:.2f}"
+
+
+def interval(ci: Sequence[float] | None, digits: int = 3) -> str | None:
+    """``[0.325-0.613]``, or None when there is no interval."""
+    if not ci or len(ci) != 2 or ci[0] is None or ci[1] is None:
+        return None
+    low, high = ci
+    return f"[{low:.{digits}f}-{high:.{digits}f}]"
