@@ -53,11 +53,10 @@ def write_report(run: Run) -> dict[str, Any]:
 def compute_report(run: Run) -> dict[str, Any]:
     suite = stored_suite(run.suite_version)
     answers = list(_answer_rows(run, suite))
-    pairs = list(_pair_rows(run))
+    rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
+    pairs = [_pair_row(row) for row in rows]
     judge = suite.judge
-    calibration = match_labels(
-        [_pair_view(pair) for pair in _pair_views(run)], run_labels(run, suite)
-    )
+    calibration = match_labels([_pair_view(row) for row in rows], run_labels(run, suite))
     judge_calls = Judgement.objects.filter(run=run).aggregate(
         calls=Count("pk"),
         retries=Count("pk", filter=Q(retried=True)),
@@ -156,43 +155,24 @@ def _float(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _pair_rows(run: Run) -> Iterator[PairRow]:
-    fields = (
-        "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
-        "excluded_reason", "score", "flip", "category",
-    )  # fmt: skip
-    for row in Pair.objects.filter(run=run).values(*fields).iterator(chunk_size=2000):
-        yield PairRow(
-            key=row["pk"],
-            task=row["task_id"],
-            case=row["case_id"],
-            repeat=row["repeat"],
-            baseline=row["baseline_contestant"],
-            candidate=row["candidate_contestant"],
-            excluded_reason=row["excluded_reason"],
-            score=row["score"],
-            flip=row["flip"],
-            category=row["category"],
-        )
+PAIR_FIELDS = (
+    "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
+    "baseline_sha", "candidate_sha", "excluded_reason", "score", "flip", "category",
+)  # fmt: skip
 
 
-def _pair_views(run: Run) -> Iterator[dict]:
-    return (
-        Pair.objects.filter(run=run)
-        .values(
-            "pk",
-            "task_id",
-            "case_id",
-            "repeat",
-            "baseline_contestant",
-            "candidate_contestant",
-            "baseline_sha",
-            "candidate_sha",
-            "category",
-            "excluded_reason",
-            "score",
-        )  # fmt: skip
-        .iterator(chunk_size=2000)
+def _pair_row(row: dict) -> PairRow:
+    return PairRow(
+        key=row["pk"],
+        task=row["task_id"],
+        case=row["case_id"],
+        repeat=row["repeat"],
+        baseline=row["baseline_contestant"],
+        candidate=row["candidate_contestant"],
+        excluded_reason=row["excluded_reason"],
+        score=row["score"],
+        flip=row["flip"],
+        category=row["category"],
     )
 
 
