@@ -5,20 +5,33 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic.base import RedirectView
 
-from runs import views
+from evalsite.views import dashboard
+from runs.views import decisions, run_pages, suites
 
 admin.site.site_header = "evalsite console"
 admin.site.site_title = "evalsite console"
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
+    path("", dashboard, name="dashboard"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("suites/", views.suite_list, name="suite_list"),
-    path("suites/new/", views.suite_new, name="suite_new"),
-    path("suites/register-file/", views.suite_register_file, name="suite_register_file"),
-    path("suites/<slug:name>/", views.suite_detail, name="suite_detail"),
-    path("prices/", views.prices, name="prices"),
+    path("suites/", suites.suite_list, name="suite_list"),
+    path("suites/new/", suites.suite_new, name="suite_new"),
+    path("suites/register-file/", suites.suite_register_file, name="suite_register_file"),
+    path("suites/<slug:name>/", suites.suite_detail, name="suite_detail"),
+    path("suites/<slug:name>/<str:sha>/estimate/", suites.run_estimate, name="run_estimate"),
+    path("suites/<slug:name>/<str:sha>/runs/", suites.run_new, name="run_new"),
+    path("runs/<str:run_id>/", run_pages.run_detail, name="run_detail"),
+    path("runs/<str:run_id>/cancel/", run_pages.run_cancel, name="run_cancel"),
+    path("runs/<str:run_id>/files/<str:name>", run_pages.run_file, name="run_file"),
+    path("runs/<str:run_id>/answers/", run_pages.answer_list, name="answer_list"),
+    path("runs/<str:run_id>/pairs/", run_pages.pair_list, name="pair_list"),
+    path("runs/<str:run_id>/pairs/<int:pair_id>/", run_pages.pair_detail, name="pair_detail"),
+    path("runs/<str:run_id>/decisions/", decisions.decision_new, name="decision_new"),
+    path("compare/", run_pages.compare, name="compare"),
+    path("decisions/", decisions.decision_list, name="decision_list"),
+    path("decisions/DECISIONS.md", decisions.decisions_markdown, name="decisions_markdown"),
+    path("prices/", suites.prices, name="prices"),
     path("admin/", admin.site.urls),
     path(
         "favicon.ico",

@@ -1,12 +1,14 @@
-"""Forms for the suite pages."""
+"""Forms for the suite, run and decision pages."""
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 from django import forms
 
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
-from runs.models import SuiteVersion
+from runs.models import Decision, SuiteVersion
 from runs.validation import model_errors
 
 
@@ -99,3 +101,63 @@ class SuiteForm(forms.Form):
     @property
     def warnings(self) -> list[Problem]:
         return list(self.suite.warnings) if self.suite else []
+
+
+class RunForm(forms.Form):
+    """A new run from the suite page. Contestants are picked from the active price table
+    (and the suite's own contestants, variants included), each with a position: the lowest
+    position is the baseline. Works as a plain form; htmx posts it for the live estimate."""
+
+    MAX_REPLIES_BYTES = 2 * 1024 * 1024
+
+    fake = forms.BooleanField(required=False, label="Fake answers (offline, simulated cost)")
+    replies = forms.FileField(required=False, label="Replies file for scripted/… contestants")
+    repeats = forms.IntegerField(required=False, min_value=1, max_value=20)
+    max_cost = forms.DecimalField(
+        required=False, min_value=Decimal("0.0001"), max_digits=10, decimal_places=4,
+        label="Cap (USD)",
+    )  # fmt: skip
+    label = forms.SlugField(required=False, max_length=64)
+
+    def __init__(self, *args, choices: list[str], defaults: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.choices = choices
+        for index, model in enumerate(choices):
+            position = defaults.index(model) + 1 if model in defaults else None
+            self.fields[f"pick_{index}"] = forms.BooleanField(
+                required=False, initial=position is not None, label=model
+            )
+            self.fields[f"order_{index}"] = forms.IntegerField(
+                required=False, min_value=1, max_value=99, initial=position
+            )
+
+    def contestant_rows(self):
+        """(model, pick field, order field) for the template, in the listing's order."""
+        return [
+            (model, self[f"pick_{i}"], self[f"order_{i}"]) for i, model in enumerate(self.choices)
+        ]
+
+    def clean(self):
+        data = super().clean()
+        picked = []
+        for index, model in enumerate(self.choices):
+            if data.get(f"pick_{index}"):
+                order = data.get(f"order_{index}") or 99
+                picked.append((order, index, model))
+        data["contestants"] = [model for _, _, model in sorted(picked)]
+        if len(data["contestants"]) < 2:
+            raise forms.ValidationError("Pick two or more contestants; the first is the baseline.")
+        replies = data.get("replies")
+        if replies is not None and replies.size > self.MAX_REPLIES_BYTES:
+            self.add_error("replies", "The replies file is over 2 MB.")
+        return data
+
+
+class DecisionForm(forms.ModelForm):
+    class Meta:
+        model = Decision
+        fields = ["verdict", "reasoning"]
+        widgets = {
+            "verdict": forms.RadioSelect,
+            "reasoning": forms.Textarea(attrs={"rows": 4}),
+        }

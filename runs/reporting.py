@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -36,7 +37,7 @@ REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pai
 
 def write_report(run: Run) -> dict[str, Any]:
     """Build the report of `run` from its rows, store it on the run and write its files."""
-    report = compute_report(run)
+    report = compute_report(run, store_consensus=True)
     directory = run.report_dir
     directory.mkdir(parents=True, exist_ok=True)
     report["report_path"] = str(directory)
@@ -50,13 +51,17 @@ def write_report(run: Run) -> dict[str, Any]:
     return report
 
 
-def compute_report(run: Run) -> dict[str, Any]:
+def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]:
+    """The report of `run` from its rows; with `store_consensus`, each pair's labellers'
+    consensus is also kept on the pair (for the disagreement filter of the pairs page)."""
     suite = stored_suite(run.suite_version)
     answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
     judge = suite.judge
     calibration = match_labels([_pair_view(row) for row in rows], run_labels(run, suite))
+    if store_consensus:
+        store_human_consensus(run, calibration.human_by_pair)
     judge_calls = Judgement.objects.filter(run=run).aggregate(
         calls=Count("pk"),
         retries=Count("pk", filter=Q(retried=True)),
@@ -103,6 +108,16 @@ def compute_report(run: Run) -> dict[str, Any]:
             previous=previous_report(run),
         )
     )
+
+
+def store_human_consensus(run: Run, human_by_pair: dict[int, str]) -> None:
+    """Set each pair's `human` to its consensus (and clear it where there is none now)."""
+    with transaction.atomic():
+        Pair.objects.filter(run=run).exclude(pk__in=list(human_by_pair)).exclude(human="").update(
+            human=""
+        )
+        changed = [Pair(pk=pk, human=human) for pk, human in human_by_pair.items()]
+        Pair.objects.bulk_update(changed, ["human"], batch_size=500)
 
 
 # --- rows ------------------------------------------------------------------------------------

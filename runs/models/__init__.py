@@ -1,6 +1,7 @@
 """The runs app's models, one module per noun."""
 
 from runs.models.answer import Answer, CachedResponse, Call
+from runs.models.decision import Decision
 from runs.models.judging import Judgement, Pair, text_sha
 from runs.models.pricing import Endpoint, FrozenPriceTable, Price, PriceTable
 from runs.models.run import Run
@@ -10,6 +11,7 @@ __all__ = [
     "Answer",
     "CachedResponse",
     "Call",
+    "Decision",
     "Endpoint",
     "FrozenPriceTable",
     "Judgement",

@@ -25,6 +25,10 @@ class PairQuerySet(models.QuerySet):
     def judged(self) -> PairQuerySet:
         return self.included().filter(score__isnull=False)
 
+    def disagreements(self) -> PairQuerySet:
+        """Judged pairs whose labellers' consensus differs from the judge's category."""
+        return self.judged().exclude(human="").exclude(human=models.F("category"))
+
 
 class Pair(models.Model):
     """A baseline answer and a candidate answer of one case and repeat.
@@ -48,6 +52,9 @@ class Pair(models.Model):
     score = models.FloatField(null=True, blank=True, help_text="For the candidate, 0 to 1.")
     category = models.CharField(max_length=10, blank=True)
     flip = models.BooleanField(null=True)
+    human = models.CharField(
+        max_length=10, blank=True, help_text="The labellers' consensus, when there is one."
+    )
 
     objects = PairQuerySet.as_manager()
 

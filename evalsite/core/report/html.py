@@ -30,7 +30,7 @@ from evalsite.core.report.document import (
 from evalsite.core.report.outline import build_document
 from evalsite.core.report.text import esc
 
-__all__ = ["CSP", "render_html"]
+__all__ = ["CSP", "render_html", "render_sections"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CHARTS: dict[str, Callable[[Mapping[str, Any]], str]] = {
@@ -63,11 +63,7 @@ svg { max-width: 100%; height: auto; }
 
 def render_html(report: Mapping[str, Any]) -> str:
     document = build_document(report)
-    nav = "".join(
-        f'<a href="#{esc(section.key)}">{_inline(section.title)}</a>'
-        for section in document.sections
-    )
-    body = "\n".join(_section(section, report) for section in document.sections)
+    nav, body = render_sections(report)
     title = "".join(
         esc(part.text if isinstance(part, Code) else part) for part in cells(document.title)
     )
@@ -80,6 +76,17 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"<header><h1>{_inline(document.title)}</h1><nav>{nav}</nav></header>\n"
         f"<main>\n{body}\n</main>\n</body>\n</html>\n"
     )
+
+
+def render_sections(report: Mapping[str, Any]) -> tuple[str, str]:
+    """``(nav, sections)``: the report's table of contents and its sections as HTML
+    fragments, escaped exactly as in :func:`render_html`, for the run page to embed."""
+    document = build_document(report)
+    nav = "".join(
+        f'<a href="#{esc(section.key)}">{_inline(section.title)}</a>'
+        for section in document.sections
+    )
+    return nav, "\n".join(_section(section, report) for section in document.sections)
 
 
 def _inline(cell: Cell) -> str:

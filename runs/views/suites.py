@@ -1,4 +1,5 @@
-"""Pages for suites and prices. Views are thin: the core validates, the models store."""
+"""Pages for suites, new runs and prices. Views are thin: the core validates, the models
+store, the planner plans."""
 
 from __future__ import annotations
 
@@ -11,16 +12,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.suites import SuiteError, load_suite
-from runs.forms import SuiteForm
+from runs.forms import RunForm, SuiteForm
+from runs.launch import contestant_choices, launch, plan_from_form
 from runs.models import PriceTable, Run, Suite, SuiteVersion
+from runs.planner import PlanError
 from runs.suite_files import suite_files
-
-
-@require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
-    suites = Suite.objects.prefetch_related("versions")
-    runs = Run.objects.select_related("suite_version__suite")[:10]
-    return render(request, "runs/dashboard.html", {"suites": suites, "runs": runs})
 
 
 @require_GET
@@ -75,14 +71,70 @@ def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
     version = version or versions.first()
     if version is None:
         raise Http404("This suite has no versions.")
-    context = {
+    return render(request, "runs/suite_detail.html", _suite_context(suite, version))
+
+
+def _suite_context(suite: Suite, version: SuiteVersion, form: RunForm | None = None) -> dict:
+    return {
         "suite": suite,
         "version": version,
-        "versions": versions,
+        "versions": suite.versions.select_related("created_by"),
         "parsed": version.parsed,
-        "runs": version.runs.all()[:20],
+        "runs": Run.objects.for_suite(suite).select_related("created_by")[:20],
+        "run_form": form or _run_form(version),
+        "latest_report": (
+            Run.objects.for_suite(suite)
+            .filter(report__isnull=False)
+            .values_list("report", flat=True)
+            .first()
+        ),
     }
-    return render(request, "runs/suite_detail.html", context)
+
+
+def _run_form(version: SuiteVersion, data=None, files=None) -> RunForm:
+    defaults = list(version.parsed.get("models") or [])
+    return RunForm(data, files, choices=contestant_choices(version), defaults=defaults)
+
+
+def _version_or_404(name: str, sha: str) -> tuple[Suite, SuiteVersion]:
+    suite = get_object_or_404(Suite, name=name)
+    return suite, get_object_or_404(SuiteVersion, suite=suite, sha256=sha)
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def run_estimate(request: HttpRequest, name: str, sha: str) -> HttpResponse:
+    """The live estimate as the new-run form changes (htmx), or the page with it."""
+    suite, version = _version_or_404(name, sha)
+    form = _run_form(version, request.POST, request.FILES)
+    context = _suite_context(suite, version, form) | _estimate(form, version)
+    template = "runs/suite_detail.html" + ("#run-estimate" if request.htmx else "")
+    return render(request, template, context)
+
+
+@require_POST
+def run_new(request: HttpRequest, name: str, sha: str) -> HttpResponse:
+    """Launch: plan as `evalsite run` does, store, queue for the workers, show the run."""
+    suite, version = _version_or_404(name, sha)
+    form = _run_form(version, request.POST, request.FILES)
+    result = _estimate(form, version)
+    if result.get("plan") is None:
+        context = _suite_context(suite, version, form) | result
+        return render(request, "runs/suite_detail.html", context, status=400)
+    run = launch(result["plan"], user=request.user)
+    if run.status == Run.Status.REFUSED:
+        messages.error(request, run.detail)
+    return redirect("run_detail", run_id=run.id)
+
+
+def _estimate(form: RunForm, version: SuiteVersion) -> dict:
+    if not form.is_valid():
+        return {"plan": None, "plan_error": ""}
+    try:
+        plan = plan_from_form(version, form.cleaned_data)
+    except PlanError as error:
+        return {"plan": None, "plan_error": str(error)}
+    return {"plan": plan, "estimate": plan.estimate, "cap": plan.cap, "over_cap": plan.over_cap}
 
 
 @require_GET

@@ -1,0 +1,41 @@
+"""The dashboard: the one page that shows every app's state (suites, runs, labels)."""
+
+from __future__ import annotations
+
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from labels.queue import queue_count
+from runs.models import Run, Suite
+
+
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    rows = []
+    for suite in Suite.objects.prefetch_related("versions"):
+        versions = suite.versions.all()
+        rows.append((suite, versions[0] if versions else None, calibration_badge(suite)))
+    context = {
+        "rows": rows,
+        "runs": Run.objects.select_related("suite_version__suite")[:10],
+        "queue": queue_count(request.user),
+    }
+    return render(request, "runs/dashboard.html", context)
+
+
+def calibration_badge(suite: Suite) -> dict | None:
+    """The calibration of the suite's latest reported run, read from its stored report."""
+    return (
+        Run.objects.for_suite(suite)
+        .filter(report__isnull=False)
+        .order_by("-created_at")
+        .values(
+            "id",
+            eligible=F("report__headline_eligible"),
+            gate=F("report__calibration__status"),
+            reason=F("report__calibration__reason"),
+        )
+        .first()
+    )

@@ -1,0 +1,69 @@
+"""The decision log: a decision recorded on a run's page, the list, and DECISIONS.md."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from runs.forms import DecisionForm
+from runs.models import Decision, Run
+
+
+@require_POST
+def decision_new(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = get_object_or_404(Run, pk=run_id)
+    form = DecisionForm(request.POST)
+    if form.is_valid():
+        decision = form.save(commit=False)
+        decision.run, decision.decided_by = run, request.user
+        decision.save()
+        if request.htmx:
+            context = {"run": run, "decisions": run.decisions.select_related("decided_by"),
+                       "decision_form": DecisionForm()}  # fmt: skip
+            return render(request, "runs/run_detail.html#run-decisions", context)
+        return redirect(f"/runs/{run.id}/#decisions")
+    context = {"run": run, "decisions": run.decisions.all(), "decision_form": form}
+    status = 422 if request.htmx else 400
+    template = "runs/run_detail.html#run-decisions" if request.htmx else "runs/decision_form.html"
+    return render(request, template, context, status=status)
+
+
+@require_GET
+def decision_list(request: HttpRequest) -> HttpResponse:
+    decisions = Decision.objects.select_related("run__suite_version__suite", "decided_by")
+    return render(request, "runs/decision_list.html", {"decisions": decisions[:500]})
+
+
+@require_GET
+def decisions_markdown(request: HttpRequest) -> HttpResponse:
+    decisions = Decision.objects.select_related("run__suite_version__suite", "decided_by")
+    lines = ["# Decisions", ""]
+    for decision in decisions:
+        who = decision.decided_by.get_username() if decision.decided_by else "(deleted user)"
+        run = decision.run
+        lines += [
+            f"## {decision.created_at:%Y-%m-%d %H:%M} — {decision.get_verdict_display()}",
+            "",
+            f"- Run: `{run.id}` ({run.suite.name}; {', '.join(run.contestants)})",
+            f"- Decided by: {who}",
+            f"- Headline eligible: {_eligible(run)}",
+            "",
+            *_quoted(decision.reasoning),
+            "",
+        ]
+    response = HttpResponse("\n".join(lines), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="DECISIONS.md"'
+    return response
+
+
+def _eligible(run: Run) -> str:
+    if not run.report:
+        return "no report"
+    calibration = run.report["calibration"]
+    return "yes" if run.report["headline_eligible"] else f"no ({calibration['status']})"
+
+
+def _quoted(text: str) -> list[str]:
+    """The reasoning as a Markdown block quote (its own Markdown stays inside the quote)."""
+    return [f"> {line}".rstrip() for line in text.strip().splitlines()] or ["> "]

@@ -1,0 +1,191 @@
+"""A run's pages: live progress and cancel, the report, its files, the answers and pairs
+browsers, one pair side by side, and comparing two runs.
+
+Every list is paginated and filtered in SQL, and every aggregate comes from the stored report
+or one query, so a page never loads every row of a big run.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from evalsite.core.report.compare import compare_reports
+from evalsite.core.report.html import render_sections
+from runs.forms import DecisionForm
+from runs.models import Answer, Judgement, Pair, Run
+from runs.progress import progress
+from runs.reporting import REPORT_FILES
+
+PAGE_SIZE = 50
+ANSWER_VERDICTS = {
+    "passed": Q(passed=True),
+    "failed": Q(passed=False),
+    "schema_fail": Q(schema_verdict="schema_fail"),
+    "parse_fail": Q(schema_verdict="parse_fail"),
+    "check_fail": Q(checks_passed=False),
+    "exec_fail": Q(exec_verdict__in=["fail", "error"]),
+    "error": Q(status=Answer.Status.ERROR),
+}
+
+
+def _get_run_or_404(run_id: str) -> Run:
+    return get_object_or_404(
+        Run.objects.select_related("suite_version__suite", "price_table", "created_by"), pk=run_id
+    )
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = _get_run_or_404(run_id)
+    context = {"run": run, "snap": progress(run), "can_cancel": _can_cancel(request.user, run)}
+    if request.htmx and request.GET.get("part") == "progress":
+        response = render(request, "runs/run_detail.html#run-progress", context)
+        if not run.is_active:
+            response["HX-Refresh"] = "true"  # the run ended: load the page with its report
+        return response
+    if run.report:
+        context["report_nav"], context["report_html"] = render_sections(run.report)
+        context["files"] = [name for name in REPORT_FILES if (run.report_dir / name).exists()]
+    context["decisions"] = run.decisions.select_related("decided_by")
+    context["decision_form"] = DecisionForm()
+    context["earlier"] = (
+        Run.objects.for_suite(run.suite).filter(report__isnull=False).exclude(pk=run.pk)[:10]
+    )
+    return render(request, "runs/run_detail.html", context)
+
+
+def _can_cancel(user, run: Run) -> bool:
+    return run.is_active and (user.is_staff or run.created_by_id == user.pk)
+
+
+@require_POST
+def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = _get_run_or_404(run_id)
+    if not (request.user.is_staff or run.created_by_id == request.user.pk):
+        raise PermissionDenied("Only the member who started a run, or staff, can cancel it.")
+    run.request_cancel()
+    if request.htmx:
+        context = {"run": run, "snap": progress(run), "can_cancel": False}
+        return render(request, "runs/run_detail.html#run-progress", context)
+    return redirect("run_detail", run_id=run.id)
+
+
+@require_GET
+def run_file(request: HttpRequest, run_id: str, name: str) -> FileResponse:
+    run = _get_run_or_404(run_id)
+    if name not in REPORT_FILES or not (run.report_dir / name).is_file():
+        raise Http404("No such report file.")
+    # Downloaded, never rendered in the app's origin: report.html is opened from disk.
+    return FileResponse((run.report_dir / name).open("rb"), as_attachment=True, filename=name)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def answer_list(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = _get_run_or_404(run_id)
+    filters = _filters(request, ("task", "contestant", "verdict"))
+    answers = Answer.objects.filter(run=run).defer("request", "exec_check", "parsed_json")
+    if filters["task"]:
+        answers = answers.filter(task_id=filters["task"])
+    if filters["contestant"]:
+        answers = answers.filter(contestant=filters["contestant"])
+    if filters["verdict"] in ANSWER_VERDICTS:
+        answers = answers.filter(ANSWER_VERDICTS[filters["verdict"]])
+    page = Paginator(answers.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "run": run,
+        "page": page,
+        "filters": filters,
+        "query": _query(filters),
+        "tasks": _tasks(run),
+        "verdicts": list(ANSWER_VERDICTS),
+    }
+    template = "runs/answer_list.html" + ("#answer-results" if request.htmx else "")
+    return render(request, template, context)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def pair_list(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = _get_run_or_404(run_id)
+    filters = _filters(request, ("task", "candidate", "excluded", "flips", "disagree"))
+    pairs = Pair.objects.filter(run=run).defer("baseline_sha", "candidate_sha")
+    if filters["task"]:
+        pairs = pairs.filter(task_id=filters["task"])
+    if filters["candidate"]:
+        pairs = pairs.filter(candidate_contestant=filters["candidate"])
+    if filters["excluded"] == "yes":
+        pairs = pairs.excluded()
+    elif filters["excluded"] == "no":
+        pairs = pairs.included()
+    if filters["flips"]:
+        pairs = pairs.filter(flip=True)
+    if filters["disagree"]:
+        pairs = pairs.disagreements()
+    page = Paginator(pairs.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "run": run,
+        "page": page,
+        "filters": filters,
+        "query": _query(filters),
+        "tasks": _tasks(run),
+        "candidates": run.contestants[1:],
+    }
+    template = "runs/pair_list.html" + ("#pair-results" if request.htmx else "")
+    return render(request, template, context)
+
+
+@require_GET
+def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse:
+    run = _get_run_or_404(run_id)
+    pair = get_object_or_404(
+        Pair.objects.select_related("baseline", "candidate"), run=run, pk=pair_id
+    )
+    judgements = {j.order: j for j in Judgement.objects.filter(pair=pair)}
+    context = {
+        "run": run,
+        "pair": pair,
+        "sides": [("Baseline", pair.baseline), ("Candidate", pair.candidate)],
+        "judgements": [judgements.get(1), judgements.get(2)],
+        "previous": Pair.objects.filter(run=run, pk__lt=pair.pk).order_by("-pk").first(),
+        "next": Pair.objects.filter(run=run, pk__gt=pair.pk).order_by("pk").first(),
+    }
+    return render(request, "runs/pair_detail.html", context)
+
+
+@require_GET
+def compare(request: HttpRequest) -> HttpResponse:
+    a_id, b_id = request.GET.get("a", ""), request.GET.get("b", "")
+    runs = Run.objects.filter(report__isnull=False).select_related("suite_version__suite")
+    context = {"runs": runs[:100], "a": a_id, "b": b_id}
+    if a_id and b_id:
+        a = get_object_or_404(runs, pk=a_id)
+        b = get_object_or_404(runs, pk=b_id)
+        context |= {
+            "run_a": a,
+            "run_b": b,
+            "comparison": compare_reports(a.report, b.report).to_dict(),
+        }
+    return render(request, "runs/compare.html", context)
+
+
+def _filters(request: HttpRequest, names: tuple[str, ...]) -> dict[str, str]:
+    return {name: request.GET.get(name, "").strip()[:300] for name in names}
+
+
+def _query(filters: dict[str, str]) -> str:
+    """The active filters as a query string for the pagination links."""
+    return urlencode({key: value for key, value in filters.items() if value})
+
+
+def _tasks(run: Run) -> list[str]:
+    return [task["id"] for task in run.suite_version.tasks]
