@@ -66,3 +66,37 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.labeller_name}: {self.task_id}/{self.case_id} {self.prefer}"
+
+
+class Assignment(models.Model):
+    """A pair shown to a member in the queue, or skipped by them: it keeps two members from
+    being handed the same pair at once, and a skipped pair from coming back."""
+
+    class State(models.TextChoices):
+        SHOWN = "shown"
+        SKIPPED = "skipped"
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="+")
+    labeller = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    task_id = models.CharField(max_length=64)
+    case_id = models.CharField(max_length=64)
+    baseline = models.CharField(max_length=300)
+    candidate = models.CharField(max_length=300)
+    baseline_sha = models.CharField(max_length=64)
+    candidate_sha = models.CharField(max_length=64)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.SHOWN)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "labeller", "suite", "task_id", "case_id", "baseline", "candidate",
+                    "baseline_sha", "candidate_sha",
+                ],
+                name="one_assignment_per_labeller_and_pair",
+            )
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        return f"{self.labeller_id}: {self.task_id}/{self.case_id} {self.state}"
