@@ -151,6 +151,9 @@ EVALSITE_CLAIM_LEASE_S = float(env_str("EVALSITE_CLAIM_LEASE_S", "600"))
 # set (docs/checks.md says what that gives up). At most this many run at once.
 EVALSITE_UNSAFE_NO_SANDBOX = env_bool("EVALSITE_UNSAFE_NO_SANDBOX")
 EVALSITE_CHECK_CONCURRENCY = int(env_str("EVALSITE_CHECK_CONCURRENCY", "2"))
+# The share of pairs the labelling queue also gives to a second labeller (human-human
+# agreement, SPEC §10.2).
+EVALSITE_LABEL_OVERLAP = float(env_str("EVALSITE_LABEL_OVERLAP", "0.2"))
 REDIS_URL = env_str("EVALSITE_REDIS_URL")
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL

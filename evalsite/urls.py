@@ -6,6 +6,7 @@ from django.urls import path
 from django.views.generic.base import RedirectView
 
 from evalsite.views import dashboard
+from labels import views as label_views
 from runs.views import decisions, run_pages, suites
 
 admin.site.site_header = "evalsite console"
@@ -31,6 +32,12 @@ urlpatterns = [
     path("compare/", run_pages.compare, name="compare"),
     path("decisions/", decisions.decision_list, name="decision_list"),
     path("decisions/DECISIONS.md", decisions.decisions_markdown, name="decisions_markdown"),
+    path("label/", label_views.label_home, name="label_home"),
+    path("label/<slug:name>/", label_views.label_pair, name="label_pair"),
+    path("label/<slug:name>/mine/", label_views.my_labels, name="my_labels"),
+    path("suites/<slug:name>/calibration/", label_views.calibration_page, name="calibration_page"),
+    path("suites/<slug:name>/labels.yaml", label_views.labels_export, name="labels_export"),
+    path("suites/<slug:name>/labels/import/", label_views.labels_import, name="labels_import"),
     path("prices/", suites.prices, name="prices"),
     path("admin/", admin.site.urls),
     path(

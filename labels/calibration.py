@@ -1,10 +1,17 @@
-"""The labels a run's calibration uses from this app: every content label of its suite."""
+"""Calibration from this app's labels: the source a run's report asks for, and the live
+calibration of a suite that the labelling page and the calibration page show."""
 
 from __future__ import annotations
 
 from evalsite.core.calibration import LabelView
+from evalsite.core.report.build import calibration_summary
+from evalsite.core.stats import seed_from
+from evalsite.core.stats.record import jsonable
 from labels.models import Label
-from runs.models import Run
+from labels.queue import latest_labelled_run
+from runs.models import Run, Suite
+from runs.reporting import run_calibration
+from runs.scoring import stored_suite
 
 
 def suite_labels(run: Run) -> list[LabelView]:
@@ -32,3 +39,20 @@ def suite_labels(run: Run) -> list[LabelView]:
         )
         for row in rows.iterator(chunk_size=2000)
     ]
+
+
+def live_calibration(suite: Suite) -> dict | None:
+    """The calibration of the suite's latest judged run with every label given so far: what
+    the labelling page's live panel and the calibration page show (None before any run)."""
+    run = latest_labelled_run(suite)
+    if run is None:
+        return None
+    core = stored_suite(run.suite_version)
+    judge = core.judge
+    summary = calibration_summary(
+        run_calibration(run, core),
+        min_kappa=judge.min_kappa if judge else 0.40,
+        min_labels=judge.min_labels if judge else 10,
+        seed=seed_from(run.suite_version.sha256),
+    )
+    return jsonable(summary) | {"run_id": run.id, "judge": run.judge.get("model")}

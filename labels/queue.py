@@ -1,11 +1,73 @@
-"""Which pairs a member still has to label (SPEC §10.2)."""
+"""The labelling queue (SPEC §10.2–10.3): which pair a member labels next, shown blind.
+
+The queue offers the judged pairs of a suite's latest judged run, in one seeded,
+task-stratified random order (each task's pairs shuffled, then the tasks taken in turn), so
+the labelled set represents the pairs and kappa is not biased by which pairs were picked.
+A pair needs one label, or two when it is one of the overlap share
+(``EVALSITE_LABEL_OVERLAP``, 20%) that a second labeller also gets, for human-human
+agreement. A pair shown to another member in the last few minutes is passed over unless it
+still needs a second labeller. Targeted review offers the run's flips and judge-human
+disagreements instead; its labels are marked targeted and kept out of the headline kappa.
+
+Blindness: the two answers appear as Left and Right, sides decided per (labeller, pair) by
+a keyed hash of the server's secret; the page addresses the pair by a signed token of an
+assignment id, which says nothing about models, sides or answers.
+"""
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, QuerySet
+import datetime as dt
+import hashlib
+import hmac
+import random
+from collections import Counter
+from dataclasses import dataclass
 
-from labels.models import Label
+from django.conf import settings
+from django.core import signing
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from labels.models import Assignment, Label
 from runs.models import Pair, Run, Suite
+
+SAMPLE, TARGETED = Label.Mode.SAMPLE, Label.Mode.TARGETED
+SHOWN_FOR = dt.timedelta(minutes=10)
+_SIGNING_NAMESPACE = "evalsite.labels.pair"
+CONTENT_FIELDS = ("task_id", "case_id", "baseline", "candidate", "baseline_sha", "candidate_sha")
+
+
+def content_key(pair: Pair) -> tuple[str, ...]:
+    return (
+        pair.task_id, pair.case_id, pair.baseline_contestant, pair.candidate_contestant,
+        pair.baseline_sha, pair.candidate_sha,
+    )  # fmt: skip
+
+
+def _content(pair: Pair) -> dict[str, str]:
+    return dict(zip(CONTENT_FIELDS, content_key(pair), strict=True))
+
+
+def _label_key(label) -> tuple[str, ...]:
+    return tuple(getattr(label, name) for name in CONTENT_FIELDS)
+
+
+def _keyed_fraction(*parts: object) -> float:
+    message = "\x1f".join(str(part) for part in parts).encode()
+    digest = hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def is_overlap(key: tuple[str, ...]) -> bool:
+    """Whether this pair is one of the share given to a second labeller."""
+    return _keyed_fraction("overlap", *key) < settings.EVALSITE_LABEL_OVERLAP
+
+
+def baseline_on_left(user, key: tuple[str, ...]) -> bool:
+    """The side of the baseline for this labeller and pair: a keyed hash the page cannot
+    reverse (the same labeller sees the same pair the same way every time)."""
+    return _keyed_fraction("side", user.pk, *key) < 0.5
 
 
 def latest_labelled_run(suite: Suite) -> Run | None:
@@ -13,31 +75,265 @@ def latest_labelled_run(suite: Suite) -> Run | None:
     return (
         Run.objects.for_suite(suite)
         .filter(status=Run.Status.DONE, pairs__score__isnull=False)
+        .distinct()
         .order_by("-created_at")
         .first()
     )
 
 
-def unlabelled_pairs(run: Run, user) -> QuerySet[Pair]:
-    """The run's judged pairs this member has not labelled (by the pair's content key)."""
-    mine = Label.objects.filter(
-        labeller=user,
-        suite_id=run.suite_version.suite_id,
-        task_id=OuterRef("task_id"),
-        case_id=OuterRef("case_id"),
-        baseline=OuterRef("baseline_contestant"),
-        candidate=OuterRef("candidate_contestant"),
-        baseline_sha=OuterRef("baseline_sha"),
-        candidate_sha=OuterRef("candidate_sha"),
+def stratified_order(run: Run, pairs: list[tuple[int, str]]) -> list[int]:
+    """Pair ids in the run's seeded, task-stratified random order."""
+    by_task: dict[str, list[int]] = {}
+    for pk, task in sorted(pairs):
+        by_task.setdefault(task, []).append(pk)
+    rng = random.Random(f"{run.suite_version.sha256}:{run.id}")
+    queues = []
+    for task in sorted(by_task):
+        ids = by_task[task]
+        rng.shuffle(ids)
+        queues.append(ids)
+    rng.shuffle(queues)
+    order = []
+    while any(queues):
+        for ids in queues:
+            if ids:
+                order.append(ids.pop())
+    return order
+
+
+def candidates(run: Run, mode: str) -> QuerySet[Pair]:
+    pairs = Pair.objects.filter(run=run).judged()
+    if mode == TARGETED:
+        return pairs.filter(flip=True) | pairs.disagreements()
+    return pairs
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A pair offered to a member: the assignment that addresses it and the pair."""
+
+    assignment: Assignment
+    pair: Pair
+    token: str
+    baseline_left: bool
+
+
+def next_offer(suite: Suite, user, mode: str = SAMPLE) -> Offer | None:
+    """The next pair this member should label, or None when the queue is empty for them."""
+    for pk in waiting(suite, user, mode):
+        return offer(suite, user, Pair.objects.get(pk=pk), mode)
+    return None
+
+
+def waiting(suite: Suite, user, mode: str = SAMPLE) -> list[int]:
+    """Ids of the pairs waiting for this member, in queue order."""
+    run = latest_labelled_run(suite)
+    if run is None:
+        return []
+    rows = list(
+        candidates(run, mode).values_list(
+            "pk",
+            "task_id",
+            "case_id",
+            "baseline_contestant",
+            "candidate_contestant",
+            "baseline_sha",
+            "candidate_sha",
+        )  # fmt: skip
     )
-    return Pair.objects.filter(run=run).judged().exclude(Exists(mine))
+    keys = {row[0]: tuple(row[1:]) for row in rows}
+    counts: Counter = Counter()
+    mine: set[tuple] = set()
+    done_by: set[tuple] = set()  # (labeller, key): a shown pair they labelled is not busy
+    labels = Label.objects.filter(suite=suite, mode=mode)
+    for labeller_id, *key in labels.values_list("labeller_id", *CONTENT_FIELDS):
+        counts[tuple(key)] += 1
+        done_by.add((labeller_id, tuple(key)))
+        if labeller_id == user.pk:
+            mine.add(tuple(key))
+    skipped, busy = set(), Counter()
+    recent = timezone.now() - SHOWN_FOR
+    assignments = Assignment.objects.filter(suite=suite).values_list(
+        "labeller_id", "state", "updated_at", *CONTENT_FIELDS
+    )
+    for labeller_id, state, updated_at, *key in assignments:
+        key = tuple(key)
+        if labeller_id == user.pk and state == Assignment.State.SKIPPED:
+            skipped.add(key)
+        elif (
+            labeller_id != user.pk
+            and state == Assignment.State.SHOWN
+            and updated_at > recent
+            and (labeller_id, key) not in done_by
+        ):
+            busy[key] += 1
+    ids, seen = [], set()
+    for pk in stratified_order(run, [(row[0], row[1]) for row in rows]):
+        key = keys[pk]
+        if key in mine or key in skipped or key in seen:
+            continue
+        wanted = 2 if is_overlap(key) and mode == SAMPLE else 1
+        if counts[key] + busy[key] < wanted:
+            ids.append(pk)
+            seen.add(key)  # repeats with identical answers are one pair to label
+    return ids
+
+
+def offer(suite: Suite, user, pair: Pair, mode: str = SAMPLE) -> Offer:
+    """Show `pair` to `user`: note the assignment and sign its token."""
+    assignment = _assignment(suite, user, pair)
+    token = signing.dumps({"a": assignment.pk, "m": mode}, salt=_SIGNING_NAMESPACE, compress=True)
+    return Offer(assignment, pair, token, baseline_on_left(user, content_key(pair)))
+
+
+def _assignment(suite: Suite, user, pair: Pair) -> Assignment:
+    content = _content(pair)
+    try:
+        with transaction.atomic():
+            assignment, created = Assignment.objects.get_or_create(
+                suite=suite, labeller=user, **content
+            )
+    except IntegrityError:  # two tabs asked at once
+        assignment, created = Assignment.objects.get(suite=suite, labeller=user, **content), False
+    if not created:
+        assignment.state = Assignment.State.SHOWN
+        assignment.save(update_fields=["state", "updated_at"])
+    return assignment
+
+
+class BadToken(Exception):
+    """A token that is not this member's, or was tampered with."""
+
+
+def from_token(token: str, user) -> tuple[Assignment, str]:
+    try:
+        data = signing.loads(token, salt=_SIGNING_NAMESPACE)
+        assignment = Assignment.objects.select_related("suite").get(pk=data["a"], labeller=user)
+    except (signing.BadSignature, Assignment.DoesNotExist, KeyError, TypeError):
+        raise BadToken("this pair is not in your queue (the link is stale or not yours)") from None
+    mode = data.get("m") if data.get("m") in (SAMPLE, TARGETED) else SAMPLE
+    return assignment, mode
+
+
+def pair_for(assignment: Assignment) -> Pair | None:
+    """The pair of the suite's latest run with the assignment's content (any repeat)."""
+    run = latest_labelled_run(assignment.suite)
+    content = {
+        "task_id": assignment.task_id,
+        "case_id": assignment.case_id,
+        "baseline_contestant": assignment.baseline,
+        "candidate_contestant": assignment.candidate,
+        "baseline_sha": assignment.baseline_sha,
+        "candidate_sha": assignment.candidate_sha,
+    }
+    pairs = Pair.objects.filter(**content).select_related("baseline", "candidate")
+    if run is not None:
+        return pairs.filter(run=run).first() or pairs.order_by("-pk").first()
+    return pairs.order_by("-pk").first()
+
+
+# --- labelling ------------------------------------------------------------------------------
+
+
+CHOICES = {"left": "left", "1": "left", "tie": "tie", "2": "tie", "right": "right", "3": "right"}
+
+
+def preference(user, assignment: Assignment, choice: str) -> str:
+    """Left / tie / right as seen by this member, as baseline / candidate / tie."""
+    side = CHOICES[choice]
+    if side == "tie":
+        return Label.Prefer.TIE
+    left_is_baseline = baseline_on_left(user, _label_key(assignment))
+    if (side == "left") == left_is_baseline:
+        return Label.Prefer.BASELINE
+    return Label.Prefer.CANDIDATE
+
+
+def record(user, assignment: Assignment, choice: str, note: str, mode: str) -> Label:
+    """This member's label on the assignment's pair; a second submit updates it (idempotent)."""
+    content = {name: getattr(assignment, name) for name in CONTENT_FIELDS}
+    values = {
+        "labeller": user,
+        "prefer": preference(user, assignment, choice),
+        "note": note.strip()[:4000],
+        "mode": mode,
+        "source": Label.Source.BROWSER,
+    }
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                label, _ = Label.objects.update_or_create(
+                    suite=assignment.suite,
+                    labeller_name=user.get_username(),
+                    **content,
+                    defaults=values,
+                )
+            break
+        except IntegrityError:  # the same submit raced itself: the row exists now
+            continue
+    refresh_consensus(assignment.suite, content)
+    return label
+
+
+def undo_last(suite: Suite, user) -> Assignment | None:
+    """Delete this member's latest label in the suite; the assignment to show again."""
+    label = Label.objects.filter(suite=suite, labeller=user).order_by("-updated_at", "-pk").first()
+    if label is None:
+        return None
+    content = {name: getattr(label, name) for name in CONTENT_FIELDS}
+    label.delete()
+    refresh_consensus(suite, content)
+    return Assignment.objects.filter(suite=suite, labeller=user, **content).first()
+
+
+def skip(assignment: Assignment) -> None:
+    assignment.state = Assignment.State.SKIPPED
+    assignment.save(update_fields=["state", "updated_at"])
+
+
+def refresh_consensus(suite: Suite, content: dict[str, str]) -> None:
+    """Set `Pair.human` on every pair of the suite with this content to the labels'
+    strict-majority preference (sample labels only), so the pages' disagreement filter and
+    the calibration move at once."""
+    prefs = list(
+        Label.objects.filter(suite=suite, mode=SAMPLE, **content).values_list("prefer", flat=True)
+    )
+    counts = Counter(prefs).most_common()
+    consensus = ""
+    if counts and (len(counts) == 1 or counts[0][1] > counts[1][1]):
+        consensus = counts[0][0]
+    Pair.objects.filter(
+        run__suite_version__suite=suite,
+        task_id=content["task_id"],
+        case_id=content["case_id"],
+        baseline_contestant=content["baseline"],
+        candidate_contestant=content["candidate"],
+        baseline_sha=content["baseline_sha"],
+        candidate_sha=content["candidate_sha"],
+    ).update(human=consensus)
+
+
+def progress(suite: Suite, user, mode: str = SAMPLE) -> dict[str, int]:
+    """How far the suite's queue is: pairs offered, pairs with a label, this member's labels."""
+    run = latest_labelled_run(suite)
+    if run is None:
+        return {"pairs": 0, "labelled": 0, "mine": 0}
+    rows = candidates(run, mode).values_list(
+        "task_id", "case_id", "baseline_contestant", "candidate_contestant", "baseline_sha",
+        "candidate_sha",
+    )  # fmt: skip
+    keys = set(rows)
+    labelled, mine = set(), set()
+    for labeller_id, *key in Label.objects.filter(suite=suite, mode=mode).values_list(
+        "labeller_id", *CONTENT_FIELDS
+    ):
+        if tuple(key) in keys:
+            labelled.add(tuple(key))
+            if labeller_id == user.pk:
+                mine.add(tuple(key))
+    return {"pairs": len(keys), "labelled": len(labelled), "mine": len(mine)}
 
 
 def queue_count(user) -> int:
-    """Pairs waiting for this member across every suite's latest judged run."""
-    total = 0
-    for suite in Suite.objects.all():
-        run = latest_labelled_run(suite)
-        if run is not None:
-            total += unlabelled_pairs(run, user).count()
-    return total
+    """Pairs waiting for this member across every suite (for the dashboard)."""
+    return sum(len(waiting(suite, user)) for suite in Suite.objects.all())

@@ -117,7 +117,7 @@ def _verdicts(answer: Answer) -> dict:
     }
 
 
-def _task_text(suite: Suite, task_id: str, case_id: str) -> str:
+def task_text(suite: Suite, task_id: str, case_id: str) -> str:
     """The task as the judge sees it: the case's prompt as written, system message first."""
     messages = render_messages(suite, task_id, case_id)
     return "\n\n".join(message["content"] for message in messages)
@@ -142,7 +142,7 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
     for pair in pending.iterator(chunk_size=500):
         task = suite.task(pair.task_id)
         rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
-        prompt = _task_text(suite, pair.task_id, pair.case_id)
+        prompt = task_text(suite, pair.task_id, pair.case_id)
         baseline, candidate = _side(pair.baseline), _side(pair.candidate)
         for order, (first, second) in ((1, (baseline, candidate)), (2, (candidate, baseline))):
             request = Request.from_params(
@@ -184,7 +184,7 @@ def _queue_grades(
         rubric = str(task.grade.get("rubric") or task.rubric or suite.judge.rubric or "")
         request = Request.from_params(
             judge_model,
-            grade_messages(_task_text(suite, task.id, answer.case_id), answer.text, rubric),
+            grade_messages(task_text(suite, task.id, answer.case_id), answer.text, rubric),
             params,
             purpose="judge",
             task_id=answer.task_id,

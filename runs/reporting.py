@@ -21,7 +21,14 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from evalsite.core.calibration import SUITE_FILE, LabelView, PairView, match_labels
+from evalsite.core.calibration import (
+    SUITE_FILE,
+    UNNAMED,
+    Calibration,
+    LabelView,
+    PairView,
+    match_labels,
+)
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
@@ -108,6 +115,13 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
             previous=previous_report(run),
         )
     )
+
+
+def run_calibration(run: Run, suite: Suite | None = None) -> Calibration:
+    """The labels that apply to `run`'s pairs, matched (SPEC §10.1)."""
+    suite = suite or stored_suite(run.suite_version)
+    rows = Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000)
+    return match_labels([_pair_view(row) for row in rows], run_labels(run, suite))
 
 
 def store_human_consensus(run: Run, human_by_pair: dict[int, str]) -> None:
@@ -211,7 +225,7 @@ def run_labels(run: Run, suite: Suite) -> list[LabelView]:
     labels = [
         LabelView(
             source=SUITE_FILE,
-            labeller="suite file",
+            labeller=label.labeller or UNNAMED,
             task=label.task,
             case=label.case,
             baseline=label.baseline,

@@ -22,10 +22,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Calibration", "LabelView", "PairView", "match_labels"]
+__all__ = ["SUITE_FILE", "UNNAMED", "Calibration", "LabelView", "PairView", "match_labels"]
 
 _MIRROR = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
 SUITE_FILE = "suite_file"
+UNNAMED = "suite file"  # the labeller of a suite-file label that names none
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Calibration:
 
     ``items``: (pair key, task, human consensus, judge category) for each included pair
     with a consensus, in the order their first label was given. ``ratings``: per pair key,
-    each labeller's preference (content labels only), for human-human agreement.
+    each named labeller's preference, for human-human agreement.
     """
 
     items: list[tuple[int, str, str, str]] = field(default_factory=list)
@@ -74,6 +75,8 @@ class Calibration:
     on_excluded: int = 0
     targeted: int = 0
     human_by_pair: dict[int, str] = field(default_factory=dict)
+    # each labeller's own (preference, judge category) on the pairs they labelled
+    by_labeller: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def labels_used(self) -> dict[str, int]:
@@ -133,13 +136,13 @@ def match_labels(pairs: Sequence[PairView], labels: Iterable[LabelView]) -> Cali
 
     for key in sorted(votes, key=lambda k: (first_at[k], k)):
         pair = pair_by_key[key]
+        for labeller, (prefer, _) in votes[key].items():
+            result.by_labeller.setdefault(labeller, []).append((prefer, pair.judge))
         preferences = [prefer for prefer, _ in votes[key].values()]
         consensus = _majority(preferences)
-        content = {
-            who: prefer for who, (prefer, source) in votes[key].items() if source != SUITE_FILE
-        }
-        if len(content) >= 2:
-            result.ratings[key] = content
+        named = {who: prefer for who, (prefer, _) in votes[key].items() if who != UNNAMED}
+        if len(named) >= 2:
+            result.ratings[key] = named
         if consensus is None:
             result.no_majority += 1
             continue

@@ -31,7 +31,7 @@ from evalsite.core.stats import (
 )
 from evalsite.core.stats.record import jsonable
 
-__all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report"]
+__all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report", "calibration_summary"]
 
 FORMAT = 1
 CURVE_POINTS = 20
@@ -125,7 +125,9 @@ class ReportInput:
 def build_report(data: ReportInput) -> dict[str, Any]:
     """The report dict with the keys SPEC §11 lists (and the ones the renderers use)."""
     seed = seed_from(data.suite_hash)
-    calibration = _calibration(data, seed)
+    calibration = calibration_summary(
+        data.calibration, min_kappa=data.min_kappa, min_labels=data.min_labels, seed=seed
+    )
     eligible = calibration["status"] == "ok"
     win_rates = _win_rates(data, seed)
     report = {
@@ -185,12 +187,16 @@ def _table_line(table: Mapping[str, Any]) -> str:
 # --- calibration ---------------------------------------------------------------------------
 
 
-def _calibration(data: ReportInput, seed: int) -> dict[str, Any]:
-    matched = data.calibration
+def calibration_summary(
+    matched: Calibration, *, min_kappa: float, min_labels: int, seed: int
+) -> dict[str, Any]:
+    """The calibration section from matched labels: the gate, kappa with both intervals,
+    the confusion matrix, per task, the human-human ceiling and the kappa curve. The report,
+    the live panel of the labelling page and the calibration page all use this."""
     humans = [human for _, _, human, _ in matched.items]
     judges = [judge for _, _, _, judge in matched.items]
     kappa = cohen_kappa(humans, judges)
-    gate = headline_gate(kappa, min_labels=data.min_labels, min_kappa=data.min_kappa)
+    gate = headline_gate(kappa, min_labels=min_labels, min_kappa=min_kappa)
     return {
         "status": gate.status,
         "reason": gate.reason,
@@ -202,9 +208,9 @@ def _calibration(data: ReportInput, seed: int) -> dict[str, Any]:
         ),
         "agreement": kappa.agreement,
         "n": kappa.n,
-        "min_kappa": data.min_kappa,
-        "min_labels": data.min_labels,
-        "labels_needed": labels_needed(kappa, min_kappa=data.min_kappa, min_labels=data.min_labels),
+        "min_kappa": min_kappa,
+        "min_labels": min_labels,
+        "labels_needed": labels_needed(kappa, min_kappa=min_kappa, min_labels=min_labels),
         "confusion": kappa.confusion,
         "per_task": [
             task.to_dict()
@@ -218,6 +224,7 @@ def _calibration(data: ReportInput, seed: int) -> dict[str, Any]:
         "no_majority": matched.no_majority,
         "humans": _humans(matched),
         "curve": _curve(humans, judges),
+        "labellers": _labellers(matched),
     }
 
 
@@ -229,6 +236,23 @@ def _humans(matched: Calibration) -> dict[str, Any]:
         "krippendorff_alpha": krippendorff_alpha(ratings) if ratings else None,
         "n_items": len(ratings),
     }
+
+
+def _labellers(matched: Calibration) -> list[dict[str, Any]]:
+    """Each labeller's own agreement with the judge, over the pairs they labelled."""
+    rows = []
+    for labeller, votes in sorted(matched.by_labeller.items()):
+        kappa = cohen_kappa([human for human, _ in votes], [judge for _, judge in votes])
+        rows.append(
+            {
+                "labeller": labeller,
+                "n": kappa.n,
+                "kappa": kappa.kappa,
+                "band": kappa.band,
+                "agreement": kappa.agreement,
+            }  # fmt: skip
+        )
+    return rows
 
 
 def _curve(humans: list[str], judges: list[str]) -> list[dict[str, Any]]:

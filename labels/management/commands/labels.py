@@ -1,0 +1,55 @@
+"""`evalsite labels export SUITE [--out FILE]` and `evalsite labels import SUITE FILE`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from evalsite.core.exitcodes import ExitCode
+from labels.transfer import LabelImportError, export_yaml, import_yaml
+from runs.models import Suite
+from runs.setup import prepare_database
+
+
+class Command(BaseCommand):
+    help = "Labels in and out as the suite file's labels: YAML."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        verbs = parser.add_subparsers(dest="verb", required=True)
+        out = verbs.add_parser("export", help="Print (or write) a suite's labels as YAML.")
+        out.add_argument("suite", help="Suite name.")
+        out.add_argument("--out", help="Write to this file instead of printing.")
+        into = verbs.add_parser("import", help="Bind labels from YAML to the latest judged run.")
+        into.add_argument("suite", help="Suite name.")
+        into.add_argument("file", help="YAML: a list of labels, or a mapping with labels:.")
+
+    def handle(self, *args, **opts):
+        prepare_database()
+        suite = Suite.objects.filter(name=opts["suite"]).first()
+        if suite is None:
+            self._fail(f"no suite named {opts['suite']!r}")
+        if opts["verb"] == "export":
+            text = export_yaml(suite)
+            if opts.get("out"):
+                Path(opts["out"]).write_text(text, encoding="utf-8")
+                self.stderr.write(f"wrote {opts['out']}")
+            else:
+                self.stdout.write(text, ending="")
+            return
+        path = Path(opts["file"])
+        if not path.is_file():
+            self._fail(f"{path}: no such file")
+        try:
+            count = import_yaml(suite, path.read_text("utf-8", "replace"), user=None,
+                                filename=str(path))  # fmt: skip
+        except LabelImportError as error:
+            for problem in error.problems:
+                self.stderr.write(f"error: {problem}")
+            sys.exit(ExitCode.INPUT_ERROR)
+        self.stdout.write(f"imported {count} label{'s' if count != 1 else ''} into {suite.name}")
+
+    def _fail(self, message: str) -> None:
+        self.stderr.write(f"error: {message}")
+        sys.exit(ExitCode.INPUT_ERROR)

@@ -1,0 +1,207 @@
+"""Blind labelling (SPEC §10.2–10.4), the calibration page, and labels in and out as YAML.
+
+The labelling page shows one pair at a time as Left / Right with the task and both answers'
+schema and execution-check badges, and nothing else: no model, contestant, verdict, cost,
+latency or id. One POST records the label (or skips, or undoes the last one) and returns the
+next pair, the progress and the suite's live calibration in one htmx swap; without
+JavaScript the same form posts and redirects.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
+from labels import queue
+from labels.calibration import live_calibration
+from labels.models import Label
+from labels.transfer import LabelImportError, export_yaml, import_yaml
+from runs.judging import task_text
+from runs.models import Suite
+from runs.scoring import stored_suite
+
+MODES = (queue.SAMPLE, queue.TARGETED)
+
+
+@require_GET
+def label_home(request: HttpRequest) -> HttpResponse:
+    suites = [
+        (suite, len(queue.waiting(suite, request.user)), queue.latest_labelled_run(suite))
+        for suite in Suite.objects.all()
+    ]
+    return render(request, "labels/home.html", {"suites": suites})
+
+
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def label_pair(request: HttpRequest, name: str) -> HttpResponse:
+    suite = get_object_or_404(Suite, name=name)
+    mode = request.POST.get("mode") or request.GET.get("mode") or queue.SAMPLE
+    if mode not in MODES:
+        raise Http404("No such labelling mode.")
+    offer = None
+    if request.method == "POST":
+        offer = _act(request, suite, mode)
+        if not request.htmx:
+            url = reverse("label_pair", args=[suite.name])
+            if offer is not None:
+                url += f"?token={offer.token}"
+            return redirect(url + ("&" if offer else "?") + f"mode={mode}")
+    elif request.GET.get("token"):
+        offer = _offer_from_token(request, request.GET["token"])
+    if offer is None:
+        offer = queue.next_offer(suite, request.user, mode)
+    context = _workspace(request, suite, offer, mode)
+    template = "labels/label.html" + ("#label-workspace" if request.htmx else "")
+    return render(request, template, context)
+
+
+def _act(request: HttpRequest, suite: Suite, mode: str):
+    """Record, skip or undo; the offer to show next (None: the queue's next)."""
+    action = request.POST.get("action", "label")
+    if action == "undo":
+        assignment = queue.undo_last(suite, request.user)
+        if assignment is None:
+            messages.info(request, "Nothing to undo.")
+            return None
+        pair = queue.pair_for(assignment)
+        return queue.offer(suite, request.user, pair, mode) if pair else None
+    try:
+        assignment, token_mode = queue.from_token(request.POST.get("token", ""), request.user)
+    except queue.BadToken as error:
+        messages.error(request, str(error))
+        return None
+    if assignment.suite_id != suite.pk:
+        raise PermissionDenied("That pair belongs to another suite.")
+    if action == "skip":
+        queue.skip(assignment)
+    elif request.POST.get("choice") in queue.CHOICES:
+        queue.record(
+            request.user, assignment, request.POST["choice"], request.POST.get("note", ""),
+            token_mode,
+        )  # fmt: skip
+    else:
+        messages.error(request, "Choose Left (1), Tie (2) or Right (3).")
+        return _offer_again(request, assignment, token_mode)
+    return None
+
+
+def _offer_again(request, assignment, mode):
+    pair = queue.pair_for(assignment)
+    return queue.offer(assignment.suite, request.user, pair, mode) if pair else None
+
+
+def _offer_from_token(request: HttpRequest, token: str):
+    try:
+        assignment, mode = queue.from_token(token, request.user)
+    except queue.BadToken as error:
+        messages.error(request, str(error))
+        return None
+    return _offer_again(request, assignment, mode)
+
+
+def _workspace(request: HttpRequest, suite: Suite, offer, mode: str) -> dict:
+    context = {
+        "suite": suite,
+        "mode": mode,
+        "offer": offer,
+        "progress": queue.progress(suite, request.user, mode),
+        "calibration": live_calibration(suite),
+    }
+    if offer is None:
+        return context
+    pair = offer.pair
+    sides = [pair.baseline, pair.candidate]
+    if not offer.baseline_left:
+        sides.reverse()
+    mine = Label.objects.filter(
+        labeller=request.user,
+        suite=suite,
+        **{f: getattr(offer.assignment, f) for f in queue.CONTENT_FIELDS},  # fmt: skip
+    ).first()
+    context |= {
+        "task": task_text(stored_suite(pair.run.suite_version), pair.task_id, pair.case_id),
+        "left": _blind(sides[0]),
+        "right": _blind(sides[1]),
+        "mine": _seen_as(mine, offer) if mine else None,
+        "note": mine.note if mine else "",
+    }
+    return context
+
+
+def _blind(answer) -> dict:
+    """Only what the judge also sees: the text and the schema / execution-check verdicts."""
+    return {
+        "text": answer.text if answer.status == "done" else "",
+        "error": answer.status != "done",
+        "schema": answer.schema_verdict if answer.schema_verdict != "not_applicable" else "",
+        "exec": answer.exec_verdict,
+    }
+
+
+def _seen_as(label: Label, offer) -> str:
+    """This member's earlier label in their own Left / Right terms."""
+    if label.prefer == Label.Prefer.TIE:
+        return "tie"
+    baseline_left = offer.baseline_left
+    return "left" if (label.prefer == Label.Prefer.BASELINE) == baseline_left else "right"
+
+
+@require_GET
+def my_labels(request: HttpRequest, name: str) -> HttpResponse:
+    suite = get_object_or_404(Suite, name=name)
+    rows = []
+    for label in Label.objects.filter(suite=suite, labeller=request.user).order_by("-updated_at"):
+        assignment = queue.Assignment.objects.filter(
+            suite=suite, labeller=request.user,
+            **{f: getattr(label, f) for f in queue.CONTENT_FIELDS},
+        ).first()  # fmt: skip
+        pair = queue.pair_for(assignment) if assignment else None
+        offer = queue.offer(suite, request.user, pair, label.mode) if pair else None
+        rows.append((label, offer, _seen_as(label, offer) if offer else ""))
+    return render(request, "labels/mine.html", {"suite": suite, "rows": rows[:500]})
+
+
+@require_GET
+def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
+    suite = get_object_or_404(Suite, name=name)
+    calibration = live_calibration(suite)
+    charts = {"calibration": calibration} if calibration else {}
+    context = {
+        "suite": suite,
+        "calibration": calibration,
+        "curve_svg": kappa_curve_svg(charts),
+        "confusion_svg": confusion_svg(charts),
+        "labels_yaml": export_yaml(suite),
+        "count": Label.objects.filter(suite=suite).count(),
+    }
+    return render(request, "labels/calibration.html", context)
+
+
+@require_GET
+def labels_export(request: HttpRequest, name: str) -> HttpResponse:
+    suite = get_object_or_404(Suite, name=name)
+    response = HttpResponse(export_yaml(suite), content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{suite.name}-labels.yaml"'
+    return response
+
+
+@require_POST
+def labels_import(request: HttpRequest, name: str) -> HttpResponse:
+    suite = get_object_or_404(Suite, name=name)
+    upload = request.FILES.get("file")
+    text = upload.read().decode("utf-8", "replace") if upload else request.POST.get("yaml", "")
+    try:
+        created = import_yaml(suite, text, user=request.user, filename="uploaded labels")
+    except LabelImportError as error:
+        for problem in error.problems[:30]:
+            messages.error(request, problem)
+    else:
+        messages.success(request, f"Imported {created} label{'s' if created != 1 else ''}.")
+    return redirect("calibration_page", name=suite.name)
