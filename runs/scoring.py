@@ -21,8 +21,25 @@ from runs.models import Answer, Run, SuiteVersion
 FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.DEMO)
 
 
+_PARSED: dict[tuple[int, str, str, str], Suite] = {}
+_PARSED_MAX = 64
+
+
 def stored_suite(version: SuiteVersion) -> Suite:
-    """The suite as stored: its parsed form, with referenced files already inlined."""
+    """The suite as stored: its parsed form, with referenced files already inlined.
+
+    A version never changes (its content is its hash), and the parsed suite is a frozen
+    value, so each process parses a version once."""
+    key = (version.pk, version.sha256, version.origin, version.source_path)
+    suite = _PARSED.get(key)
+    if suite is None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        suite = _PARSED[key] = _parse_stored(version)
+    return suite
+
+
+def _parse_stored(version: SuiteVersion) -> Suite:
     origin = "file" if version.origin in FILESYSTEM_ORIGINS else "upload"
     document = {k: v for k, v in version.parsed.items() if k != "replies"}
     data = json.dumps(document).encode()
