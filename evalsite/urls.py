@@ -24,6 +24,7 @@ urlpatterns = [
     path("suites/<slug:name>/<str:sha>/runs/", suites.run_new, name="run_new"),
     path("runs/<str:run_id>/", run_pages.run_detail, name="run_detail"),
     path("runs/<str:run_id>/cancel/", run_pages.run_cancel, name="run_cancel"),
+    path("runs/<str:run_id>/pin/", run_pages.run_pin, name="run_pin"),
     path("runs/<str:run_id>/files/<str:name>", run_pages.run_file, name="run_file"),
     path("runs/<str:run_id>/answers/", run_pages.answer_list, name="answer_list"),
     path("runs/<str:run_id>/pairs/", run_pages.pair_list, name="pair_list"),

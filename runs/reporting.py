@@ -113,6 +113,8 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
             command=reproduce_command(run),
             cache_state=_cache_state(answers, judge_calls),
             previous=previous_report(run),
+            gate=dict(suite.gate),
+            pinned=_pinned(run),
         )
     )
 
@@ -279,6 +281,11 @@ def reproduce_command(run: Run) -> str:
         parts.append("--no-cache")
     parts += ["--max-cost", f"{run.cap_usd:f}"]
     return shlex.join(parts)
+
+
+def _pinned(run: Run) -> dict | None:
+    baseline = run.suite.baseline_run
+    return baseline.report if baseline is not None else None
 
 
 def previous_report(run: Run) -> dict | None:

@@ -20,12 +20,29 @@ identifier = RegexValidator(
 class Suite(models.Model):
     name = models.CharField(max_length=64, unique=True, validators=[identifier])
     created_at = models.DateTimeField(auto_now_add=True)
+    baseline_run = models.ForeignKey(
+        "runs.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The pinned run that `max_regression_points` gates compare against.",
+    )
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def pin_baseline(self, run) -> None:
+        """Pin `run` (a finished run of this suite with a report) as the regression baseline."""
+        if run.suite_version.suite_id != self.pk:
+            raise ValueError(f"run {run.id} is not a run of suite {self.name}")
+        if run.report is None:
+            raise ValueError(f"run {run.id} has no report to compare against ({run.status})")
+        Suite.objects.filter(pk=self.pk).update(baseline_run=run)
+        self.baseline_run = run
 
     def latest_version(self) -> SuiteVersion | None:
         return self.versions.order_by("-created_at", "-pk").first()

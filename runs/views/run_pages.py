@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -46,7 +47,12 @@ def _get_run_or_404(run_id: str) -> Run:
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
-    context = {"run": run, "snap": progress(run), "can_cancel": _can_cancel(request.user, run)}
+    context = {
+        "run": run,
+        "snap": progress(run),
+        "can_cancel": _can_cancel(request.user, run),
+        "pinned": run.suite.baseline_run_id == run.id,
+    }
     if request.htmx and request.GET.get("part") == "progress":
         response = render(request, "runs/run_detail.html#run-progress", context)
         if not run.is_active:
@@ -76,6 +82,19 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     if request.htmx:
         context = {"run": run, "snap": progress(run), "can_cancel": False}
         return render(request, "runs/run_detail.html#run-progress", context)
+    return redirect("run_detail", run_id=run.id)
+
+
+@require_POST
+def run_pin(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Pin this run as its suite's regression baseline (the `max_regression_points` gate)."""
+    run = _get_run_or_404(run_id)
+    try:
+        run.suite.pin_baseline(run)
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Pinned as the baseline of {run.suite.name}.")
     return redirect("run_detail", run_id=run.id)
 
 

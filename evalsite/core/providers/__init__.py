@@ -26,6 +26,7 @@ from evalsite.core.providers.base import (
 )
 from evalsite.core.providers.command import CommandProvider
 from evalsite.core.providers.fake import FakeProvider
+from evalsite.core.providers.given import GivenProvider
 from evalsite.core.providers.google import GoogleProvider
 from evalsite.core.providers.http_json import make_client
 from evalsite.core.providers.openai import OPENROUTER_BASE_URL, compatible_provider, openai_provider
@@ -49,7 +50,7 @@ KEY_VARIABLES = {
     "google": "GOOGLE_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
 }
-KEYLESS = ("fake", "scripted", "command")
+KEYLESS = ("fake", "scripted", "command", "given")
 BUILTIN = (*KEY_VARIABLES, *KEYLESS)
 _NO_ENDPOINTS: Mapping[str, EndpointConfig] = {}
 _KEYED: dict[str, Callable[[str | None], Provider]] = {
@@ -94,6 +95,8 @@ def build_provider(
         )
     if fake or provider == "fake":
         return FakeProvider(sleep=fake_sleep)
+    if provider == "given":
+        return GivenProvider()  # supplied answers (judge lab): never called
     if provider == "scripted":
         if replies is None:
             message = f"{model} needs a replies file (--replies, or replies: in the suite)"

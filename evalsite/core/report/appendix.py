@@ -25,7 +25,8 @@ from evalsite.core.report.text import visible
 
 __all__ = [
     "LISTED", "MESSAGE_CHARS", "charts_section", "decision_lines", "decision_section",
-    "failures_section", "movers_section", "reproduce_section", "warnings_section",
+    "failures_section", "gates_section", "movers_section", "reproduce_section",
+    "warnings_section",
 ]  # fmt: skip
 
 LISTED = 100  # failures or exclusions listed one by one; the files have every one
@@ -122,6 +123,25 @@ def warnings_section(ctx: Context) -> Section:
         return Section("warnings", "Warnings", (Para("No warnings."),))
     items = tuple(Code(visible(text, MESSAGE_CHARS)) for text in warnings)
     return Section("warnings", "Warnings", (Items(items),))
+
+
+def gates_section(ctx: Context) -> Section:
+    """The suite's CI gates (SPEC §15), each with its figure: failed first."""
+    gates = ctx.report.get("gates") or []
+    if not gates:
+        return Section("gates", "Gates", (Para("The suite has no gate: block."),))
+    order = {"failed": 0, "skipped": 1, "passed": 2}
+    rows = tuple(
+        (
+            str(g.get("status", "")).upper(),
+            Code(visible(str(g.get("gate", "")))),
+            Code(visible(str(g.get("message", "")), MESSAGE_CHARS)),
+        )  # fmt: skip
+        for g in sorted(gates, key=lambda g: order.get(g.get("status"), 3))
+    )
+    failed = sum(1 for g in gates if g.get("status") == "failed")
+    verdict = f"{failed} gate check(s) failed." if failed else "Every gate check passed."
+    return Section("gates", "Gates", (Para(verdict), Table(("status", "gate", "figure"), rows)))
 
 
 def charts_section(ctx: Context) -> Section:

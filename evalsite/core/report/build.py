@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.core.calibration import Calibration
+from evalsite.core.gates import check_gates
 from evalsite.core.scoring.aggregate import contestant_rates, tag_rates
 from evalsite.core.stats import (
     bootstrap_kappa_ci,
@@ -119,6 +120,8 @@ class ReportInput:
     command: str = ""
     cache_state: str = ""
     previous: Mapping[str, Any] | None = None
+    gate: Mapping[str, Any] = field(default_factory=dict)
+    pinned: Mapping[str, Any] | None = None  # the pinned baseline run's report
     report_path: str = ""
 
 
@@ -170,6 +173,10 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     }
     report["movers"] = _movers(report, data.previous, data.mover_threshold)
     report["warnings"] = _warnings(data, report)
+    report = jsonable(report)
+    gates = check_gates(report, data.gate, data.pinned) if data.gate else []
+    report["gates"] = [result.to_dict() for result in gates]
+    report["gates_passed"] = not any(result.failed for result in gates)
     return jsonable(report)
 
 

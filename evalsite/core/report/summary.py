@@ -32,6 +32,20 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     else:
         lines += [_win_rate_line(ctx, name) for name in ctx.candidates]
     lines.append("  cost: " + cost_text(ctx.get("totals")))
+    lines += _gate_lines(report.get("gates") or [])
+    return lines
+
+
+def _gate_lines(gates: list) -> list[str]:
+    """One line per failed (or skipped) gate, naming its figure; one line when all pass."""
+    if not gates:
+        return []
+    failed = [g for g in gates if g.get("status") == "failed"]
+    skipped = [g for g in gates if g.get("status") == "skipped"]
+    lines = [f"  gate failed: {g.get('gate')} - {visible(g.get('message', ''))}" for g in failed]
+    lines += [f"  gate skipped: {g.get('gate')} - {visible(g.get('message', ''))}" for g in skipped]
+    if not failed:
+        lines.append(f"  gates: {len(gates) - len(skipped)} passed")
     return lines
 
 

@@ -157,12 +157,14 @@ class Command(BaseCommand):
 
 
 def report_exit_code(run: Run) -> ExitCode:
-    """0 for a finished run, 1 when the suite says `on_below_floor: fail` and the headline
-    gate is not ok, else by status."""
+    """0 for a finished run; 1 when one of the suite's `gate:` checks failed, or the suite
+    says `on_below_floor: fail` and the headline gate is not ok; else by status."""
     code = EXIT_BY_STATUS.get(run.status, ExitCode.RUNTIME_ERROR)
     judge = run.suite_version.parsed.get("judge") or {}
     fail_below = (judge.get("calibration") or {}).get("on_below_floor") == "fail"
     if code == ExitCode.OK and fail_below and judge and not run.report["headline_eligible"]:
+        return ExitCode.GATE_FAILED
+    if code == ExitCode.OK and not run.report.get("gates_passed", True):
         return ExitCode.GATE_FAILED
     return code
 

@@ -1,0 +1,177 @@
+"""The suite's CI gates (SPEC §15), checked against a built report.
+
+Every gate in the suite's `gate:` block is checked for every candidate it applies to, and
+each result names the gate, the contestant, the figure and the threshold, so a failing CI
+job says exactly what failed. A gate that cannot be checked (no interval below n = 8, no
+checks in the suite) fails with the reason, except `max_regression_points` without a pinned
+baseline run, which is skipped with a note: the first run of a suite has nothing to regress
+from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from evalsite.core.report.compare import compare_reports
+
+__all__ = ["GateResult", "check_gates"]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    gate: str
+    subject: str  # the candidate (or "run")
+    status: str  # passed / failed / skipped
+    figure: float | bool | None
+    threshold: float | bool | None
+    message: str
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_gates(
+    report: Mapping[str, Any],
+    gate: Mapping[str, Any],
+    pinned: Mapping[str, Any] | None = None,
+) -> list[GateResult]:
+    """Every gate of `gate` checked on `report`; `pinned` is the pinned baseline run's report."""
+    results: list[GateResult] = []
+    candidates = list(report.get("contestants", []))[1:]
+    rates = report.get("win_rates") or {}
+    if "min_win_rate_lower_bound" in gate:
+        results += _lower_bounds(gate["min_win_rate_lower_bound"], candidates, rates)
+    if "max_flip_rate" in gate:
+        results += [
+            _at_most(
+                "max_flip_rate",
+                c,
+                (rates.get(c) or {}).get("flip_rate"),
+                gate["max_flip_rate"],
+                "flip rate",
+            )  # fmt: skip
+            for c in candidates
+        ]
+    per_contestant = report.get("per_contestant") or {}
+    for key, part, what in (
+        ("min_schema_pass_rate", "schema", "schema pass rate"),
+        ("min_check_pass_rate", "checks", "check pass rate"),
+    ):
+        if key in gate:
+            results += [
+                _at_least(
+                    key,
+                    c,
+                    ((per_contestant.get(c) or {}).get(part) or {}).get("rate"),
+                    gate[key],
+                    what,
+                )  # fmt: skip
+                for c in candidates
+            ]
+    if gate.get("require_headline_eligible"):
+        eligible = bool(report.get("headline_eligible"))
+        reason = (report.get("calibration") or {}).get("reason", "")
+        results.append(
+            GateResult(
+                "require_headline_eligible",
+                "run",
+                "passed" if eligible else "failed",
+                eligible,
+                True,
+                "headline-eligible" if eligible else f"not headline-eligible: {reason}",
+            )  # fmt: skip
+        )
+    if "max_regression_points" in gate:
+        results += _regression(report, pinned, float(gate["max_regression_points"]))
+    return results
+
+
+def _lower_bounds(threshold: Any, candidates: list[str], rates: Mapping) -> list[GateResult]:
+    results = []
+    for candidate in candidates:
+        wanted = threshold.get(candidate) if isinstance(threshold, Mapping) else threshold
+        if wanted is None:
+            continue
+        rate = rates.get(candidate) or {}
+        ci = rate.get("ci")
+        if not ci:
+            results.append(
+                GateResult(
+                    "min_win_rate_lower_bound",
+                    candidate,
+                    "failed",
+                    None,
+                    wanted,
+                    f"{candidate}: no win-rate interval (n={rate.get('n', 0)}, an interval "
+                    f"needs 8 judged pairs); the gate needs a lower bound of {wanted:.3f}",
+                )  # fmt: skip
+            )
+            continue
+        results.append(_at_least("min_win_rate_lower_bound", candidate, ci[0], wanted,
+                                 "win-rate lower bound"))  # fmt: skip
+    return results
+
+
+def _at_least(gate: str, subject: str, figure, threshold, what: str) -> GateResult:
+    if figure is None:
+        return GateResult(gate, subject, "failed", None, threshold,
+                          f"{subject}: no {what} to check (nothing measured)")  # fmt: skip
+    ok = figure >= threshold
+    sign = ">=" if ok else "<"
+    return GateResult(gate, subject, "passed" if ok else "failed", figure, threshold,
+                      f"{subject}: {what} {figure:.3f} {sign} {threshold:.3f}")  # fmt: skip
+
+
+def _at_most(gate: str, subject: str, figure, threshold, what: str) -> GateResult:
+    if figure is None:
+        return GateResult(gate, subject, "failed", None, threshold,
+                          f"{subject}: no {what} to check (no judged pair)")  # fmt: skip
+    ok = figure <= threshold
+    sign = "<=" if ok else ">"
+    return GateResult(gate, subject, "passed" if ok else "failed", figure, threshold,
+                      f"{subject}: {what} {figure:.3f} {sign} {threshold:.3f}")  # fmt: skip
+
+
+def _regression(report, pinned, points: float) -> list[GateResult]:
+    if pinned is None:
+        return [
+            GateResult("max_regression_points", "run", "skipped", None, points,
+                       "no pinned baseline run to compare with (evalsite baseline set RUN)")
+        ]  # fmt: skip
+    if pinned.get("run_id") == report.get("run_id"):
+        return [GateResult("max_regression_points", "run", "skipped", None, points,
+                           "this run is the pinned baseline")]  # fmt: skip
+    comparison = compare_reports(pinned, report)
+    if not comparison.comparable:
+        return [
+            GateResult("max_regression_points", "run", "failed", None, points,
+                       f"cannot compare with the pinned baseline {pinned.get('run_id')}: "
+                       f"{comparison.reason}")
+        ]  # fmt: skip
+    regressed = set(comparison.regression(points))
+    results = []
+    for change in comparison.win_rates:
+        if change.delta is None:
+            continue
+        fell = -change.delta * 100
+        failed = change.name in regressed
+        results.append(
+            GateResult(
+                "max_regression_points",
+                change.name,
+                "failed" if failed else "passed",
+                round(fell, 6),
+                points,
+                f"{change.name}: win-rate {change.before:.3f} -> {change.after:.3f} against the "
+                f"pinned baseline {pinned.get('run_id')}, "
+                f"{'down' if fell > 0 else 'up'} {abs(fell):.1f} points "
+                f"({'more than' if failed else 'within'} {points:g})",
+            )  # fmt: skip
+        )
+    return results
