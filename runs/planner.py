@@ -64,6 +64,7 @@ class RunOptions:
     only: str | None = None
     label: str = ""
     concurrency: int | None = None
+    judge: str | None = None  # overrides the suite's judge model (e.g. scripted/… in CI)
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -82,6 +83,7 @@ class Plan:
     cached: list[bool]
     estimate: dict
     options: RunOptions
+    judge_model: str | None = None
 
     @property
     def over_cap(self) -> bool:
@@ -96,12 +98,12 @@ def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
     except NoActivePriceTable as error:
         raise PlanError(str(error)) from None
     rows = {price.model: price.to_row() for price in table.prices.all()}
-    judge_model = _judge_model(suite)
+    judge_model = _judge_model(suite, options.judge)
     _check_prices(contestants, judge_model, rows, table.name)
     endpoints = endpoint_configs()
     _check_keys(contestants, judge_model, endpoints, options)
     replies = load_replies(suite, options)
-    _check_replies(suite, contestants, replies, options)
+    _check_replies(suite, contestants, replies, options, judge_model)
     repeats = options.repeats or suite.repeats
     try:
         cells = plan_cells(suite, contestants, repeats=repeats, only=options.only)
@@ -113,7 +115,10 @@ def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
     cached = _cached(hashes, options.no_cache)
     estimate = _estimate(suite, cells, contestants, cached, rows, providers, judge_model)
     cap = options.max_cost or _suite_cap(suite) or options.default_cap
-    return Plan(version, suite, contestants, table, cap, cells, hashes, cached, estimate, options)
+    return Plan(
+        version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
+        judge_model,
+    )  # fmt: skip
 
 
 def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
@@ -138,9 +143,18 @@ def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
     return out
 
 
-def _judge_model(suite: Suite) -> str | None:
+def _judge_model(suite: Suite, override: str | None = None) -> str | None:
+    """The judge's model string: `--judge`, else the suite's; None when no task is judged
+    or graded (or the suite has no judge block and no override)."""
     judged = any(task.judge or task.grade for task in suite.tasks)
-    return suite.judge_model if judged else None
+    if not judged:
+        return None
+    if override:
+        try:
+            return parse_contestant(override).model
+        except ValueError as error:
+            raise PlanError(f"--judge: {error}") from None
+    return suite.judge_model
 
 
 def _check_prices(contestants, judge_model, rows: dict[str, PriceRow], table: str) -> None:
@@ -183,8 +197,17 @@ def load_replies(suite: Suite, options: RunOptions) -> ScriptedReplies | None:
         raise PlanError(str(error)) from None
 
 
-def _check_replies(suite, contestants, replies, options: RunOptions) -> None:
+def _check_replies(suite, contestants, replies, options: RunOptions, judge_model) -> None:
     scripted = [c for c in contestants if c.startswith("scripted/") and not options.fake]
+    scripted_judge = bool(judge_model and judge_model.startswith("scripted/") and not options.fake)
+    if scripted_judge:
+        if replies is None:
+            raise PlanError("a scripted judge needs a replies file: --replies FILE or `replies:`")
+        judged = [(t.id, c.id) for t in suite.tasks if t.judge for c in t.cases]
+        missing = replies.missing_judge(judge_model.partition("/")[2], judged)
+        if missing:
+            shown = ", ".join(missing[:10]) + (" …" if len(missing) > 10 else "")
+            raise PlanError(f"{replies.filename} has no verdicts for {judge_model} on: {shown}")
     if not scripted:
         return
     if replies is None:
@@ -295,7 +318,7 @@ def store_plan(plan: Plan, *, user=None) -> Run:
         id=new_run_id(plan.version.sha256, plan.contestants),
         suite_version=plan.version,
         contestants=plan.contestants,
-        judge={"model": _judge_model(plan.suite)} if _judge_model(plan.suite) else {},
+        judge={"model": plan.judge_model} if plan.judge_model else {},
         repeats=options.repeats or plan.suite.repeats,
         price_table=plan.table,
         options=_stored_options(plan),

@@ -216,3 +216,28 @@ def test_exit_5_aborted_by_the_spend_reservation_mid_run(tmp_path):
         data, "select status, spent_answers_usd from runs_run where status != 'refused'"
     )[0]
     assert status == "aborted_over_budget"
+
+
+def test_the_offline_ci_recipe_in_docs_ci_md_works_as_written(tmp_path):
+    """Every line of the `ci-offline` block of docs/ci.md, run from the repo root."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "ci.md").read_text()
+    block = text.split("```sh ci-offline\n", 1)[1].split("```", 1)[0]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
+    env["EVALSITE_DATA_DIR"] = str(tmp_path / "data")
+    env["PATH"] = f"{Path(os.sys.executable).parent}:{env['PATH']}"
+    for line in block.strip().splitlines():
+        command = line.replace("> report.json", f"> {tmp_path / 'report.json'}")
+        # the documented shell lines, run as a user types them
+        result = subprocess.run(  # noqa: S602
+            command, shell=True, cwd=root, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, (line, result.stdout, result.stderr)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["status"] == "done"
+    assert report["win_rates"]["scripted/good"]["n"] > 8
+    assert report["headline_eligible"] is False

@@ -36,6 +36,9 @@ class Command(BaseCommand):
         parser.add_argument("--models", help="Contestants, baseline first: a,b[@variant],…")
         parser.add_argument("--fake", action="store_true", help="Answer with the fake adapter.")
         parser.add_argument("--replies", help="Scripted replies file for scripted/… models.")
+        parser.add_argument(
+            "--judge", help="Judge model instead of the suite's (e.g. scripted/judge offline)."
+        )
         parser.add_argument("--max-cost", help="Cap in USD (default: the suite's, else $2.00).")
         parser.add_argument("--no-cache", action="store_true", help="Skip cache reads.")
         parser.add_argument("--repeats", type=int, help="Answers per case and contestant.")
@@ -98,6 +101,7 @@ class Command(BaseCommand):
             only=opts["only"],
             label=opts["label"],
             concurrency=opts["concurrency"],
+            judge=opts["judge"],
         )
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
