@@ -81,8 +81,24 @@ def latest_labelled_run(suite: Suite) -> Run | None:
     )
 
 
-def stratified_order(run: Run, pairs: list[tuple[int, str]]) -> list[int]:
-    """Pair ids in the run's seeded, task-stratified random order."""
+_ORDERS: dict[tuple[str, str], list[int]] = {}
+
+
+def stratified_order(run: Run, pairs: list[tuple[int, str]], mode: str = SAMPLE) -> list[int]:
+    """Pair ids in the run's seeded, task-stratified random order (kept per process: a
+    finished run's pairs do not change, but its targeted pairs may, so those are not)."""
+    key = (run.id, mode)
+    if mode == SAMPLE and key in _ORDERS:
+        return _ORDERS[key]
+    order = _stratify(run, pairs)
+    if mode == SAMPLE:
+        if len(_ORDERS) > 32:
+            _ORDERS.clear()
+        _ORDERS[key] = order
+    return order
+
+
+def _stratify(run: Run, pairs: list[tuple[int, str]]) -> list[int]:
     by_task: dict[str, list[int]] = {}
     for pk, task in sorted(pairs):
         by_task.setdefault(task, []).append(pk)
@@ -168,7 +184,7 @@ def waiting(suite: Suite, user, mode: str = SAMPLE) -> list[int]:
         ):
             busy[key] += 1
     ids, seen = [], set()
-    for pk in stratified_order(run, [(row[0], row[1]) for row in rows]):
+    for pk in stratified_order(run, [(row[0], row[1]) for row in rows], mode):
         key = keys[pk]
         if key in mine or key in skipped or key in seen:
             continue

@@ -120,10 +120,17 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
 
 
 def run_calibration(run: Run, suite: Suite | None = None) -> Calibration:
-    """The labels that apply to `run`'s pairs, matched (SPEC §10.1)."""
+    """The labels that apply to `run`'s pairs, matched (SPEC §10.1). Only the pairs of the
+    labelled cases are read, so this costs what the labels cost, not what the run does."""
     suite = suite or stored_suite(run.suite_version)
-    rows = Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000)
-    return match_labels([_pair_view(row) for row in rows], run_labels(run, suite))
+    labels = run_labels(run, suite)
+    pairs = Pair.objects.filter(
+        run=run,
+        task_id__in={label.task for label in labels},
+        case_id__in={label.case for label in labels},
+    )
+    rows = pairs.values(*PAIR_FIELDS).iterator(chunk_size=2000)
+    return match_labels([_pair_view(row) for row in rows], labels)
 
 
 def store_human_consensus(run: Run, human_by_pair: dict[int, str]) -> None:
