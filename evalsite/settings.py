@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from decimal import Decimal
 from pathlib import Path
 
 import dj_database_url
@@ -220,3 +221,9 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["stderr"], "level": env_str("EVALSITE_LOG_LEVEL", "WARNING")},
 }
+
+# --- MCP server (docs/mcp.md) --------------------------------------------------------------
+# Suites an agent may run live under this folder; its cap per run is refused above the ceiling.
+EVALSITE_MCP_SUITE_ROOT = Path(env_str("EVALSITE_MCP_SUITE_ROOT", str(SUITES_DIR))).resolve()
+EVALSITE_MCP_MAX_COST_CEILING = Decimal(env_str("EVALSITE_MCP_MAX_COST_CEILING", "5.00"))
+EVALSITE_MCP_MAX_COST = Decimal(env_str("EVALSITE_MCP_MAX_COST", "1.00"))

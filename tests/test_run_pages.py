@@ -238,3 +238,8 @@ def test_the_baseline_is_the_lowest_position_and_bad_choices_say_why(member):
     tiny = Run.objects.get(label="tiny")
     assert refused.status_code == 302 and tiny.status == Run.Status.REFUSED
     assert "over the cap" in tiny.detail
+
+
+def test_the_dashboard_badges_a_suite_by_its_latest_reports_calibration(run, member):
+    page = member.get("/").content.decode()
+    assert "UNCALIBRATED: no_labels" in page and f"/runs/{run.id}/#calibration" in page

@@ -1,0 +1,193 @@
+"""`evalsite mcp`: the four tools on the official MCP SDK, over stdio (docs/mcp.md).
+
+Every tool answers with a ``CallToolResult`` whose ``structuredContent`` is the reply object
+and whose text is the same object as JSON. A refusal is a result with ``isError: true`` and
+``{"refused": true, "reason", "message", "spent_usd": 0}``: nothing was called. The ORM work
+runs on worker threads; a run executes on its own thread, as under `evalsite run`, while the
+tool call sends progress notifications.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import anyio
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from evalsite.mcp import replies, tools
+from runs.runner import execute
+from runs.setup import prepare_database
+
+logger = logging.getLogger(__name__)
+POLL_S = 0.5
+INSTRUCTIONS = (
+    "evalsite runs a team's evaluation suites (YAML files under the server's suite root) with "
+    "two or more models, judges the answers pairwise and reports win-rates, pass rates and "
+    "cost. Quote a win-rate as a result only when the reply's headline_eligible is true; "
+    "otherwise the judge is not calibrated against the team's labels. Replies are summaries "
+    "and file paths; answers are read in the web app or the report files."
+)
+
+SuitePath = Annotated[
+    str,
+    Field(description="The suite's YAML file, inside the server's suite root (or relative to it)."),
+]
+RunReference = Annotated[
+    str, Field(description="A run id, a unique id prefix, a run label, or 'latest'.")
+]
+
+
+async def run_suite(
+    suite_path: SuitePath,
+    ctx: Context,
+    models: Annotated[
+        list[str] | None,
+        Field(
+            description="Contestants, baseline first (provider/model[@variant]); "
+            "empty or omitted: the suite's `models:`."
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        Field(
+            description="Cap in USD; refused above the server's ceiling. Omitted: the "
+            "lowest of the suite's limit and the server's default cap."
+        ),
+    ] = None,
+    no_cache: Annotated[bool, Field(description="Skip cache reads (still writes).")] = False,
+    fake: Annotated[
+        bool, Field(description="Answer with the offline fake provider (simulated costs).")
+    ] = False,
+) -> CallToolResult:
+    """Run a suite: answer every case with each contestant, check, judge and price it, and
+    return the summary (calibration, win-rates, cost, report path). Refused, spending
+    nothing, when the suite is outside the suite root or invalid, a model is unknown, or the
+    estimate is over the cap. Sends progress notifications while it runs."""
+    started = await anyio.to_thread.run_sync(
+        lambda: _answer(tools.start_run, suite_path, models or [], max_cost, no_cache, fake)
+    )
+    if isinstance(started, CallToolResult):
+        return started
+    await _execute(started.id, ctx)
+    return await anyio.to_thread.run_sync(_answer, tools.run_reply, started.id)
+
+
+def last_report(suite_path: SuitePath) -> CallToolResult:
+    """The summary of the suite's latest run with a report."""
+    return _answer(tools.last_report, suite_path)
+
+
+def compare(run_a: RunReference, run_b: RunReference) -> CallToolResult:
+    """What moved from run A to run B of a suite: win-rates, movers by task, schema and
+    check pass rates, cost; with each run's calibration."""
+    return _answer(tools.compare_runs, run_a, run_b)
+
+
+def get_run(
+    run_id: RunReference,
+    detail: Annotated[
+        Literal["summary", "failures"],
+        Field(
+            description="summary: the run's summary; failures: its failed calls and "
+            "excluded pairs, 25 of each a page."
+        ),
+    ] = "summary",
+    page: Annotated[int, Field(ge=1, description="The failures page, from 1.")] = 1,
+) -> CallToolResult:
+    """A run's summary, or a page of its failures and exclusions (where and why, never the
+    answers)."""
+    return _answer(tools.run_detail, run_id, detail, page)
+
+
+TOOLS: tuple[tuple[Callable[..., Any], bool], ...] = (
+    (run_suite, False),
+    (last_report, True),
+    (compare, True),
+    (get_run, True),
+)
+
+
+def _answer(work: Callable[..., Any], *args: Any) -> Any:
+    """`work(*args)` on this worker thread: a reply dict becomes a result, a refusal an error
+    result, and anything else (a planned run) is returned as it is."""
+    try:
+        done = work(*args)
+        return _result(done) if isinstance(done, dict) else done
+    except tools.Refused as refused:
+        return _result(refused.reply, error=True)
+    except Exception as error:
+        logger.exception("the MCP tool %s failed", getattr(work, "__name__", work))
+        failure = {"error": "internal_error", "message": f"{type(error).__name__}: see the log"}
+        return _result(failure, error=True)
+    finally:
+        close_old_connections()  # as at the end of a web request
+
+
+def _on_thread(work: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return work(*args)
+    finally:
+        close_old_connections()
+
+
+def _result(reply: dict[str, Any], *, error: bool = False) -> CallToolResult:
+    reply = replies.scrub(reply, tools.secrets_in_environment())
+    text = json.dumps(reply, ensure_ascii=False)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=reply, is_error=error
+    )
+
+
+async def _execute(run_id: str, ctx: Context) -> None:
+    """Execute the run on a thread, reporting progress every POLL_S until it ends. A
+    cancelled tool call asks the run to stop between calls, as Ctrl-C does."""
+    worker = threading.Thread(target=execute, args=(run_id,), name=f"run-{run_id}", daemon=True)
+    worker.start()
+    sent = -1
+    try:
+        while worker.is_alive():
+            sent = await _report_progress(ctx, run_id, sent)
+            await anyio.sleep(POLL_S)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_on_thread, tools.cancel, run_id)
+        raise
+    await _report_progress(ctx, run_id, sent)
+
+
+async def _report_progress(ctx: Context, run_id: str, sent: int) -> int:
+    """Send the progress when it grew (MCP requires it to increase); return what was sent."""
+    finished, total, line = await anyio.to_thread.run_sync(_on_thread, tools.run_progress, run_id)
+    if finished > sent:
+        await ctx.report_progress(finished, total or None, line)
+        return finished
+    return sent
+
+
+def build_server() -> MCPServer:
+    server = MCPServer(name="evalsite", instructions=INSTRUCTIONS, log_level="WARNING")
+    for function, read_only in TOOLS:
+        server.add_tool(
+            function,
+            annotations=ToolAnnotations(
+                read_only_hint=read_only, destructive_hint=False, open_world_hint=not read_only
+            ),
+        )
+    return server
+
+
+def serve() -> None:
+    """Prepare the database and serve on stdin/stdout until the client closes them. Nothing
+    but the protocol goes to stdout: start-up output is sent to stderr."""
+    with contextlib.redirect_stdout(sys.stderr):
+        prepare_database()
+    build_server().run("stdio")

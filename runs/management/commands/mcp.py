@@ -1,0 +1,33 @@
+"""`evalsite mcp`: serve the MCP tools over stdio (docs/mcp.md)."""
+
+from __future__ import annotations
+
+import sys
+from importlib.util import find_spec
+
+from django.core.management.base import BaseCommand
+
+from evalsite.core.exitcodes import ExitCode
+
+MISSING_EXTRA = "the MCP server needs the mcp extra: pip install 'evalsite[mcp]'"
+OLD_SDK = (
+    "the MCP server needs version 2 of the mcp SDK ({name} is missing): pip install 'mcp>=2.3'"
+)
+
+
+class Command(BaseCommand):
+    help = "Serve evalsite's MCP tools (run_suite, last_report, compare, get_run) over stdio."
+    # stdout carries the protocol only: no system-check output before the server starts.
+    requires_system_checks = []
+
+    def handle(self, *args, **options):
+        try:
+            from evalsite.mcp.server import serve
+        except ModuleNotFoundError as error:
+            name = error.name or ""
+            if name.partition(".")[0] != "mcp":
+                raise
+            missing = find_spec("mcp") is None
+            self.stderr.write("error: " + (MISSING_EXTRA if missing else OLD_SDK.format(name=name)))
+            sys.exit(ExitCode.INPUT_ERROR)
+        serve()
