@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.templatetags.static import static
-from django.urls import path
+from django.urls import include, path
 from django.views.generic.base import RedirectView
 
 from evalsite.views import dashboard
@@ -39,6 +39,7 @@ urlpatterns = [
     path("suites/<slug:name>/calibration/", label_views.calibration_page, name="calibration_page"),
     path("suites/<slug:name>/labels.yaml", label_views.labels_export, name="labels_export"),
     path("suites/<slug:name>/labels/import/", label_views.labels_import, name="labels_import"),
+    path("lab/", include("labels.urls_lab")),
     path("prices/", suites.prices, name="prices"),
     path("admin/", admin.site.urls),
     path(

@@ -309,15 +309,13 @@ def skip(assignment: Assignment) -> None:
 
 def refresh_consensus(suite: Suite, content: dict[str, str]) -> None:
     """Set `Pair.human` on every pair of the suite with this content to the labels'
-    strict-majority preference (sample labels only), so the pages' disagreement filter and
-    the calibration move at once."""
+    strict-majority preference, more than half (sample labels only), so the pages'
+    disagreement filter and the calibration move at once."""
     prefs = list(
         Label.objects.filter(suite=suite, mode=SAMPLE, **content).values_list("prefer", flat=True)
     )
-    counts = Counter(prefs).most_common()
-    consensus = ""
-    if counts and (len(counts) == 1 or counts[0][1] > counts[1][1]):
-        consensus = counts[0][0]
+    counts = Counter(prefs).most_common(1)
+    consensus = counts[0][0] if counts and 2 * counts[0][1] > len(prefs) else ""
     Pair.objects.filter(
         run__suite_version__suite=suite,
         task_id=content["task_id"],

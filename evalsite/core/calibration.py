@@ -12,7 +12,8 @@ Two kinds of label reach a run:
   have is **ignored**.
 
 Each labeller counts once per pair (their latest label). Several labels of a pair become
-one consensus by strict majority; with no majority the pair is left out and counted.
+one consensus by strict majority (more than half); with no majority the pair is left out
+and counted.
 Targeted-review labels are kept out of the consensus that the headline kappa uses.
 """
 
@@ -165,7 +166,6 @@ def _suite_matches(label: LabelView, pairs: Sequence[PairView]) -> list[tuple[Pa
 
 
 def _majority(preferences: Sequence[str]) -> str | None:
-    counts = Counter(preferences).most_common()
-    if len(counts) > 1 and counts[0][1] == counts[1][1]:
-        return None
-    return counts[0][0]
+    """The preference of more than half the labels, else None."""
+    winner, count = Counter(preferences).most_common(1)[0]
+    return winner if 2 * count > len(preferences) else None

@@ -46,9 +46,10 @@ from evalsite.core.stats import (
 )
 
 __all__ = [
-    "CATEGORY", "MAX_PAIRS", "PREFERS", "LabCase", "LabVerdict", "PairEntry", "PairSetError",
-    "PairSetFile", "Verdict", "Vote", "consensus", "human_figures", "judge_figures",
-    "lab_cases", "lab_figures", "lab_suite_yaml", "parse_pairset", "pairset_name", "slug",
+    "CATEGORY", "MAX_PAIRS", "PREFER", "PREFERS", "LabCase", "LabVerdict", "PairEntry",
+    "PairSetError", "PairSetFile", "Verdict", "Vote", "consensus", "human_figures",
+    "judge_figures", "judge_lines", "kappa_figures", "lab_cases", "lab_figures",
+    "lab_suite_yaml", "pairset_name", "parse_pairset", "report_lines", "slug",
 ]  # fmt: skip
 
 MAX_PAIRS = 20_000
@@ -456,17 +457,22 @@ def consensus(votes: Iterable[str]) -> str | None:
 
 
 def lab_figures(
-    votes: Mapping[str, Mapping[str, str]], verdicts: Iterable[LabVerdict]
+    votes: Mapping[str, Mapping[str, str]],
+    verdicts: Iterable[LabVerdict],
+    *,
+    judges: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Every figure of the lab from plain rows.
 
     ``votes`` maps each pair id of the set to ``{labeller: prefer}`` (empty when nobody
-    voted); ``verdicts`` are the judges' verdicts. Returns ``{"pairs", "humans", "judges"}``
-    as plain JSON (see :func:`human_figures` and :func:`judge_figures`).
+    voted); ``verdicts`` are the judges' verdicts. ``judges`` names judges to show in that
+    order even without a verdict; the others follow in the order their verdicts come.
+    Returns ``{"pairs", "humans", "judges"}`` as plain JSON (see :func:`human_figures` and
+    :func:`judge_figures`).
     """
     humans = {pair: consensus(given.values()) for pair, given in votes.items()}
     agreed = {pair: prefer for pair, prefer in humans.items() if prefer is not None}
-    by_judge: dict[str, list[tuple[str, int, str]]] = {}
+    by_judge: dict[str, list[tuple[str, int, str]]] = {name: [] for name in judges}
     for verdict in verdicts:
         by_judge.setdefault(verdict.judge, []).append((verdict.pair, verdict.order, verdict.prefer))
     return {
@@ -549,3 +555,80 @@ def kappa_figures(result: Kappa) -> dict[str, Any]:
             "confusion": result.confusion,
         }
     )
+
+
+# --- the report as text -------------------------------------------------------------------
+
+
+def report_lines(report: Mapping[str, Any]) -> list[str]:
+    """``evalsite pairs report NAME`` as plain lines, from :func:`lab_figures`' dict (with
+    ``name`` and each judge's cost fields added)."""
+    humans = report["humans"]
+    lines = [
+        f"pair set {report['name']} - {report['pairs']} pairs",
+        f"humans: {_count(len(humans['labellers']), 'labeller')}; "
+        f"{humans['consensus']} pairs with a consensus, {humans['no_majority']} without a "
+        f"majority, {humans['unlabelled']} unlabelled",
+    ]
+    if humans["multiply_labelled"]:
+        lines.append(
+            f"  {humans['multiply_labelled']} pairs labelled by two or more: Fleiss' kappa "
+            f"{_number(humans['fleiss_kappa'])}, Krippendorff's alpha "
+            f"{_number(humans['krippendorff_alpha'])}"
+        )
+        for names, kappa in humans["pairwise"].items():
+            lines.append(f"  {names}: kappa {_number(kappa)} (n={humans['pairwise_n'][names]})")
+    else:
+        lines.append("  no pair was labelled by two or more people")
+    lines.append("judges against the human consensus (kappa [95% interval] band, agreement, n):")
+    for name, judge in report["judges"].items():
+        lines += judge_lines(name, judge)
+    return lines
+
+
+def judge_lines(name: str, judge: Mapping[str, Any]) -> list[str]:
+    """One judge's figures as indented lines: each view's kappa, the flips and the cost."""
+    lines = [f"  {name}"]
+    for key, label in _VIEWS:
+        lines.append(f"    {label:<9} {_kappa_text(judge[key])}")
+    flips = "-"
+    if judge["flip_rate"] is not None:
+        both = judge["verdicts"]["both"]
+        flips = f"{judge['flips']} of {both} ({judge['flip_rate']:.3f})"
+    lines.append(f"    flips {flips} · {_cost_text(judge)}")
+    return lines
+
+
+_VIEWS = (("order1", "order 1"), ("order2", "order 2"), ("combined", "combined"))
+
+
+def _kappa_text(figures: Mapping[str, Any]) -> str:
+    if not figures["n"]:
+        return "no verdicts"
+    if figures["kappa"] is None:
+        return f"kappa undefined · agreement {figures['agreement']:.3f} · n={figures['n']}"
+    low, high = figures["kappa_ci"]
+    return (
+        f"{figures['kappa']:.3f} [{low:.3f}, {high:.3f}] {figures['band']} · agreement "
+        f"{figures['agreement']:.3f} · n={figures['n']}"
+    )
+
+
+def _cost_text(judge: Mapping[str, Any]) -> str:
+    if judge.get("source") == "lab" and judge.get("cost_usd") is None:
+        return f"not priced · run {judge['run_id']}"
+    if judge.get("cost_usd") is None:
+        return "cost not known (imported verdicts)"
+    simulated = ", simulated" if judge.get("simulated") else ""
+    return (
+        f"cost ${judge['cost_usd']:.4f} (${judge['cost_if_uncached_usd']:.4f} if uncached"
+        f"{simulated}) · run {judge['run_id']}"
+    )
+
+
+def _number(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -1,5 +1,6 @@
 """The labels app's models, one module per noun."""
 
 from labels.models.label import Assignment, Label
+from labels.models.pairsets import PairSet, PairSetItem, PairSetJudgeRun
 
-__all__ = ["Assignment", "Label"]
+__all__ = ["Assignment", "Label", "PairSet", "PairSetItem", "PairSetJudgeRun"]
