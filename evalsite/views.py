@@ -19,7 +19,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         rows.append((suite, versions[0] if versions else None, calibration_badge(suite)))
     context = {
         "rows": rows,
-        "runs": Run.objects.select_related("suite_version__suite")[:10],
+        "runs": Run.objects.select_related("suite_version__suite").defer("report", "estimate")[:10],
         "queue": queue_count(request.user),
     }
     return render(request, "runs/dashboard.html", context)

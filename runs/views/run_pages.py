@@ -49,7 +49,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
     context = {
         "run": run,
-        "snap": progress(run),
+        # a finished run's figures are in its report: no count over its rows
+        "snap": progress(run) if run.is_active else None,
         "can_cancel": _can_cancel(request.user, run),
         "pinned": run.suite.baseline_run_id == run.id,
     }
@@ -63,8 +64,11 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         context["files"] = [name for name in REPORT_FILES if (run.report_dir / name).exists()]
     context["decisions"] = run.decisions.select_related("decided_by")
     context["decision_form"] = DecisionForm()
-    context["earlier"] = (
-        Run.objects.for_suite(run.suite).filter(report__isnull=False).exclude(pk=run.pk)[:10]
+    context["earlier_id"] = (
+        Run.objects.for_suite(run.suite)
+        .filter(report__isnull=False, created_at__lt=run.created_at)
+        .values_list("id", flat=True)
+        .first()
     )
     return render(request, "runs/run_detail.html", context)
 
@@ -185,7 +189,7 @@ def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse
 def compare(request: HttpRequest) -> HttpResponse:
     a_id, b_id = request.GET.get("a", ""), request.GET.get("b", "")
     runs = Run.objects.filter(report__isnull=False).select_related("suite_version__suite")
-    context = {"runs": runs[:100], "a": a_id, "b": b_id}
+    context = {"runs": runs.defer("report", "estimate")[:100], "a": a_id, "b": b_id}
     if a_id and b_id:
         a = get_object_or_404(runs, pk=a_id)
         b = get_object_or_404(runs, pk=b_id)

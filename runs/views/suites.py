@@ -80,14 +80,8 @@ def _suite_context(suite: Suite, version: SuiteVersion, form: RunForm | None = N
         "version": version,
         "versions": suite.versions.select_related("created_by"),
         "parsed": version.parsed,
-        "runs": Run.objects.for_suite(suite).select_related("created_by")[:20],
+        "runs": Run.objects.for_suite(suite).defer("report", "estimate")[:20],
         "run_form": form or _run_form(version),
-        "latest_report": (
-            Run.objects.for_suite(suite)
-            .filter(report__isnull=False)
-            .values_list("report", flat=True)
-            .first()
-        ),
     }
 
 
