@@ -7,6 +7,7 @@ database) and are idempotent: a redelivered shard skips finished answers.
 from __future__ import annotations
 
 import datetime as dt
+import signal
 
 from django.conf import settings
 from django.db import connections, transaction
@@ -58,11 +59,31 @@ def run_worker() -> None:
     period = max(1.0, min(60.0, settings.EVALSITE_CLAIM_LEASE_S))
     _resume_quietly()
     cluster = Cluster()
+    _stop_once_on_signals(cluster)
     cluster.start()
     while cluster.sentinel is not None and cluster.sentinel.is_alive():
         cluster.sentinel.join(period)
         if cluster.stop_event is not None and not cluster.stop_event.is_set():
             _resume_quietly()
+
+
+def _stop_once_on_signals(cluster: Cluster) -> None:
+    """Stop the cluster on the first SIGINT or SIGTERM and ignore the ones after it.
+
+    django-q2's own handler calls stop() on every signal; a second signal arriving while the
+    first is inside multiprocessing's Event.set() re-enters it and blocks forever on the
+    Event's lock (a Ctrl-C in a terminal, then serve's SIGTERM), leaving the cluster's
+    processes running after the worker is killed."""
+    stopping: list[int] = []
+
+    def stop(signum, frame) -> None:
+        if stopping:
+            return
+        stopping.append(signum)
+        cluster.stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _resume_quietly() -> None:

@@ -50,7 +50,13 @@ class Command(BaseCommand):
             )
 
     def _start_worker(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "evalsite", "worker"])
+        # Its own session, so a Ctrl-C in the terminal reaches serve alone and the worker
+        # gets exactly one signal, serve's SIGTERM. django-q2 handles SIGINT and SIGTERM in
+        # the same handler, which deadlocks when the second arrives while the first is
+        # still setting the cluster's stop event (the worker's processes were then left
+        # running after serve had exited).
+        command = [sys.executable, "-m", "evalsite", "worker"]
+        return subprocess.Popen(command, start_new_session=True)
 
     def _stop_worker(self, worker: subprocess.Popen) -> None:
         if worker.poll() is None:
