@@ -41,10 +41,11 @@ def suite_labels(run: Run) -> list[LabelView]:
     ]
 
 
-def live_calibration(suite: Suite) -> dict | None:
+def live_calibration(suite: Suite, run: Run | None = None, *, brief: bool = False) -> dict | None:
     """The calibration of the suite's latest judged run with every label given so far: what
-    the labelling page's live panel and the calibration page show (None before any run)."""
-    run = latest_labelled_run(suite)
+    the labelling page's live panel (`brief`) and the calibration page show (None before
+    any run)."""
+    run = run or latest_labelled_run(suite)
     if run is None:
         return None
     core = stored_suite(run.suite_version)
@@ -54,5 +55,6 @@ def live_calibration(suite: Suite) -> dict | None:
         min_kappa=judge.min_kappa if judge else 0.40,
         min_labels=judge.min_labels if judge else 10,
         seed=seed_from(run.suite_version.sha256),
+        brief=brief,
     )
     return jsonable(summary) | {"run_id": run.id, "judge": run.judge.get("model")}

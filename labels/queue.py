@@ -21,18 +21,25 @@ import hashlib
 import hmac
 import random
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.conf import settings
 from django.core import signing
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from labels.models import Assignment, Label
 from runs.models import Pair, Run, Suite
+from runs.reporting import pair_rows
 
 SAMPLE, TARGETED = Label.Mode.SAMPLE, Label.Mode.TARGETED
+PAIR_CONTENT = (
+    "task_id", "case_id", "baseline_contestant", "candidate_contestant", "baseline_sha",
+    "candidate_sha",
+)  # fmt: skip
 SHOWN_FOR = dt.timedelta(minutes=10)
 _SIGNING_NAMESPACE = "evalsite.labels.pair"
 CONTENT_FIELDS = ("task_id", "case_id", "baseline", "candidate", "baseline_sha", "candidate_sha")
@@ -61,7 +68,12 @@ def _keyed_fraction(*parts: object) -> float:
 
 def is_overlap(key: tuple[str, ...]) -> bool:
     """Whether this pair is one of the share given to a second labeller."""
-    return _keyed_fraction("overlap", *key) < settings.EVALSITE_LABEL_OVERLAP
+    return _overlap_fraction(key) < settings.EVALSITE_LABEL_OVERLAP
+
+
+@lru_cache(maxsize=100_000)
+def _overlap_fraction(key: tuple[str, ...]) -> float:
+    return _keyed_fraction("overlap", *key)
 
 
 def baseline_on_left(user, key: tuple[str, ...]) -> bool:
@@ -72,33 +84,19 @@ def baseline_on_left(user, key: tuple[str, ...]) -> bool:
 
 def latest_labelled_run(suite: Suite) -> Run | None:
     """The suite's latest finished run that has judged pairs: the pairs the queue offers."""
+    judged = Pair.objects.filter(run=OuterRef("pk"), score__isnull=False)
     return (
         Run.objects.for_suite(suite)
-        .filter(status=Run.Status.DONE, pairs__score__isnull=False)
-        .distinct()
+        .filter(Exists(judged), status=Run.Status.DONE)
+        .select_related("suite_version")
+        .defer("report", "estimate")
         .order_by("-created_at")
         .first()
     )
 
 
-_ORDERS: dict[tuple[str, str], list[int]] = {}
-
-
-def stratified_order(run: Run, pairs: list[tuple[int, str]], mode: str = SAMPLE) -> list[int]:
-    """Pair ids in the run's seeded, task-stratified random order (kept per process: a
-    finished run's pairs do not change, but its targeted pairs may, so those are not)."""
-    key = (run.id, mode)
-    if mode == SAMPLE and key in _ORDERS:
-        return _ORDERS[key]
-    order = _stratify(run, pairs)
-    if mode == SAMPLE:
-        if len(_ORDERS) > 32:
-            _ORDERS.clear()
-        _ORDERS[key] = order
-    return order
-
-
-def _stratify(run: Run, pairs: list[tuple[int, str]]) -> list[int]:
+def stratified_order(run: Run, pairs: list[tuple[int, str]]) -> list[int]:
+    """Pair ids in the run's seeded, task-stratified random order."""
     by_task: dict[str, list[int]] = {}
     for pk, task in sorted(pairs):
         by_task.setdefault(task, []).append(pk)
@@ -125,6 +123,42 @@ def candidates(run: Run, mode: str) -> QuerySet[Pair]:
 
 
 @dataclass(frozen=True)
+class Offered:
+    """The pairs a queue offers: each pair's content key, the queue order, the keys."""
+
+    keys: dict[int, tuple[str, ...]]
+    order: list[int]
+    present: frozenset[tuple[str, ...]]
+
+
+_OFFERED: dict[str, Offered] = {}
+
+
+def offered(run: Run, mode: str) -> Offered:
+    """A finished run's judged pairs, worked out once per process (they no longer change);
+    the targeted ones (they move with the labels) every time, from the database."""
+    cached = mode == SAMPLE and run.status == Run.Status.DONE
+    if cached and run.id in _OFFERED:
+        return _OFFERED[run.id]
+    if cached:
+        rows = [
+            (row["pk"], *(row[name] for name in PAIR_CONTENT))
+            for row in pair_rows(run)
+            if not row["excluded_reason"] and row["score"] is not None
+        ]
+    else:
+        rows = list(candidates(run, mode).values_list("pk", *PAIR_CONTENT))
+    keys = {row[0]: tuple(row[1:]) for row in rows}
+    order = stratified_order(run, [(row[0], row[1]) for row in rows])
+    result = Offered(keys, order, frozenset(keys.values()))
+    if cached:
+        if len(_OFFERED) > 8:
+            _OFFERED.clear()
+        _OFFERED[run.id] = result
+    return result
+
+
+@dataclass(frozen=True)
 class Offer:
     """A pair offered to a member: the assignment that addresses it and the pair."""
 
@@ -134,30 +168,24 @@ class Offer:
     baseline_left: bool
 
 
-def next_offer(suite: Suite, user, mode: str = SAMPLE) -> Offer | None:
+def next_offer(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> Offer | None:
     """The next pair this member should label, or None when the queue is empty for them."""
-    for pk in waiting(suite, user, mode):
+    for pk in _waiting(suite, user, mode, run):
         return offer(suite, user, Pair.objects.get(pk=pk), mode)
     return None
 
 
-def waiting(suite: Suite, user, mode: str = SAMPLE) -> list[int]:
+def waiting(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> list[int]:
     """Ids of the pairs waiting for this member, in queue order."""
-    run = latest_labelled_run(suite)
+    return list(_waiting(suite, user, mode, run))
+
+
+def _waiting(suite: Suite, user, mode: str, run: Run | None) -> Iterator[int]:
+    run = run or latest_labelled_run(suite)
     if run is None:
-        return []
-    rows = list(
-        candidates(run, mode).values_list(
-            "pk",
-            "task_id",
-            "case_id",
-            "baseline_contestant",
-            "candidate_contestant",
-            "baseline_sha",
-            "candidate_sha",
-        )  # fmt: skip
-    )
-    keys = {row[0]: tuple(row[1:]) for row in rows}
+        return
+    queue = offered(run, mode)
+    keys = queue.keys
     counts: Counter = Counter()
     mine: set[tuple] = set()
     done_by: set[tuple] = set()  # (labeller, key): a shown pair they labelled is not busy
@@ -183,16 +211,15 @@ def waiting(suite: Suite, user, mode: str = SAMPLE) -> list[int]:
             and (labeller_id, key) not in done_by
         ):
             busy[key] += 1
-    ids, seen = [], set()
-    for pk in stratified_order(run, [(row[0], row[1]) for row in rows], mode):
+    seen = set()
+    for pk in queue.order:
         key = keys[pk]
         if key in mine or key in skipped or key in seen:
             continue
         wanted = 2 if is_overlap(key) and mode == SAMPLE else 1
         if counts[key] + busy[key] < wanted:
-            ids.append(pk)
             seen.add(key)  # repeats with identical answers are one pair to label
-    return ids
+            yield pk
 
 
 def offer(suite: Suite, user, pair: Pair, mode: str = SAMPLE) -> Offer:
@@ -327,25 +354,20 @@ def refresh_consensus(suite: Suite, content: dict[str, str]) -> None:
     ).update(human=consensus)
 
 
-def progress(suite: Suite, user, mode: str = SAMPLE) -> dict[str, int]:
-    """How far the suite's queue is: pairs offered, pairs with a label, this member's labels."""
-    run = latest_labelled_run(suite)
+def progress(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> dict[str, int]:
+    """How far the suite's queue is: pairs offered, pairs with a label, this member's labels.
+    Counted in SQL and over the labels, never by reading every pair of a big run."""
+    run = run or latest_labelled_run(suite)
     if run is None:
         return {"pairs": 0, "labelled": 0, "mine": 0}
-    rows = candidates(run, mode).values_list(
-        "task_id", "case_id", "baseline_contestant", "candidate_contestant", "baseline_sha",
-        "candidate_sha",
-    )  # fmt: skip
-    keys = set(rows)
-    labelled, mine = set(), set()
-    for labeller_id, *key in Label.objects.filter(suite=suite, mode=mode).values_list(
-        "labeller_id", *CONTENT_FIELDS
-    ):
-        if tuple(key) in keys:
-            labelled.add(tuple(key))
-            if labeller_id == user.pk:
-                mine.add(tuple(key))
-    return {"pairs": len(keys), "labelled": len(labelled), "mine": len(mine)}
+    present = offered(run, mode).present
+    labels = list(
+        Label.objects.filter(suite=suite, mode=mode).values_list("labeller_id", *CONTENT_FIELDS)
+    )
+    total = len(present)
+    labelled = {tuple(key) for _, *key in labels if tuple(key) in present}
+    mine = {tuple(key) for who, *key in labels if who == user.pk and tuple(key) in present}
+    return {"pairs": total, "labelled": len(labelled), "mine": len(mine)}
 
 
 def queue_count(user) -> int:

@@ -55,9 +55,10 @@ def label_pair(request: HttpRequest, name: str) -> HttpResponse:
             return redirect(url + ("&" if offer else "?") + f"mode={mode}")
     elif request.GET.get("token"):
         offer = _offer_from_token(request, request.GET["token"])
+    run = queue.latest_labelled_run(suite)
     if offer is None:
-        offer = queue.next_offer(suite, request.user, mode)
-    context = _workspace(request, suite, offer, mode)
+        offer = queue.next_offer(suite, request.user, mode, run)
+    context = _workspace(request, suite, offer, mode, run)
     template = "labels/label.html" + ("#label-workspace" if request.htmx else "")
     return render(request, template, context)
 
@@ -106,13 +107,13 @@ def _offer_from_token(request: HttpRequest, token: str):
     return _offer_again(request, assignment, mode)
 
 
-def _workspace(request: HttpRequest, suite: Suite, offer, mode: str) -> dict:
+def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run) -> dict:
     context = {
         "suite": suite,
         "mode": mode,
         "offer": offer,
-        "progress": queue.progress(suite, request.user, mode),
-        "calibration": live_calibration(suite),
+        "progress": queue.progress(suite, request.user, mode, run),
+        "calibration": live_calibration(suite, run, brief=True),
     }
     if offer is None:
         return context
@@ -126,7 +127,9 @@ def _workspace(request: HttpRequest, suite: Suite, offer, mode: str) -> dict:
         **{f: getattr(offer.assignment, f) for f in queue.CONTENT_FIELDS},  # fmt: skip
     ).first()
     context |= {
-        "task": task_text(stored_suite(pair.run.suite_version), pair.task_id, pair.case_id),
+        "task": task_text(stored_suite(run.suite_version), pair.task_id, pair.case_id)
+        if run is not None and pair.run_id == run.id
+        else task_text(stored_suite(pair.run.suite_version), pair.task_id, pair.case_id),
         "left": _blind(sides[0]),
         "right": _blind(sides[1]),
         "mine": _seen_as(mine, offer) if mine else None,

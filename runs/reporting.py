@@ -26,6 +26,7 @@ from evalsite.core.calibration import (
     UNNAMED,
     Calibration,
     LabelView,
+    PairIndex,
     PairView,
     match_labels,
 )
@@ -119,18 +120,47 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
     )
 
 
+_ROWS: dict[str, list[dict]] = {}
+_ROWS_MAX = 8
+
+
+def pair_rows(run: Run) -> list[dict]:
+    """PAIR_FIELDS of every pair of `run`. A finished run's are read once per process: its
+    pairs, their answers and the judge's figures no longer change (the labellers' consensus,
+    which does, is not among them)."""
+    if run.status != Run.Status.DONE:
+        return list(Pair.objects.filter(run=run).values(*PAIR_FIELDS))
+    rows = _ROWS.get(run.id)
+    if rows is None:
+        if len(_ROWS) >= _ROWS_MAX:
+            _ROWS.clear()
+        rows = _ROWS[run.id] = list(
+            Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000)
+        )
+    return rows
+
+
 def run_calibration(run: Run, suite: Suite | None = None) -> Calibration:
     """The labels that apply to `run`'s pairs, matched (SPEC §10.1). Only the pairs of the
-    labelled cases are read, so this costs what the labels cost, not what the run does."""
+    labelled cases take part, so this costs what the labels cost, not what the run does."""
     suite = suite or stored_suite(run.suite_version)
     labels = run_labels(run, suite)
-    pairs = Pair.objects.filter(
-        run=run,
-        task_id__in={label.task for label in labels},
-        case_id__in={label.case for label in labels},
-    )
-    rows = pairs.values(*PAIR_FIELDS).iterator(chunk_size=2000)
-    return match_labels([_pair_view(row) for row in rows], labels)
+    return match_labels(_pair_index(run), labels)
+
+
+_INDEXES: dict[str, PairIndex] = {}
+
+
+def _pair_index(run: Run) -> PairIndex:
+    """The run's pairs indexed for the label matcher; a finished run's once per process."""
+    index = _INDEXES.get(run.id) if run.status == Run.Status.DONE else None
+    if index is None:
+        index = PairIndex(_pair_view(row) for row in pair_rows(run))
+        if run.status == Run.Status.DONE:
+            if len(_INDEXES) >= _ROWS_MAX:
+                _INDEXES.clear()
+            _INDEXES[run.id] = index
+    return index
 
 
 def store_human_consensus(run: Run, human_by_pair: dict[int, str]) -> None:

@@ -23,7 +23,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["SUITE_FILE", "UNNAMED", "Calibration", "LabelView", "PairView", "match_labels"]
+__all__ = [
+    "SUITE_FILE", "UNNAMED", "Calibration", "LabelView", "PairIndex", "PairView", "match_labels",
+]  # fmt: skip
 
 _MIRROR = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
 SUITE_FILE = "suite_file"
@@ -89,31 +91,42 @@ class Calibration:
         }
 
 
-def match_labels(pairs: Sequence[PairView], labels: Iterable[LabelView]) -> Calibration:
-    """The run's calibration set: which labels apply to which pair, and their consensus."""
-    by_content: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
-    by_cell: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
-    for pair in pairs:
-        forward = (pair.task, pair.case, pair.baseline, pair.candidate)
-        backward = (pair.task, pair.case, pair.candidate, pair.baseline)
-        by_content[(*forward, pair.baseline_sha, pair.candidate_sha)].append((pair, False))
-        by_content[(*backward, pair.candidate_sha, pair.baseline_sha)].append((pair, True))
-        by_cell[forward].append((pair, False))
-        by_cell[backward].append((pair, True))
+class PairIndex:
+    """A run's pairs looked up by content key (either orientation), by task, case and
+    contestants, and by task and case. Built once per run; matching labels is then a lookup
+    per label."""
 
+    def __init__(self, pairs: Iterable[PairView]):
+        self.by_content: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
+        self.by_cell: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
+        self.by_case: dict[tuple[str, str], list[PairView]] = defaultdict(list)
+        self.by_key: dict[int, PairView] = {}
+        for pair in pairs:
+            forward = (pair.task, pair.case, pair.baseline, pair.candidate)
+            backward = (pair.task, pair.case, pair.candidate, pair.baseline)
+            self.by_content[(*forward, pair.baseline_sha, pair.candidate_sha)].append((pair, False))
+            self.by_content[(*backward, pair.candidate_sha, pair.baseline_sha)].append((pair, True))
+            self.by_cell[forward].append((pair, False))
+            self.by_cell[backward].append((pair, True))
+            self.by_case[pair.task, pair.case].append(pair)
+            self.by_key[pair.key] = pair
+
+
+def match_labels(pairs: Sequence[PairView] | PairIndex, labels: Iterable[LabelView]) -> Calibration:
+    """The run's calibration set: which labels apply to which pair, and their consensus."""
+    index = pairs if isinstance(pairs, PairIndex) else PairIndex(pairs)
+    by_content, by_cell, by_case = index.by_content, index.by_cell, index.by_case
     result = Calibration()
-    votes: dict[int, dict[str, tuple[str, str]]] = defaultdict(
-        dict
-    )  # pair → labeller → (prefer, source)
+    votes: dict[int, dict[str, tuple[str, str]]] = defaultdict(dict)  # labeller → (prefer, source)
     first_at: dict[int, str] = {}
-    pair_by_key = {pair.key: pair for pair in pairs}
+    pair_by_key = index.by_key
     for label in sorted(labels, key=lambda lab: lab.at):
         if label.mode != "sample":
             result.targeted += 1
             continue
         cell = (label.task, label.case, label.baseline, label.candidate)
         if label.source == SUITE_FILE:
-            matches = _suite_matches(label, pairs)
+            matches = _suite_matches(label, by_case.get((label.task, label.case), ()))
         else:
             matches = by_content.get((*cell, label.baseline_sha, label.candidate_sha), [])
         if not matches:
@@ -156,8 +169,6 @@ def _suite_matches(label: LabelView, pairs: Sequence[PairView]) -> list[tuple[Pa
     """Suite-file labels name models (a variant suffix is allowed and must match too)."""
     out = []
     for pair in pairs:
-        if (pair.task, pair.case) != (label.task, label.case):
-            continue
         if (pair.baseline, pair.candidate) == (label.baseline, label.candidate):
             out.append((pair, False))
         elif (pair.candidate, pair.baseline) == (label.baseline, label.candidate):

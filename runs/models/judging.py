@@ -69,6 +69,7 @@ class Pair(models.Model):
                 name="one_pair",
             )
         ]  # fmt: skip
+        indexes = [models.Index(fields=["task_id", "case_id"], name="pair_case")]
 
     def __str__(self) -> str:
         return (

@@ -195,16 +195,34 @@ def _table_line(table: Mapping[str, Any]) -> str:
 
 
 def calibration_summary(
-    matched: Calibration, *, min_kappa: float, min_labels: int, seed: int
+    matched: Calibration, *, min_kappa: float, min_labels: int, seed: int, brief: bool = False
 ) -> dict[str, Any]:
     """The calibration section from matched labels: the gate, kappa with both intervals,
     the confusion matrix, per task, the human-human ceiling and the kappa curve. The report,
-    the live panel of the labelling page and the calibration page all use this."""
+    the live panel of the labelling page and the calibration page all use this; `brief`
+    (the live panel, after every label) leaves out the bootstrap interval, the per-task,
+    per-labeller and human-human tables and the curve."""
     humans = [human for _, _, human, _ in matched.items]
     judges = [judge for _, _, _, judge in matched.items]
     kappa = cohen_kappa(humans, judges)
     gate = headline_gate(kappa, min_labels=min_labels, min_kappa=min_kappa)
-    return {
+    figures = {
+        "status": gate.status,
+        "reason": gate.reason,
+        "kappa": kappa.kappa,
+        "kappa_band": kappa.band,
+        "kappa_ci": kappa.ci,
+        "agreement": kappa.agreement,
+        "n": kappa.n,
+        "min_kappa": min_kappa,
+        "min_labels": min_labels,
+        "labels_needed": labels_needed(kappa, min_kappa=min_kappa, min_labels=min_labels),
+        "labels_used": matched.labels_used,
+        "no_majority": matched.no_majority,
+    }
+    if brief:
+        return figures
+    return figures | {
         "status": gate.status,
         "reason": gate.reason,
         "kappa": kappa.kappa,
@@ -213,22 +231,15 @@ def calibration_summary(
         "kappa_ci_bootstrap": bootstrap_kappa_ci(
             humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES
         ),
-        "agreement": kappa.agreement,
-        "n": kappa.n,
-        "min_kappa": min_kappa,
-        "min_labels": min_labels,
-        "labels_needed": labels_needed(kappa, min_kappa=min_kappa, min_labels=min_labels),
         "confusion": kappa.confusion,
         "per_task": [
             task.to_dict()
             for task in per_task_kappa((task, h, j) for _, task, h, j in matched.items)
         ],
-        "labels_used": matched.labels_used,
         "labels_stale": matched.stale,
         "labels_ignored": matched.ignored,
         "labels_targeted": matched.targeted,
         "labels_on_excluded_pairs": matched.on_excluded,
-        "no_majority": matched.no_majority,
         "humans": _humans(matched),
         "curve": _curve(humans, judges),
         "labellers": _labellers(matched),
