@@ -168,9 +168,18 @@ class Offer:
     baseline_left: bool
 
 
-def next_offer(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> Offer | None:
+def label_rows(suite: Suite, mode: str = SAMPLE) -> list[tuple]:
+    """(labeller id, *content key) of every label of the suite in this mode."""
+    return list(
+        Label.objects.filter(suite=suite, mode=mode).values_list("labeller_id", *CONTENT_FIELDS)
+    )
+
+
+def next_offer(
+    suite: Suite, user, mode: str = SAMPLE, run: Run | None = None, labels: list | None = None
+) -> Offer | None:
     """The next pair this member should label, or None when the queue is empty for them."""
-    for pk in _waiting(suite, user, mode, run):
+    for pk in _waiting(suite, user, mode, run, labels):
         return offer(suite, user, Pair.objects.get(pk=pk), mode)
     return None
 
@@ -180,7 +189,9 @@ def waiting(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> l
     return list(_waiting(suite, user, mode, run))
 
 
-def _waiting(suite: Suite, user, mode: str, run: Run | None) -> Iterator[int]:
+def _waiting(
+    suite: Suite, user, mode: str, run: Run | None, labels: list | None = None
+) -> Iterator[int]:
     run = run or latest_labelled_run(suite)
     if run is None:
         return
@@ -189,8 +200,7 @@ def _waiting(suite: Suite, user, mode: str, run: Run | None) -> Iterator[int]:
     counts: Counter = Counter()
     mine: set[tuple] = set()
     done_by: set[tuple] = set()  # (labeller, key): a shown pair they labelled is not busy
-    labels = Label.objects.filter(suite=suite, mode=mode)
-    for labeller_id, *key in labels.values_list("labeller_id", *CONTENT_FIELDS):
+    for labeller_id, *key in labels if labels is not None else label_rows(suite, mode):
         counts[tuple(key)] += 1
         done_by.add((labeller_id, tuple(key)))
         if labeller_id == user.pk:
@@ -354,16 +364,16 @@ def refresh_consensus(suite: Suite, content: dict[str, str]) -> None:
     ).update(human=consensus)
 
 
-def progress(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> dict[str, int]:
+def progress(
+    suite: Suite, user, mode: str = SAMPLE, run: Run | None = None, labels: list | None = None
+) -> dict[str, int]:
     """How far the suite's queue is: pairs offered, pairs with a label, this member's labels.
     Counted in SQL and over the labels, never by reading every pair of a big run."""
     run = run or latest_labelled_run(suite)
     if run is None:
         return {"pairs": 0, "labelled": 0, "mine": 0}
     present = offered(run, mode).present
-    labels = list(
-        Label.objects.filter(suite=suite, mode=mode).values_list("labeller_id", *CONTENT_FIELDS)
-    )
+    labels = labels if labels is not None else label_rows(suite, mode)
     total = len(present)
     labelled = {tuple(key) for _, *key in labels if tuple(key) in present}
     mine = {tuple(key) for who, *key in labels if who == user.pk and tuple(key) in present}

@@ -56,9 +56,10 @@ def label_pair(request: HttpRequest, name: str) -> HttpResponse:
     elif request.GET.get("token"):
         offer = _offer_from_token(request, request.GET["token"])
     run = queue.latest_labelled_run(suite)
+    labels = queue.label_rows(suite, mode)  # read once for the offer and the progress
     if offer is None:
-        offer = queue.next_offer(suite, request.user, mode, run)
-    context = _workspace(request, suite, offer, mode, run)
+        offer = queue.next_offer(suite, request.user, mode, run, labels)
+    context = _workspace(request, suite, offer, mode, run, labels)
     template = "labels/label.html" + ("#label-workspace" if request.htmx else "")
     return render(request, template, context)
 
@@ -107,12 +108,12 @@ def _offer_from_token(request: HttpRequest, token: str):
     return _offer_again(request, assignment, mode)
 
 
-def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run) -> dict:
+def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run, labels) -> dict:
     context = {
         "suite": suite,
         "mode": mode,
         "offer": offer,
-        "progress": queue.progress(suite, request.user, mode, run),
+        "progress": queue.progress(suite, request.user, mode, run, labels),
         "calibration": live_calibration(suite, run, brief=True),
     }
     if offer is None:
