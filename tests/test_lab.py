@@ -33,7 +33,9 @@ from runs.prices import ensure_default_table
 from tests.factories import make_user
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO / ".." / "shared" / "data" / "pairsets"
+# The two real public pair sets of ../shared/data/pairsets, kept in the repository (with
+# their README: sources and licences) so a fresh clone tests against them.
+SHARED = REPO / "tests" / "fixtures" / "pairsets"
 LABELS = ["a", "b", "tie"]
 SCORE = {"a": 0.0, "b": 1.0, "tie": 0.5}
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -59,8 +61,8 @@ def shared_file(name: str) -> Path:
     found = SHARED / name
     if not found.is_file():
         pytest.fail(
-            f"the shared pair sets are missing: {found.resolve()} does not exist. They live "
-            "in ../shared/data/pairsets beside the repository (see its README.md)."
+            f"the shared pair sets are missing: {found.resolve()} does not exist (copies of "
+            "../shared/data/pairsets, see tests/fixtures/pairsets/README.md)."
         )
     return found
 
