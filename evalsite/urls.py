@@ -38,6 +38,7 @@ urlpatterns = [
     path("label/<slug:name>/mine/", label_views.my_labels, name="my_labels"),
     path("suites/<slug:name>/calibration/", label_views.calibration_page, name="calibration_page"),
     path("suites/<slug:name>/labels.yaml", label_views.labels_export, name="labels_export"),
+    path("suites/<slug:name>/to-lab/", label_views.calibration_to_lab, name="calibration_to_lab"),
     path("suites/<slug:name>/labels/import/", label_views.labels_import, name="labels_import"),
     path("lab/", include("labels.urls_lab")),
     path("prices/", suites.prices, name="prices"),

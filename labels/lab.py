@@ -14,6 +14,7 @@ nothing is stored or spent.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -54,12 +55,14 @@ from evalsite.core.providers import (
 from evalsite.core.suite_schema import MODEL
 from evalsite.core.suites import Suite, SuiteError, parse_suite
 from labels.models import PairSet, PairSetItem, PairSetJudgeRun
+from labels.queue import latest_labelled_run
 from runs.judging import DEFAULT_JUDGE_MAX_TOKENS, judge_hash, task_text
 from runs.models import (
     Answer,
     CachedResponse,
     Call,
     Judgement,
+    Pair,
     PriceTable,
     Run,
     SuiteVersion,
@@ -67,6 +70,8 @@ from runs.models import (
 )
 from runs.planner import DEFAULT_CAP_USD, endpoint_configs, new_run_id
 from runs.prices import NoActivePriceTable, active_table
+from runs.reporting import run_calibration
+from runs.scoring import stored_suite
 
 CONTESTANTS = ["given/a", "given/b"]
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
@@ -437,3 +442,59 @@ def _lab_cost(lab: PairSetJudgeRun) -> dict[str, Any]:
 
 def _usd(value: Decimal | None) -> float | None:
     return None if value is None else round(float(value), 6)
+
+
+# --- a suite's labelled pairs as a pair set -----------------------------------------------------
+
+
+_SIDE_TO_PAIRSET = {"baseline": "a", "candidate": "b", "tie": "tie"}
+
+
+def suite_pairs_jsonl(suite) -> bytes:
+    """The labelled, judged pairs of the suite's latest judged run in the pair-set format
+    (SPEC §10.5): answer_a is the baseline's answer, the votes are the labels that apply to
+    the pair (the same matching as the run's calibration), and the run's judge verdicts are
+    kept as given, in both orders. LabError when there is nothing labelled to take."""
+    run = latest_labelled_run(suite)
+    if run is None:
+        raise LabError([f"suite {suite.name} has no judged run"])
+    core = stored_suite(run.suite_version)
+    votes = run_calibration(run, core).votes
+    if not votes:
+        raise LabError([f"no labelled, judged pair in the latest run {run.id} of {suite.name}"])
+    pairs = Pair.objects.filter(pk__in=list(votes)).select_related("baseline", "candidate")
+    verdicts: dict[int, list[dict]] = {}
+    for call in Judgement.objects.filter(pair__in=list(votes), kind=Judgement.Kind.PAIR):
+        if call.side:
+            verdicts.setdefault(call.pair_id, []).append(
+                {
+                    "judge": call.judge_model,
+                    "order": call.order,
+                    "prefer": _SIDE_TO_PAIRSET[call.side],
+                }  # fmt: skip
+            )
+    lines = []
+    for pair in pairs.order_by("pk"):
+        row = {
+            "id": f"{pair.task_id}/{pair.case_id}/{pair.repeat}",
+            "task": pair.task_id,
+            "question": task_text(core, pair.task_id, pair.case_id),
+            "answer_a": pair.baseline.text,
+            "answer_b": pair.candidate.text,
+            "model_a": pair.baseline_contestant,
+            "model_b": pair.candidate_contestant,
+            "votes": [
+                {"labeller": who, "prefer": _SIDE_TO_PAIRSET[prefer]}
+                for who, prefer in sorted(votes[pair.pk].items())
+            ],
+            "judge": sorted(verdicts.get(pair.pk, []), key=lambda v: v["order"]),
+        }
+        lines.append(json.dumps(row, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def import_suite_pairs(suite, *, name: str | None = None, user=None) -> PairSet:
+    """A pair set of the suite's labelled pairs, to compare judges on the team's own labels."""
+    data = suite_pairs_jsonl(suite)
+    pairset, _ = import_pairset(data, filename=f"{suite.name}-labelled.jsonl", name=name, user=user)
+    return pairset

@@ -14,12 +14,14 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
 from labels import queue
 from labels.calibration import live_calibration
+from labels.lab import LabError, import_suite_pairs
 from labels.models import Label
 from labels.transfer import LabelImportError, export_yaml, import_yaml
 from runs.judging import task_text
@@ -186,6 +188,21 @@ def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
         "count": Label.objects.filter(suite=suite).count(),
     }
     return render(request, "labels/calibration.html", context)
+
+
+@require_POST
+def calibration_to_lab(request: HttpRequest, name: str) -> HttpResponse:
+    """The suite's labelled pairs as a judge-lab pair set, to compare judges on them."""
+    suite = get_object_or_404(Suite, name=name)
+    stamp = timezone.now().strftime("%Y%m%d%H%M%S")
+    try:
+        pairset = import_suite_pairs(suite, name=f"{suite.name[:30]}-labelled-{stamp}",
+                                     user=request.user)  # fmt: skip
+    except LabError as error:
+        for problem in error.problems[:10]:
+            messages.error(request, str(problem))
+        return redirect("calibration_page", name=suite.name)
+    return redirect("lab_detail", name=pairset.name)
 
 
 @require_GET

@@ -347,3 +347,44 @@ def test_labels_cli_export_and_import(run, tmp_path):
     call_command("labels", "import", "blind", str(out))
     assert Label.objects.get().labeller_name == "ann"
     assert Decision.objects.count() == 0 and Judgement.objects.exists()
+
+
+def test_a_suites_labelled_pairs_become_a_pair_set_whose_figures_match_the_runs_calibration(run):
+    from django.core.management import call_command
+
+    from labels.lab import lab_report
+    from labels.models import PairSet
+
+    ann, bob = make_user(username="ann"), make_user(username="bob")
+    with override_settings(EVALSITE_LABEL_OVERLAP=1.0):
+        for member, choices in ((ann, "lrtlrlrr"), (bob, "lrtrrltl")):
+            client = _client(member)
+            for letter in choices:
+                _label(client, {"l": "left", "r": "right", "t": "tie"}[letter])
+    report = write_report(Run.objects.get(pk=run.pk))
+
+    call_command("pairs", "from-suite", "blind")
+
+    pairset = PairSet.objects.get(name="blind-labelled")
+    figures = lab_report(pairset)
+    combined = figures["judges"]["scripted/judge"]["combined"]
+    calibration = report["calibration"]
+    # the same pairs, the same strict-majority consensus, the same judge: the same kappa
+    assert pairset.items.count() == 8
+    assert combined["n"] == calibration["n"]
+    assert combined["kappa"] == pytest.approx(calibration["kappa"])
+    assert figures["humans"]["pairwise"]["ann~bob"] == pytest.approx(
+        calibration["humans"]["pairwise"]["ann~bob"]
+    )
+
+
+def test_the_calibration_page_opens_the_labelled_pairs_in_the_judge_lab(run):
+    client = _client(make_user(username="ann"))
+    for _ in range(3):
+        _label(client, "left")
+
+    response = client.post("/suites/blind/to-lab/")
+
+    assert response.status_code == 302 and response["Location"].startswith("/lab/")
+    page = client.get(response["Location"]).content.decode()
+    assert "scripted/judge" in page

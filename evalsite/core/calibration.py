@@ -80,6 +80,8 @@ class Calibration:
     human_by_pair: dict[int, str] = field(default_factory=dict)
     # each labeller's own (preference, judge category) on the pairs they labelled
     by_labeller: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # per judged pair key, each labeller's preference (in the pair's orientation)
+    votes: dict[int, dict[str, str]] = field(default_factory=dict)
 
     @property
     def labels_used(self) -> dict[str, int]:
@@ -154,6 +156,7 @@ def match_labels(pairs: Sequence[PairView] | PairIndex, labels: Iterable[LabelVi
             result.by_labeller.setdefault(labeller, []).append((prefer, pair.judge))
         preferences = [prefer for prefer, _ in votes[key].values()]
         consensus = _majority(preferences)
+        result.votes[key] = {who: prefer for who, (prefer, _) in votes[key].items()}
         named = {who: prefer for who, (prefer, _) in votes[key].items() if who != UNNAMED}
         if len(named) >= 2:
             result.ratings[key] = named

@@ -23,12 +23,14 @@ from labels.lab import (
     JudgeConfig,
     LabError,
     import_pairset,
+    import_suite_pairs,
     lab_report,
     plan_judge_run,
     start_judge_run,
 )
 from labels.models import PairSet
 from runs.management.commands.run import EXIT_BY_STATUS
+from runs.models import Suite
 from runs.runner import execute
 from runs.setup import prepare_database
 
@@ -52,10 +54,28 @@ class Command(BaseCommand):
         report.add_argument("name", help="The pair set.")
         report.add_argument("--json", action="store_true", help="Print the figures as JSON.")
         verbs.add_parser("list", help="The pair sets.")
+        suite = verbs.add_parser(
+            "from-suite", help="A pair set of a suite's labelled pairs (its latest judged run)."
+        )
+        suite.add_argument("suite", help="The suite's name.")
+        suite.add_argument("--name", help="The pair set's name (default: <suite>-labelled).")
 
     def handle(self, *args, **opts):
         prepare_database()
-        getattr(self, f"_{opts['verb']}")(opts)
+        getattr(self, "_" + opts["verb"].replace("-", "_"))(opts)
+
+    def _from_suite(self, opts) -> None:
+        suite = Suite.objects.filter(name=opts["suite"]).first()
+        if suite is None:
+            self.stderr.write(f"error: no suite named {opts['suite']!r}")
+            sys.exit(ExitCode.INPUT_ERROR)
+        try:
+            pairset = import_suite_pairs(suite, name=opts.get("name"))
+        except LabError as error:
+            self._fail_with(error)
+        self.stdout.write(
+            f"pair set {pairset.name}: {pairset.items.count()} labelled pairs of {suite.name}"
+        )
 
     def _import(self, opts) -> None:
         path = Path(opts["file"])
