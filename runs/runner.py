@@ -50,6 +50,7 @@ from evalsite.core.providers.base import Request
 from runs.judging import finish_judging, judge_hash, prepare_judging, read_judgement
 from runs.models import Answer, CachedResponse, Call, Judgement, Run
 from runs.planner import endpoint_configs
+from runs.reporting import write_report
 
 db = partial(sync_to_async, thread_sensitive=True)
 STOPPING_KINDS = (ErrorKind.AUTH.value, ErrorKind.BAD_REQUEST.value)
@@ -89,26 +90,29 @@ class Shard:
     # --- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
+        """Each phase step returns the phase this shard goes on with, or None to stop."""
         try:
-            if not await db(self._prepare)():
-                return
-            if self.run_row.status == Run.Status.RUNNING:
+            phase = await db(self._prepare)()
+            if phase == Run.Status.RUNNING:
                 await self._loop()
-                await db(self._finish_answers)()
-            if self.run_row.status == Run.Status.JUDGING:
+                phase = await db(self._finish_answers)()
+            elif phase == Run.Status.JUDGING:
+                # resuming a run that stopped while judging: complete its preparation
+                # (idempotent), then the judge calls still pending
+                await db(prepare_judging)(self.run_row, self.judge)
+            if phase == Run.Status.JUDGING:
                 self.calls = Judgement
-                if await db(self._start_judging)():
-                    await self._loop()
-                    await db(self._finish_judging)()
-            if self.run_row.status == Run.Status.REPORTING:
+                await self._loop()
+                phase = await db(self._finish_judging)()
+            if phase == Run.Status.REPORTING:
                 await db(self._report)()
         finally:
             await db(connections.close_all)()
 
-    def _prepare(self) -> bool:
+    def _prepare(self) -> str | None:
         self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
         if not self.run_row.is_active:
-            return False
+            return None
         self.run_row.mark_running()
         options = self.run_row.options
         self.rows: dict[str, PriceRow] = {
@@ -120,8 +124,8 @@ class Shard:
             # This process cannot make the calls (e.g. a worker without the key): end the
             # run with the reason rather than leave it running with nobody to finish it.
             self.run_row.finish(Run.Status.FAILED, f"this worker cannot run it: {error}")
-            return False
-        return True
+            return None
+        return self.run_row.status
 
     def _build_providers(self, options: dict) -> None:
         replies = ScriptedReplies.load(options["replies"]) if options.get("replies") else None
@@ -432,61 +436,44 @@ class Shard:
         """The run, when this phase's calls are all finished and the run goes on; None
         when it was cancelled, stopped, or another shard is still working."""
         run = Run.objects.get(pk=self.run_id)
-        self.run_row.status = run.status
         if not run.is_active:
             return None
         if run.cancel_requested:
             run.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
-            self.run_row.status = run.status
             return None
         if self.calls.objects.filter(run=run).unfinished().exists():
             return None
         return run
 
-    def _finish_answers(self) -> None:
+    def _finish_answers(self) -> str | None:
+        """JUDGING for the shard that wins the move there (it prepares judging); None else."""
         run = self._phase_over()
         if run is None or run.status != Run.Status.RUNNING:
-            return
+            return None
         answers = Answer.objects.filter(run=run)
         if not answers.filter(status=Call.Status.DONE).exists() and answers.exists():
             first = answers.filter(status=Call.Status.ERROR).first()
             run.finish(
                 Run.Status.FAILED, f"every answer failed; first error: {first.error_message}"
             )
-            self.run_row.status = run.status
-            return
-        # One shard wins the move to judging and prepares it; the others are done here.
-        if run.advance(Run.Status.RUNNING, Run.Status.JUDGING):
-            self.run_row.status = Run.Status.JUDGING
-            self._prepared = True
-            prepare_judging(run, self.judge)
-        else:
-            self.run_row.status = "other shard"
+            return None
+        if not run.advance(Run.Status.RUNNING, Run.Status.JUDGING):
+            return None
+        prepare_judging(run, self.judge)
+        return Run.Status.JUDGING
 
-    def _start_judging(self) -> bool:
-        """Prepare judging unless this shard just did (preparing is idempotent, so a shard
-        resuming a run that stopped half-way through it completes the work)."""
-        if not getattr(self, "_prepared", False):
-            prepare_judging(self.run_row, self.judge)
-        return True
-
-    def _finish_judging(self) -> None:
+    def _finish_judging(self) -> str | None:
+        """REPORTING for the shard that wins the move there; None else."""
         run = self._phase_over()
         if run is None or run.status != Run.Status.JUDGING:
-            return
-        if run.advance(Run.Status.JUDGING, Run.Status.REPORTING):
-            finish_judging(run)
-            self.run_row.status = Run.Status.REPORTING
-        else:
-            self.run_row.status = "other shard"
+            return None
+        return Run.Status.REPORTING if run.advance(run.status, Run.Status.REPORTING) else None
 
     def _report(self) -> None:
-        from runs.reporting import write_report
-
         run = Run.objects.get(pk=self.run_id)
         if run.status != Run.Status.REPORTING:
             return
-        finish_judging(run)  # idempotent: a resumed run may have stopped before it
+        finish_judging(run)  # idempotent: a resumed run may have stopped half-way through
         write_report(run)
         run.finish(Run.Status.DONE)
 
