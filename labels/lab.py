@@ -28,7 +28,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.judging import PairSide, judge_messages
+from evalsite.core.judging import PairSide
 from evalsite.core.pairsets import (
     PREFER,
     LabCase,
@@ -56,7 +56,7 @@ from evalsite.core.suite_schema import MODEL
 from evalsite.core.suites import Suite, SuiteError, parse_suite
 from labels.models import PairSet, PairSetItem, PairSetJudgeRun
 from labels.queue import latest_labelled_run
-from runs.judging import DEFAULT_JUDGE_MAX_TOKENS, judge_hash, task_text
+from runs.judging import judge_hash, pair_requests, task_text
 from runs.models import (
     Answer,
     CachedResponse,
@@ -251,35 +251,16 @@ def _judge_provider(model: str, config: JudgeConfig, cases: list[tuple[str, str]
 def judge_requests(
     suite: Suite, model: str, pairs: Sequence[tuple[str, str, str, str]]
 ) -> list[Request]:
-    """The judge calls the engine will make for ``(task, case, answer a, answer b)`` pairs,
-    built as ``runs.judging`` builds them (a is the baseline, shown first in order 1), so
-    their hashes find the cache and the estimate counts the calls that will be paid."""
-    judge = suite.judge
-    params = {
-        "temperature": judge.temperature if judge.temperature is not None else 0,
-        "max_tokens": judge.max_tokens or DEFAULT_JUDGE_MAX_TOKENS,
-    }
-    requests = []
-    for task_id, case_id, answer_a, answer_b in pairs:
-        prompt = task_text(suite, task_id, case_id)
-        rubric = "\n\n".join(
-            r for r in (judge.rubric, suite.task(task_id).rubric or "") if r.strip()
+    """The judge calls the engine will make for ``(task, case, answer a, answer b)`` pairs
+    (a is the baseline), built by the engine's own `pair_requests`, so their hashes find the
+    cache and the estimate counts the calls that will be paid."""
+    return [
+        request
+        for task_id, case_id, answer_a, answer_b in pairs
+        for _, request in pair_requests(
+            suite, model, (task_id, case_id, 0), PairSide(answer_a), PairSide(answer_b)
         )
-        a, b = PairSide(answer_a), PairSide(answer_b)
-        for order, (first, second) in ((1, (a, b)), (2, (b, a))):
-            requests.append(
-                Request.from_params(
-                    model,
-                    judge_messages(prompt, rubric, first, second),
-                    params,
-                    purpose="judge",
-                    task_id=task_id,
-                    case_id=case_id,
-                    repeat=0,
-                    order=order,
-                )
-            )
-    return requests
+    ]
 
 
 def _estimate(requests: list[Request], provider: Provider, row) -> dict:

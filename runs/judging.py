@@ -131,30 +131,50 @@ def _judge_params(suite: Suite) -> dict:
     }
 
 
+def pair_requests(
+    suite: Suite,
+    judge_model: str,
+    key: tuple[str, str, int],
+    baseline: PairSide,
+    candidate: PairSide,
+) -> list[tuple[int, Request]]:
+    """The two judge calls of one pair, ``(order, request)``: order 1 shows the baseline
+    first, order 2 the candidate. ``key`` is (task, case, repeat). The engine and the judge
+    lab build their calls here, so the same pair always has the same cache key."""
+    task_id, case_id, repeat = key
+    task = suite.task(task_id)
+    rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
+    prompt = task_text(suite, task_id, case_id)
+    params = _judge_params(suite)
+    return [
+        (
+            order,
+            Request.from_params(
+                judge_model,
+                judge_messages(prompt, rubric, first, second),
+                params,
+                purpose="judge",
+                task_id=task_id,
+                case_id=case_id,
+                repeat=repeat,
+                order=order,
+            ),
+        )
+        for order, (first, second) in ((1, (baseline, candidate)), (2, (candidate, baseline)))
+    ]
+
+
 def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
     pending = (
         Pair.objects.included()
         .filter(run=run, judgements__isnull=True)
         .select_related("baseline", "candidate")
     )
-    params = _judge_params(suite)
     calls = []
     for pair in pending.iterator(chunk_size=500):
-        task = suite.task(pair.task_id)
-        rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
-        prompt = task_text(suite, pair.task_id, pair.case_id)
-        baseline, candidate = _side(pair.baseline), _side(pair.candidate)
-        for order, (first, second) in ((1, (baseline, candidate)), (2, (candidate, baseline))):
-            request = Request.from_params(
-                judge_model,
-                judge_messages(prompt, rubric, first, second),
-                params,
-                purpose="judge",
-                task_id=pair.task_id,
-                case_id=pair.case_id,
-                repeat=pair.repeat,
-                order=order,
-            )
+        key = (pair.task_id, pair.case_id, pair.repeat)
+        sides = _side(pair.baseline), _side(pair.candidate)
+        for order, request in pair_requests(suite, judge_model, key, *sides):
             calls.append(_judgement(run, request, judge, judge_model, pair=pair, order=order))
     Judgement.objects.bulk_create(calls, ignore_conflicts=True, batch_size=500)
 
