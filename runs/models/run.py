@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import F
 from django.utils import timezone
 
+from evalsite.core.exitcodes import ExitCode
 from runs.models.pricing import PriceTable
 from runs.models.suites import Suite, SuiteVersion
 
@@ -138,6 +139,26 @@ class Run(models.Model):
     @property
     def simulated(self) -> bool:
         return bool(self.options.get("fake"))
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """What a command that ran this run exits with (SPEC §15): 0 done; 1 when one of the
+        suite's `gate:` checks failed, or the suite says `on_below_floor: fail` and the
+        headline gate is not ok; 3 failed or cancelled; 4 refused; 5 aborted over budget."""
+        code = {
+            Run.Status.DONE: ExitCode.OK,
+            Run.Status.REFUSED: ExitCode.REFUSED,
+            Run.Status.ABORTED_OVER_BUDGET: ExitCode.ABORTED_OVER_BUDGET,
+        }.get(self.status, ExitCode.RUNTIME_ERROR)
+        if code != ExitCode.OK or self.report is None:
+            return code
+        judge = self.suite_version.parsed.get("judge") or {}
+        fail_below = (judge.get("calibration") or {}).get("on_below_floor") == "fail"
+        if fail_below and not self.report["headline_eligible"]:
+            return ExitCode.GATE_FAILED
+        if not self.report.get("gates_passed", True):
+            return ExitCode.GATE_FAILED
+        return code
 
     @property
     def spent_usd(self) -> Decimal:

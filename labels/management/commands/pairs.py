@@ -29,7 +29,6 @@ from labels.lab import (
     start_judge_run,
 )
 from labels.models import PairSet
-from runs.management.commands.run import EXIT_BY_STATUS
 from runs.models import Suite
 from runs.runner import execute
 from runs.setup import prepare_database
@@ -111,7 +110,7 @@ class Command(BaseCommand):
         run = execute(run.id)
         if run.status != run.Status.DONE:
             self.stderr.write(f"run {run.id} {run.status}: {run.detail}")
-            sys.exit(EXIT_BY_STATUS.get(run.status, ExitCode.RUNTIME_ERROR))
+            sys.exit(run.exit_code)
         judge = lab_report(pairset)["judges"][plan.name]
         self.stdout.write(f"run {run.id} done; {plan.name} against the human consensus:")
         for line in judge_lines(plan.name, judge)[1:]:

@@ -19,14 +19,6 @@ from runs.progress import answer_totals, progress
 from runs.runner import execute
 from runs.setup import prepare_database
 
-EXIT_BY_STATUS = {
-    Run.Status.DONE: ExitCode.OK,
-    Run.Status.FAILED: ExitCode.RUNTIME_ERROR,
-    Run.Status.CANCELLED: ExitCode.RUNTIME_ERROR,
-    Run.Status.REFUSED: ExitCode.REFUSED,
-    Run.Status.ABORTED_OVER_BUDGET: ExitCode.ABORTED_OVER_BUDGET,
-}
-
 
 class Command(BaseCommand):
     help = "Run a suite: answer every case with each contestant and price it."
@@ -144,7 +136,7 @@ class Command(BaseCommand):
             else:
                 for line in report_summary(report):
                     self.stdout.write(line)
-            sys.exit(report_exit_code(run))
+            sys.exit(run.exit_code)
         totals = answer_totals(run)
         if as_json:
             self.stdout.write(json.dumps(run_summary(run, totals), indent=2))
@@ -153,24 +145,11 @@ class Command(BaseCommand):
                 self.stdout.write(line)
             if run.detail:
                 self.stderr.write(run.detail)
-        sys.exit(EXIT_BY_STATUS.get(run.status, ExitCode.RUNTIME_ERROR))
+        sys.exit(run.exit_code)
 
     def _fail(self, message: str, code: ExitCode = ExitCode.INPUT_ERROR) -> None:
         self.stderr.write(f"error: {message}")
         sys.exit(code)
-
-
-def report_exit_code(run: Run) -> ExitCode:
-    """0 for a finished run; 1 when one of the suite's `gate:` checks failed, or the suite
-    says `on_below_floor: fail` and the headline gate is not ok; else by status."""
-    code = EXIT_BY_STATUS.get(run.status, ExitCode.RUNTIME_ERROR)
-    judge = run.suite_version.parsed.get("judge") or {}
-    fail_below = (judge.get("calibration") or {}).get("on_below_floor") == "fail"
-    if code == ExitCode.OK and fail_below and judge and not run.report["headline_eligible"]:
-        return ExitCode.GATE_FAILED
-    if code == ExitCode.OK and not run.report.get("gates_passed", True):
-        return ExitCode.GATE_FAILED
-    return code
 
 
 def run_summary(run: Run, totals: dict) -> dict:
