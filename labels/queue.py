@@ -32,6 +32,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from labels.models import Assignment, Label
+from runs.memo import FinishedRunMemo
 from runs.models import Pair, Run, Suite
 from runs.reporting import pair_rows
 
@@ -131,31 +132,29 @@ class Offered:
     present: frozenset[tuple[str, ...]]
 
 
-_OFFERED: dict[str, Offered] = {}
+_OFFERED: FinishedRunMemo[Offered] = FinishedRunMemo()
 
 
 def offered(run: Run, mode: str) -> Offered:
-    """A finished run's judged pairs, worked out once per process (they no longer change);
-    the targeted ones (they move with the labels) every time, from the database."""
-    cached = mode == SAMPLE and run.status == Run.Status.DONE
-    if cached and run.id in _OFFERED:
-        return _OFFERED[run.id]
-    if cached:
-        rows = [
-            (row["pk"], *(row[name] for name in PAIR_CONTENT))
-            for row in pair_rows(run)
-            if not row["excluded_reason"] and row["score"] is not None
-        ]
-    else:
-        rows = list(candidates(run, mode).values_list("pk", *PAIR_CONTENT))
+    """The pairs the queue offers in `mode`: a finished run's judged pairs worked out once
+    per process; the targeted ones (they move with the labels) every time."""
+    if mode == SAMPLE:
+        return _OFFERED.get(run, lambda: _offered(run, _judged_rows(run)))
+    return _offered(run, list(candidates(run, mode).values_list("pk", *PAIR_CONTENT)))
+
+
+def _judged_rows(run: Run) -> list[tuple]:
+    return [
+        (row["pk"], *(row[name] for name in PAIR_CONTENT))
+        for row in pair_rows(run)
+        if not row["excluded_reason"] and row["score"] is not None
+    ]
+
+
+def _offered(run: Run, rows: list[tuple]) -> Offered:
     keys = {row[0]: tuple(row[1:]) for row in rows}
     order = stratified_order(run, [(row[0], row[1]) for row in rows])
-    result = Offered(keys, order, frozenset(keys.values()))
-    if cached:
-        if len(_OFFERED) > 8:
-            _OFFERED.clear()
-        _OFFERED[run.id] = result
-    return result
+    return Offered(keys, order, frozenset(keys.values()))
 
 
 @dataclass(frozen=True)

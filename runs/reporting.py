@@ -35,6 +35,7 @@ from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.suites import Suite
+from runs.memo import FinishedRunMemo
 from runs.models import Answer, Judgement, Pair, Run
 from runs.scoring import stored_suite
 
@@ -120,24 +121,17 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
     )
 
 
-_ROWS: dict[str, list[dict]] = {}
-_ROWS_MAX = 8
+_ROWS: FinishedRunMemo[list[dict]] = FinishedRunMemo()
+_INDEXES: FinishedRunMemo[PairIndex] = FinishedRunMemo()
 
 
 def pair_rows(run: Run) -> list[dict]:
-    """PAIR_FIELDS of every pair of `run`. A finished run's are read once per process: its
-    pairs, their answers and the judge's figures no longer change (the labellers' consensus,
-    which does, is not among them)."""
-    if run.status != Run.Status.DONE:
-        return list(Pair.objects.filter(run=run).values(*PAIR_FIELDS))
-    rows = _ROWS.get(run.id)
-    if rows is None:
-        if len(_ROWS) >= _ROWS_MAX:
-            _ROWS.clear()
-        rows = _ROWS[run.id] = list(
-            Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000)
-        )
-    return rows
+    """PAIR_FIELDS of every pair of `run`; a finished run's read once per process (the
+    labellers' consensus, which still changes, is not among them)."""
+    return _ROWS.get(
+        run,
+        lambda: list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000)),
+    )
 
 
 def run_calibration(run: Run, suite: Suite | None = None) -> Calibration:
@@ -148,19 +142,9 @@ def run_calibration(run: Run, suite: Suite | None = None) -> Calibration:
     return match_labels(_pair_index(run), labels)
 
 
-_INDEXES: dict[str, PairIndex] = {}
-
-
 def _pair_index(run: Run) -> PairIndex:
-    """The run's pairs indexed for the label matcher; a finished run's once per process."""
-    index = _INDEXES.get(run.id) if run.status == Run.Status.DONE else None
-    if index is None:
-        index = PairIndex(_pair_view(row) for row in pair_rows(run))
-        if run.status == Run.Status.DONE:
-            if len(_INDEXES) >= _ROWS_MAX:
-                _INDEXES.clear()
-            _INDEXES[run.id] = index
-    return index
+    """The run's pairs indexed for the label matcher."""
+    return _INDEXES.get(run, lambda: PairIndex(_pair_view(row) for row in pair_rows(run)))
 
 
 def store_human_consensus(run: Run, human_by_pair: dict[int, str]) -> None:
