@@ -61,6 +61,11 @@ def _label_key(label) -> tuple[str, ...]:
     return tuple(getattr(label, name) for name in CONTENT_FIELDS)
 
 
+def content_of(row) -> dict[str, str]:
+    """The content-key fields of a label or an assignment, for filtering the other."""
+    return {name: getattr(row, name) for name in CONTENT_FIELDS}
+
+
 def _keyed_fraction(*parts: object) -> float:
     message = "\x1f".join(str(part) for part in parts).encode()
     digest = hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).digest()
@@ -301,9 +306,16 @@ def preference(user, assignment: Assignment, choice: str) -> str:
     return Label.Prefer.CANDIDATE
 
 
+def seen_as(prefer: str, baseline_left: bool) -> str:
+    """A stored preference back in the member's own Left / tie / Right terms."""
+    if prefer == Label.Prefer.TIE:
+        return "tie"
+    return "left" if (prefer == Label.Prefer.BASELINE) == baseline_left else "right"
+
+
 def record(user, assignment: Assignment, choice: str, note: str, mode: str) -> Label:
     """This member's label on the assignment's pair; a second submit updates it (idempotent)."""
-    content = {name: getattr(assignment, name) for name in CONTENT_FIELDS}
+    content = content_of(assignment)
     values = {
         "labeller": user,
         "prefer": preference(user, assignment, choice),
@@ -332,7 +344,7 @@ def undo_last(suite: Suite, user) -> Assignment | None:
     label = Label.objects.filter(suite=suite, labeller=user).order_by("-updated_at", "-pk").first()
     if label is None:
         return None
-    content = {name: getattr(label, name) for name in CONTENT_FIELDS}
+    content = content_of(label)
     label.delete()
     refresh_consensus(suite, content)
     return Assignment.objects.filter(suite=suite, labeller=user, **content).first()

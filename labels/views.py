@@ -125,17 +125,16 @@ def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run, labels
     if not offer.baseline_left:
         sides.reverse()
     mine = Label.objects.filter(
-        labeller=request.user,
-        suite=suite,
-        **{f: getattr(offer.assignment, f) for f in queue.CONTENT_FIELDS},  # fmt: skip
+        labeller=request.user, suite=suite, **queue.content_of(offer.assignment)
     ).first()
+    # the queue's run is already loaded; a pair from an older run (a changed label) is not
+    version = run.suite_version if run is not None and pair.run_id == run.id else None
+    version = version or pair.run.suite_version
     context |= {
-        "task": task_text(stored_suite(run.suite_version), pair.task_id, pair.case_id)
-        if run is not None and pair.run_id == run.id
-        else task_text(stored_suite(pair.run.suite_version), pair.task_id, pair.case_id),
+        "task": task_text(stored_suite(version), pair.task_id, pair.case_id),
         "left": _blind(sides[0]),
         "right": _blind(sides[1]),
-        "mine": _seen_as(mine, offer) if mine else None,
+        "mine": queue.seen_as(mine.prefer, offer.baseline_left) if mine else None,
         "note": mine.note if mine else "",
     }
     return context
@@ -151,26 +150,19 @@ def _blind(answer) -> dict:
     }
 
 
-def _seen_as(label: Label, offer) -> str:
-    """This member's earlier label in their own Left / Right terms."""
-    if label.prefer == Label.Prefer.TIE:
-        return "tie"
-    baseline_left = offer.baseline_left
-    return "left" if (label.prefer == Label.Prefer.BASELINE) == baseline_left else "right"
-
-
 @require_GET
 def my_labels(request: HttpRequest, name: str) -> HttpResponse:
     suite = get_object_or_404(Suite, name=name)
     rows = []
     for label in Label.objects.filter(suite=suite, labeller=request.user).order_by("-updated_at"):
         assignment = queue.Assignment.objects.filter(
-            suite=suite, labeller=request.user,
-            **{f: getattr(label, f) for f in queue.CONTENT_FIELDS},
-        ).first()  # fmt: skip
+            suite=suite, labeller=request.user, **queue.content_of(label)
+        ).first()
         pair = queue.pair_for(assignment) if assignment else None
         offer = queue.offer(suite, request.user, pair, label.mode) if pair else None
-        rows.append((label, offer, _seen_as(label, offer) if offer else ""))
+        rows.append(
+            (label, offer, queue.seen_as(label.prefer, offer.baseline_left) if offer else "")
+        )
     return render(request, "labels/mine.html", {"suite": suite, "rows": rows[:500]})
 
 
