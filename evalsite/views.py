@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -16,26 +15,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     rows = []
     for suite in Suite.objects.prefetch_related("versions"):
         versions = suite.versions.all()
-        rows.append((suite, versions[0] if versions else None, calibration_badge(suite)))
+        rows.append(
+            (
+                suite,
+                versions[0] if versions else None,
+                Run.objects.for_suite(suite).latest_calibration(),
+            )
+        )
     context = {
         "rows": rows,
         "runs": Run.objects.select_related("suite_version__suite").defer("report", "estimate")[:10],
         "queue": queue_count(request.user),
     }
     return render(request, "runs/dashboard.html", context)
-
-
-def calibration_badge(suite: Suite) -> dict | None:
-    """The calibration of the suite's latest reported run, read from its stored report."""
-    return (
-        Run.objects.for_suite(suite)
-        .filter(report__isnull=False)
-        .order_by("-created_at")
-        .values(
-            "id",
-            eligible=F("report__headline_eligible"),
-            gate=F("report__calibration__status"),
-            reason=F("report__calibration__reason"),
-        )
-        .first()
-    )

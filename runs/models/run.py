@@ -26,6 +26,21 @@ class RunQuerySet(models.QuerySet):
     def finished(self) -> RunQuerySet:
         return self.exclude(status__in=Run.ACTIVE)
 
+    def latest_calibration(self) -> dict | None:
+        """id, eligible, gate and reason of the latest run with a report, read from the
+        stored report's keys only (not the whole report)."""
+        return (
+            self.filter(report__isnull=False)
+            .order_by("-created_at")
+            .values(
+                "id",
+                eligible=F("report__headline_eligible"),
+                gate=F("report__calibration__status"),
+                reason=F("report__calibration__reason"),
+            )
+            .first()
+        )
+
     def resolve(self, reference: str) -> Run:
         """A run by id, unique id prefix, label (the latest run with it) or ``latest``.
 
