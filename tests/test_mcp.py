@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -443,19 +444,41 @@ def test_stdout_carries_only_the_protocol_even_on_a_first_start(tmp_path):
         "EVALSITE_MCP_SUITE_ROOT": str(tmp_path),
     }
 
-    done = subprocess.run(
-        [str(EVALSITE), "mcp"],
-        input="".join(json.dumps(message) + "\n" for message in messages),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
+    # stdin stays open until both replies are in: closing it at once can end the session
+    # before the second request is answered
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        # unbuffered bytes: a reply already read into a buffer would never wake `select`
+        server = subprocess.Popen(
+            [str(EVALSITE), "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            bufsize=0,
+            env=env,
+            cwd=ROOT,
+        )
+        server.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        replies = [_line_within(server, 120), _line_within(server, 120)]
+        server.stdin.close()
+        rest = server.stdout.read().decode()
+        server.wait(timeout=120)
+    done = subprocess.CompletedProcess(
+        server.args, server.returncode, "".join(replies) + rest, errors.read_text()
     )
 
     lines = done.stdout.splitlines()
     assert [json.loads(line)["jsonrpc"] for line in lines] == ["2.0", "2.0"], done.stderr
     assert {tool["name"] for tool in json.loads(lines[1])["result"]["tools"]} == TOOLS
+
+
+def _line_within(server: subprocess.Popen, seconds: float) -> str:
+    """The server's next line of stdout; fails (and stops it) rather than hang."""
+    ready, _, _ = select.select([server.stdout], [], [], seconds)
+    if not ready:
+        server.kill()
+        pytest.fail(f"no reply from `evalsite mcp` within {seconds:g} s")
+    return server.stdout.readline().decode()
 
 
 def test_without_the_mcp_package_the_command_says_which_extra_to_install(tmp_path):
