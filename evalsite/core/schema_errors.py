@@ -18,9 +18,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 
+from evalsite.core.json_schemas import validator
 from evalsite.core.problems import Path, Problem, SourceMap
 from evalsite.core.suite_schema import DEFS, SUITE_SCHEMA
 
@@ -42,9 +43,9 @@ def _dereference(node: Any) -> Any:
 
 
 @functools.cache
-def _validator(definition: str | None) -> Draft202012Validator:
+def _validator(definition: str | None) -> Validator:
     schema = SUITE_SCHEMA if definition is None else DEFS[definition]
-    return Draft202012Validator(_dereference(schema))
+    return validator(_dereference(schema))
 
 
 def schema_problems(

@@ -4,7 +4,8 @@
 labels naming an unknown task or case, or the same contestant twice; variant names used in
 ``models``, labels, ``gate`` or ``tasks[].variants`` that the suite does not declare, and a
 declared variant named ``base``; messages-list prompts with a misplaced or doubled system
-message; task schemas that are not valid JSON Schemas; regexes that do not compile;
+message; task schemas that are not valid JSON Schemas or hold a ``$ref`` that does not
+resolve inside the schema; regexes that do not compile;
 ``json_path`` paths outside the supported grammar; ``python:`` checks in uploaded suites;
 execution checks without ``run``; and every template (:mod:`~evalsite.core.prompts`).
 
@@ -18,9 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
+from evalsite.core.json_schemas import task_schema_problems
 from evalsite.core.problems import Path, Problem, SourceMap
 from evalsite.core.prompts import template_problems
 from evalsite.core.suite_parts import Prompt, Task
@@ -177,13 +176,11 @@ def _layer_problems(prompt: Prompt | None, system: str | None, path: Path, at: A
 
 
 def _schema_validity(schema: Any, path: Path, at: At) -> list[Problem]:
+    """A valid schema whose every ``$ref`` resolves inside it (a schema file's lines are its
+    own: the file was inlined at ``path``)."""
     if not isinstance(schema, dict | bool):
         return []
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as error:
-        return [at((*path, *error.absolute_path), f"not a valid JSON Schema: {error.message}")]
-    return []
+    return [at((*path, *where), message) for where, message in task_schema_problems(schema)]
 
 
 def _check_items(task: Task, index: int) -> Iterable[tuple[Path, Mapping[str, Any]]]:

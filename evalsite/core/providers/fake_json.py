@@ -24,6 +24,8 @@ from typing import Any
 
 import jsonschema
 
+from evalsite.core.json_schemas import validator
+
 __all__ = ["generate", "is_valid", "violate"]
 
 MAX_DEPTH = 6
@@ -212,8 +214,8 @@ _GENERATORS: dict[str, Callable[[Mapping[str, Any], random.Random, Any, int], An
 
 def is_valid(schema: Any, value: Any) -> bool:
     """True when ``value`` satisfies ``schema`` (the draft its ``$schema`` names, else 2020-12)."""
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return bool(validator(schema).is_valid(value))
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return bool(validator(schema, cls).is_valid(value))
 
 
 def violate(schema: Any, value: Any) -> Any | None:

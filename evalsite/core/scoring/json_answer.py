@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+from referencing.exceptions import Unresolvable
 
+from evalsite.core.json_schemas import unusable_reason, validator
 from evalsite.core.scoring.fences import fenced_blocks
 
 __all__ = [
@@ -88,7 +89,10 @@ def parse_json_answer(answer: str) -> JsonAnswer:
 def schema_verdict(answer: str, schema: Mapping[str, Any] | bool | None) -> SchemaVerdict:
     """pass / parse_fail / schema_fail, or not_applicable when the task has no schema.
 
-    ``schema`` is a JSON Schema 2020-12 (suite validation has already checked it is one).
+    ``schema`` is a JSON Schema 2020-12 (suite validation has already checked it is one and
+    that its ``$ref``s resolve inside it). A schema that cannot be applied all the same (a
+    stored suite from before that check) is a schema_fail saying why, never an exception;
+    its ``$ref``s are never fetched or read.
     """
     if schema is None:
         return SchemaVerdict("not_applicable")
@@ -96,9 +100,15 @@ def schema_verdict(answer: str, schema: Mapping[str, Any] | bool | None) -> Sche
     if not parsed.ok:
         return SchemaVerdict("parse_fail", error=parsed.error)
     try:
-        error = best_match(Draft202012Validator(schema).iter_errors(parsed.value))
+        reason = unusable_reason(schema)
+        if reason is not None:
+            return SchemaVerdict("schema_fail", parsed.value, _cut(f"task schema error: {reason}"))
+        error = best_match(validator(schema).iter_errors(parsed.value))
     except RecursionError:
         return SchemaVerdict("schema_fail", parsed.value, "$: nested too deeply to validate")
+    except Unresolvable:  # a dynamic ref the static check cannot see through
+        message = "task schema error: a $ref does not resolve inside the schema"
+        return SchemaVerdict("schema_fail", parsed.value, message)
     if error is None:
         return SchemaVerdict("pass", parsed.value)
     message = f"{format_json_path(error.absolute_path)}: {_cut(error.message)}"
