@@ -7,8 +7,10 @@ See docs/configuration.md for every variable.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from decimal import Decimal
 from pathlib import Path
 
@@ -34,7 +36,9 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 DATA_DIR = Path(env_str("EVALSITE_DATA_DIR", ".evalsite")).expanduser().resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# Private to its owner: the database holds live session keys and password hashes.
+# `evalsite serve` tightens a data dir made before this (runs/management/commands/serve.py).
+DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 REPORTS_DIR = DATA_DIR / "reports"
 SUITES_DIR = Path(env_str("EVALSITE_SUITES_DIR", str(BASE_DIR / "examples"))).resolve()
 
@@ -45,13 +49,22 @@ def _secret_key() -> str:
     if given:
         return given
     path = DATA_DIR / "secret_key"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_urlsafe(50))
+    if not path.exists():
+        _create_once(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
+
+
+def _create_once(path: Path, text: str) -> None:
+    """Create `path` holding `text`, mode 0600, unless it exists. The file appears whole, so
+    two processes starting at once read the same text (never an empty file)."""
+    fd, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        with contextlib.suppress(FileExistsError):  # another process was first
+            os.link(staged, path)
+    finally:
+        os.unlink(staged)
 
 
 SECRET_KEY = _secret_key()
@@ -114,6 +127,9 @@ SQLITE_PATH = DATA_DIR / "evalsite.sqlite3"
 if env_str("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL"), conn_max_age=60)}
 else:
+    # Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the
+    # database's mode, whatever the umask of the process that makes them.
+    os.close(os.open(SQLITE_PATH, os.O_RDONLY | os.O_CREAT, 0o600))
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -147,6 +163,8 @@ Q_CLUSTER = {
 EVALSITE_MAX_CONCURRENCY = int(env_str("EVALSITE_MAX_CONCURRENCY", "8"))
 # A claimed answer whose worker died goes back to pending after this many seconds.
 EVALSITE_CLAIM_LEASE_S = float(env_str("EVALSITE_CLAIM_LEASE_S", "600"))
+# After SIGTERM or SIGINT a worker's cluster has this long to stop; what is left is killed.
+EVALSITE_WORKER_STOP_GRACE_S = float(env_str("EVALSITE_WORKER_STOP_GRACE_S", "10"))
 
 # Execution checks run in bubblewrap; without it they refuse to run unless this opt-out is
 # set (docs/checks.md says what that gives up). At most this many run at once.

@@ -212,8 +212,28 @@ class PriceTableAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/runs/pricetable/import.html", context)
 
 
+class EndpointForm(forms.ModelForm):
+    # The rules themselves are in Endpoint.clean() (evalsite/core/providers/endpoints.py).
+    class Meta:
+        model = Endpoint
+        fields = ["name", "base_url", "key_env_var", "notes"]
+        help_texts = {
+            "base_url": (
+                "http:// or https://. A server on this machine or the private network is "
+                "fine (vLLM, Ollama); link-local addresses (169.254.0.0/16, fe80::/10) and "
+                "cloud metadata services are refused."
+            ),
+            "key_env_var": (
+                "The NAME of the variable holding the key, never the key: "
+                "EVALSITE_ENDPOINT_<NAME>_KEY, e.g. EVALSITE_ENDPOINT_VLLM_KEY. "
+                "Blank for a server without a key."
+            ),
+        }
+
+
 @admin.register(Endpoint)
 class EndpointAdmin(admin.ModelAdmin):
+    form = EndpointForm
     list_display = ["name", "base_url", "key_env_var"]
     search_fields = ["name", "base_url"]
 

@@ -6,8 +6,15 @@ database) and are idempotent: a redelivered shard skips finished answers.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import datetime as dt
+import os
 import signal
+import sys
+import threading
+import time
+from pathlib import Path
 
 from django.conf import settings
 from django.db import connections, transaction
@@ -55,35 +62,138 @@ def resume_stalled_runs() -> list[str]:
 def run_worker() -> None:
     """Run a django-q2 cluster until SIGINT or SIGTERM, looking for stalled runs every lease
     (a shard killed with its worker is redelivered by the ORM broker only after
-    Q_CLUSTER["retry"], and never by the Redis broker)."""
+    Q_CLUSTER["retry"], and never by the Redis broker).
+
+    After the first signal the cluster has EVALSITE_WORKER_STOP_GRACE_S to stop; what is
+    left of it then is killed (a busy shard's claims go back to pending when their lease
+    expires), so the worker stops in bounded time however the signal arrives."""
     period = max(1.0, min(60.0, settings.EVALSITE_CLAIM_LEASE_S))
     _resume_quietly()
+    _cluster_dies_with_its_parents()
     cluster = Cluster()
-    _stop_once_on_signals(cluster)
-    cluster.start()
-    while cluster.sentinel is not None and cluster.sentinel.is_alive():
+    stop = _StopOnSignals(cluster, grace=settings.EVALSITE_WORKER_STOP_GRACE_S)
+    try:
+        cluster.start()
+    except RuntimeError:
+        if stop.requested:
+            return  # the group's SIGTERM reached the sentinel while it was starting
+        raise
+    while cluster.sentinel.is_alive():
         cluster.sentinel.join(period)
-        if cluster.stop_event is not None and not cluster.stop_event.is_set():
+        if not stop.requested:
             _resume_quietly()
 
 
-def _stop_once_on_signals(cluster: Cluster) -> None:
-    """Stop the cluster on the first SIGINT or SIGTERM and ignore the ones after it.
+class _StopOnSignals:
+    """The first SIGINT or SIGTERM stops the cluster within `grace` seconds; later ones are
+    ignored.
 
-    django-q2's own handler calls stop() on every signal; a second signal arriving while the
-    first is inside multiprocessing's Event.set() re-enters it and blocks forever on the
-    Event's lock (a Ctrl-C in a terminal, then serve's SIGTERM), leaving the cluster's
-    processes running after the worker is killed."""
-    stopping: list[int] = []
+    Nothing here blocks the main thread on the cluster's shared locks. django-q2's handler
+    calls stop(), whose Event.set() waits for every process asleep on the event to wake:
+    when SIGTERM goes to the whole process group (`kill -- -PGID`, `timeout`, systemd) the
+    sentinel dies inside that wait and the set() never returns (the worker then hung for
+    more than ten minutes). Here the handler only starts a thread that sets the event and,
+    when the grace is over, kills whatever is left of the cluster and ends the process."""
 
-    def stop(signum, frame) -> None:
-        if stopping:
+    def __init__(self, cluster: Cluster, *, grace: float) -> None:
+        self.cluster = cluster
+        self.grace = grace
+        self.requested = False
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        if self.requested:
             return
-        stopping.append(signum)
-        cluster.stop()
+        self.requested = True
+        # Started here rather than up front: a thread alive when the cluster forks makes
+        # Python warn that fork() may deadlock. The main thread is never inside threading's
+        # own locks (which Thread.start() takes) at the points this handler can interrupt.
+        threading.Thread(target=self._stop_within_grace, name="stop", daemon=True).start()
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    def _stop_within_grace(self) -> None:
+        threading.Thread(target=self._set_stop_event, name="stop-event", daemon=True).start()
+        time.sleep(self.grace)
+        killed = _kill_descendants(os.getpid())
+        if killed:
+            sys.stderr.write(
+                f"evalsite worker: the cluster did not stop within {self.grace:g}s; killed "
+                f"its {killed} remaining processes (what they had claimed goes back to "
+                "pending when its lease expires).\n"
+            )
+            sys.stderr.flush()
+        os._exit(0)
+
+    def _set_stop_event(self) -> None:
+        # May never return (see the class docstring); the grace bounds it.
+        while self.cluster.stop_event is None:  # a signal before start() made the event
+            time.sleep(0.05)
+        self.cluster.stop_event.set()
+
+
+def _kill_descendants(root: int) -> int:
+    """SIGKILL every process below `root`, parents before children (a sentinel killed first
+    cannot replace the workers killed after it); how many there were."""
+    pids = _descendants(root)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return len(pids)
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes below `root`, generation by generation, from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # "pid (comm) state ppid …": comm may hold spaces and parentheses.
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # gone meanwhile
+        parents[int(stat.parent.name)] = int(fields[1])
+    found: list[int] = []
+    generation = {root}
+    while generation:
+        generation = {pid for pid, parent in parents.items() if parent in generation}
+        found += sorted(generation)
+    return found
+
+
+# Forks below the worker's process that die with their parent: the sentinel with the worker,
+# the sentinel's workers, pusher and monitor with the sentinel; not what a shard starts.
+_DIE_WITH_PARENT_GENERATIONS = 2
+_generations_left = 0
+_forking_pid = 0
+_prctl = None
+
+
+def _cluster_dies_with_its_parents() -> None:
+    """Make the cluster's processes die with their parent (Linux's PR_SET_PDEATHSIG), so a
+    worker killed outright (SIGKILL, the OOM killer) or a sentinel killed at the end of the
+    grace leaves nothing running. For a process that runs the worker until it exits."""
+    global _generations_left, _prctl
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere the kill at the end of the grace is the only bound
+    if _prctl is None:
+        _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork
+        os.register_at_fork(before=_remember_parent, after_in_child=_die_with_parent)
+    _generations_left = _DIE_WITH_PARENT_GENERATIONS
+
+
+def _remember_parent() -> None:
+    global _forking_pid
+    _forking_pid = os.getpid()
+
+
+def _die_with_parent() -> None:
+    global _generations_left
+    if _generations_left <= 0:
+        return
+    _generations_left -= 1
+    pr_set_pdeathsig = 1
+    _prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != _forking_pid:
+        os._exit(1)  # the parent died before prctl() took effect
 
 
 def _resume_quietly() -> None:

@@ -115,3 +115,30 @@ def test_a_second_start_prints_no_new_credentials(served, tmp_path):
     finally:
         os.killpg(again.pid, signal.SIGINT)
         again.wait(timeout=40)
+
+
+def test_serve_makes_a_data_dir_others_could_read_private_and_says_so(tmp_path):
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
+    env["EVALSITE_DATA_DIR"] = str(data)
+    subprocess.run([str(EVALSITE), "migrate", "-v0"], env=env, check=True, timeout=120)
+    for path in (data, data / "evalsite.sqlite3", data / "secret_key"):
+        path.chmod(0o755 if path.is_dir() else 0o644)  # as an older evalsite left them
+    process = subprocess.Popen(
+        [str(EVALSITE), "serve", "--port", str(free_port()), "--no-worker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        output = "".join(read_until(process, r"serving on"))
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=40)
+    notes = [line for line in output.splitlines() if "private (other users could read it)" in line]
+    assert len(notes) == 1, output
+    assert "evalsite.sqlite3 0644 -> 0600" in notes[0] and "secret_key 0644 -> 0600" in notes[0]
+    assert data.stat().st_mode & 0o777 == 0o700
+    assert {p.stat().st_mode & 0o777 for p in data.glob("evalsite.sqlite3*")} == {0o600}

@@ -79,6 +79,27 @@ def test_the_secret_key_is_generated_once_and_kept_private(tmp_path):
     )
 
 
+def test_processes_starting_at_once_on_a_new_data_dir_share_one_secret_key(tmp_path):
+    # The key file appears whole: none of them may read it half-written (an empty key).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALSITE_", "DATABASE_URL"))}
+    env.update(DJANGO_SETTINGS_MODULE="evalsite.settings", EVALSITE_DATA_DIR=str(tmp_path / "d"))
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    probes = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    keys = {probe.communicate(timeout=60)[0].strip() for probe in probes}
+    assert len(keys) == 1 and len(keys.pop()) >= 50
+    assert [p.name for p in (tmp_path / "d").iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_new_data_dir_and_its_database_file_are_private(tmp_path):
+    data = tmp_path / "new" / "data"
+    read_settings(tmp_path, EVALSITE_DATA_DIR=str(data))
+    assert data.stat().st_mode & 0o777 == 0o700
+    assert (data / "evalsite.sqlite3").stat().st_mode & 0o777 == 0o600
+
+
 def test_allowed_hosts_come_from_the_environment(tmp_path):
     assert read_settings(tmp_path)["hosts"] == ["127.0.0.1", "localhost", "[::1]"]
     hosts = read_settings(tmp_path, EVALSITE_ALLOWED_HOSTS="evals.internal, 10.0.0.5")["hosts"]

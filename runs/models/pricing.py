@@ -9,6 +9,7 @@ from django.core.validators import RegexValidator
 from django.db import models, transaction
 
 from evalsite.core.pricing import PriceRow, PriceSheet
+from evalsite.core.providers.endpoints import base_url_problem, key_variable_problem
 from runs.models.suites import identifier
 
 
@@ -195,7 +196,9 @@ class Price(models.Model):
 
 
 class Endpoint(models.Model):
-    """An OpenAI-compatible server; models on it are `<name>/<model>`. Holds no key."""
+    """An OpenAI-compatible server; models on it are `<name>/<model>`. Holds no key: it
+    names the variable holding it, an EVALSITE_ENDPOINT_<NAME>_KEY (clean() and, again,
+    building its provider refuse any other, and a link-local or metadata base URL)."""
 
     name = models.CharField(max_length=64, unique=True, validators=[identifier])
     base_url = models.URLField(max_length=500)
@@ -213,3 +216,13 @@ class Endpoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # A blank URL already has the field's own "required" message.
+        problems = {
+            "key_env_var": key_variable_problem(self.key_env_var),
+            "base_url": self.base_url and base_url_problem(self.base_url),
+        }
+        errors = {field: problem for field, problem in problems.items() if problem}
+        if errors:
+            raise ValidationError(errors)

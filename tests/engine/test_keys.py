@@ -13,7 +13,7 @@ from tests.engine.conftest import MockLLM, execute, make_endpoint, make_mock_pri
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-KEY_VAR = "EVALSITE_TEST_MOCK_KEY"
+KEY_VAR = "EVALSITE_ENDPOINT_TEST_MOCK_KEY"
 
 
 def test_a_missing_endpoint_key_refuses_the_plan_naming_the_variable(monkeypatch):

@@ -25,6 +25,7 @@ from evalsite.core.providers.base import (
     Request,
 )
 from evalsite.core.providers.command import CommandProvider
+from evalsite.core.providers.endpoints import host_problem, key_variable_problem
 from evalsite.core.providers.fake import FakeProvider
 from evalsite.core.providers.given import GivenProvider
 from evalsite.core.providers.google import GoogleProvider
@@ -66,6 +67,8 @@ class EndpointConfig:
     """An admin-defined OpenAI-compatible server; models on it are ``<name>/<model>``.
 
     ``key_env`` is the NAME of the variable holding the key ("" for a server without one).
+    Both are checked again when a provider is built (``endpoints.py``): a row written
+    around the admin cannot name ``ANTHROPIC_API_KEY`` or the metadata service.
     """
 
     name: str
@@ -109,6 +112,8 @@ def build_provider(
     if provider in _KEYED:
         return _KEYED[provider](key)
     endpoint = endpoints[provider]
+    if problem := host_problem(endpoint.base_url):
+        raise ProviderError(ErrorKind.CONFIG, f"{model}: endpoint {provider} refused: {problem}")
     return compatible_provider(endpoint.name, endpoint.base_url, key)
 
 
@@ -118,7 +123,8 @@ def required_key(
     """The NAME of the environment variable ``model`` needs, or None when it needs none.
 
     None for fake, scripted and command models, for every model when ``fake`` is set, and
-    for an endpoint without a key variable. ProviderError(CONFIG) for an unknown provider.
+    for an endpoint without a key variable. ProviderError(CONFIG) for an unknown provider
+    and for an endpoint whose variable is not an ``EVALSITE_ENDPOINT_<NAME>_KEY``.
     """
     provider = model.partition("/")[0]
     if fake or provider in KEYLESS:
@@ -126,7 +132,12 @@ def required_key(
     if provider in KEY_VARIABLES:
         return KEY_VARIABLES[provider]
     if provider in endpoints:
-        return endpoints[provider].key_env or None
+        endpoint = endpoints[provider]
+        if problem := key_variable_problem(endpoint.key_env):
+            raise ProviderError(
+                ErrorKind.CONFIG, f"{model}: endpoint {provider} refused: {problem}"
+            )
+        return endpoint.key_env or None
     raise _unknown(model, endpoints)
 
 

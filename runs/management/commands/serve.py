@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -24,6 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="Do not start a worker.")
 
     def handle(self, *args, host: str, port: int, threads: int, no_worker: bool, **options):
+        self._keep_data_dir_private(Path(settings.DATA_DIR))
         prepare_database()
         if ensure_demo_suite():
             self.stdout.write("Registered the demo suite support-desk.")
@@ -41,6 +46,21 @@ class Command(BaseCommand):
             if worker is not None:
                 self._stop_worker(worker)
         self.stdout.write("evalsite stopped.")
+
+    def _keep_data_dir_private(self, data_dir: Path) -> None:
+        if is_shared_folder(data_dir):
+            self.stderr.write(
+                f"note: the data dir {data_dir} is a shared folder; left as it is. Set "
+                "EVALSITE_DATA_DIR to a folder of its own."
+            )
+        try:
+            changed = tighten_data_dir(data_dir)
+        except OSError as error:
+            self.stderr.write(f"note: could not make the data dir private: {error}")
+            return
+        if changed:
+            listed = ", ".join(changed)
+            self.stdout.write(f"Made {data_dir} private (other users could read it): {listed}")
 
     def _warn_about_host(self, host: str) -> None:
         if host not in {"127.0.0.1", "localhost", "::1"} and host not in settings.ALLOWED_HOSTS:
@@ -62,9 +82,12 @@ class Command(BaseCommand):
         if worker.poll() is None:
             worker.send_signal(signal.SIGTERM)
         try:
-            worker.wait(timeout=30)
+            worker.wait(timeout=settings.EVALSITE_WORKER_STOP_GRACE_S + 20)
         except subprocess.TimeoutExpired:
-            worker.kill()
+            # Its own session: the group is the worker and its cluster (not yet reaped, so
+            # the id cannot have been reused).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
 
     def _serve(self, host: str, port: int, threads: int) -> None:
@@ -81,3 +104,39 @@ class Command(BaseCommand):
 
 def _raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+# In the data dir, what must be the owner's alone: the database (session keys, password
+# hashes) with its WAL files, and the generated secret key.
+PRIVATE_FILES = (
+    "evalsite.sqlite3",
+    "evalsite.sqlite3-wal",
+    "evalsite.sqlite3-shm",
+    "evalsite.sqlite3-journal",
+    "secret_key",
+)
+
+
+def tighten_data_dir(data_dir: Path) -> list[str]:
+    """Take group and other permissions off the data dir, its reports folder and the files
+    in PRIVATE_FILES (a data dir made by an older evalsite or by hand); what changed, as
+    "name 0644 -> 0600". A shared folder (see is_shared_folder) keeps its own mode."""
+    paths = [data_dir, data_dir / "reports", *(data_dir / name for name in PRIVATE_FILES)]
+    changed = []
+    for path in paths:
+        if path == data_dir and is_shared_folder(path):
+            continue
+        try:
+            mode = stat.S_IMODE(path.lstat().st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & 0o077 and not path.is_symlink():
+            path.chmod(mode & ~0o077)
+            changed.append(f"{path.name} {mode:04o} -> {mode & ~0o077:04o}")
+    return changed
+
+
+def is_shared_folder(path: Path) -> bool:
+    """A folder others may write in (/tmp, a sticky or world-writable one): never chmod it."""
+    mode = path.stat().st_mode
+    return bool(mode & (stat.S_ISVTX | stat.S_IWOTH))

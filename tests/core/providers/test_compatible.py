@@ -22,7 +22,9 @@ from tests.core.providers.conftest import (
 from tests.core.providers.test_openai import chat
 
 ENDPOINTS = {
-    "local-vllm": EndpointConfig("local-vllm", "http://127.0.0.1:8000/v1/", "LOCAL_VLLM_KEY"),
+    "local-vllm": EndpointConfig(
+        "local-vllm", "http://127.0.0.1:8000/v1/", "EVALSITE_ENDPOINT_LOCAL_VLLM_KEY"
+    ),
     "ollama": EndpointConfig("ollama", "http://localhost:11434/v1", ""),
 }
 

@@ -23,7 +23,9 @@ from evalsite.core.providers.scripted import ScriptedProvider
 from tests.core.providers.conftest import ENV
 
 ENDPOINTS = {
-    "local-vllm": EndpointConfig("local-vllm", "http://127.0.0.1:8000/v1", "LOCAL_VLLM_KEY"),
+    "local-vllm": EndpointConfig(
+        "local-vllm", "http://127.0.0.1:8000/v1", "EVALSITE_ENDPOINT_LOCAL_VLLM_KEY"
+    ),
     "ollama": EndpointConfig("ollama", "http://localhost:11434/v1", ""),
 }
 REPLIES = ScriptedReplies.parse("good:\n  t/c: [hello]\n", "replies.yaml")
@@ -93,7 +95,7 @@ def test_fake_routes_every_model_to_the_fake_adapter_without_keys(model):
         ("openai/gpt-4o-mini", "OPENAI_API_KEY"),
         ("google/gemini-2.5-flash", "GOOGLE_API_KEY"),
         ("openrouter/anthropic/claude-3.5-sonnet", "OPENROUTER_API_KEY"),
-        ("local-vllm/qwen2.5", "LOCAL_VLLM_KEY"),
+        ("local-vllm/qwen2.5", "EVALSITE_ENDPOINT_LOCAL_VLLM_KEY"),
         ("ollama/llama3.2", None),
         ("fake/small", None),
         ("scripted/good", None),
