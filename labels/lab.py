@@ -28,7 +28,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.judging import PairSide
+from evalsite.core.judging import PairSide, judge_config
 from evalsite.core.pairsets import (
     PREFER,
     LabCase,
@@ -55,7 +55,7 @@ from evalsite.core.providers import (
 from evalsite.core.suite_schema import MODEL
 from evalsite.core.suites import Suite, SuiteError, parse_suite
 from labels.models import PairSet, PairSetItem, PairSetJudgeRun
-from labels.queue import latest_labelled_run
+from runs.calibration import run_calibration
 from runs.judging import judge_hash, pair_requests, task_text
 from runs.models import (
     Answer,
@@ -70,7 +70,6 @@ from runs.models import (
 )
 from runs.planner import DEFAULT_CAP_USD, endpoint_configs, new_run_id
 from runs.prices import NoActivePriceTable, active_table
-from runs.reporting import run_calibration
 from runs.scoring import stored_suite
 
 CONTESTANTS = ["given/a", "given/b"]
@@ -303,14 +302,14 @@ def start_judge_run(plan: LabPlan, *, user=None) -> Run:
         raise LabError([plan.refusal()], ExitCode.REFUSED)
     member = user if user is not None and user.is_authenticated else None
     version, _ = SuiteVersion.objects.register(
-        plan.suite, plan.yaml_text, origin=SuiteVersion.Origin.UPLOAD, user=member
+        plan.suite, plan.yaml_text, origin=SuiteVersion.Origin.LAB, user=member
     )
     config = plan.config
     run = Run.objects.create(
         id=new_run_id(version.sha256, CONTESTANTS),
         suite_version=version,
         contestants=CONTESTANTS,
-        judge={"model": config.model.strip()},
+        judge=judge_config(plan.suite, config.model.strip()),
         price_table=plan.table,
         options={
             "fake": config.fake,
@@ -432,17 +431,20 @@ _SIDE_TO_PAIRSET = {"baseline": "a", "candidate": "b", "tie": "tie"}
 
 
 def suite_pairs_jsonl(suite) -> bytes:
-    """The labelled, judged pairs of the suite's latest judged run in the pair-set format
+    """The labelled, judged pairs of the suite's calibration run in the pair-set format
     (SPEC §10.5): answer_a is the baseline's answer, the votes are the labels that apply to
-    the pair (the same matching as the run's calibration), and the run's judge verdicts are
-    kept as given, in both orders. LabError when there is nothing labelled to take."""
-    run = latest_labelled_run(suite)
+    the pair (the same matching as the run's calibration: one entry per judged item, at its
+    first pair), and the run's judge verdicts are kept as given, in both orders. LabError
+    when there is nothing labelled to take."""
+    run = Run.objects.calibration_run(suite)
     if run is None:
         raise LabError([f"suite {suite.name} has no judged run"])
     core = stored_suite(run.suite_version)
-    votes = run_calibration(run, core).votes
+    votes = {item.pair: item.votes for item in run_calibration(run, core).judged}
     if not votes:
-        raise LabError([f"no labelled, judged pair in the latest run {run.id} of {suite.name}"])
+        raise LabError(
+            [f"no labelled, judged pair in the calibration run {run.id} of {suite.name}"]
+        )
     pairs = Pair.objects.filter(pk__in=list(votes)).select_related("baseline", "candidate")
     verdicts: dict[int, list[dict]] = {}
     for call in Judgement.objects.filter(pair__in=list(votes), kind=Judgement.Kind.PAIR):

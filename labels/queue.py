@@ -1,6 +1,8 @@
 """The labelling queue (SPEC §10.2–10.3): which pair a member labels next, shown blind.
 
-The queue offers the judged pairs of a suite's latest judged run, in one seeded,
+The queue offers the judged pairs of the suite's calibration run (SPEC §19: the pinned
+baseline, else the latest finished, judged, whole-suite run; a member may pick another
+judged run), in one seeded,
 task-stratified random order (each task's pairs shuffled, then the tasks taken in turn), so
 the labelled set represents the pairs and kappa is not biased by which pairs were picked.
 A pair needs one label, or two when it is one of the overlap share
@@ -28,13 +30,13 @@ from functools import lru_cache
 from django.conf import settings
 from django.core import signing
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from labels.models import Assignment, Label
+from labels.models import Assignment
+from runs.calibration import pair_rows, refresh_human
 from runs.memo import FinishedRunMemo
-from runs.models import Pair, Run, Suite
-from runs.reporting import pair_rows
+from runs.models import Label, Pair, Run, Suite
 
 SAMPLE, TARGETED = Label.Mode.SAMPLE, Label.Mode.TARGETED
 PAIR_CONTENT = (
@@ -86,19 +88,6 @@ def baseline_on_left(user, key: tuple[str, ...]) -> bool:
     """The side of the baseline for this labeller and pair: a keyed hash the page cannot
     reverse (the same labeller sees the same pair the same way every time)."""
     return _keyed_fraction("side", user.pk, *key) < 0.5
-
-
-def latest_labelled_run(suite: Suite) -> Run | None:
-    """The suite's latest finished run that has judged pairs: the pairs the queue offers."""
-    judged = Pair.objects.filter(run=OuterRef("pk"), score__isnull=False)
-    return (
-        Run.objects.for_suite(suite)
-        .filter(Exists(judged), status=Run.Status.DONE)
-        .select_related("suite_version")
-        .defer("report", "estimate")
-        .order_by("-created_at")
-        .first()
-    )
 
 
 def stratified_order(run: Run, pairs: list[tuple[int, str]]) -> list[int]:
@@ -196,7 +185,7 @@ def waiting(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> l
 def _waiting(
     suite: Suite, user, mode: str, run: Run | None, labels: list | None = None
 ) -> Iterator[int]:
-    run = run or latest_labelled_run(suite)
+    run = run or Run.objects.calibration_run(suite)
     if run is None:
         return
     queue = offered(run, mode)
@@ -273,8 +262,8 @@ def from_token(token: str, user) -> tuple[Assignment, str]:
 
 
 def pair_for(assignment: Assignment) -> Pair | None:
-    """The pair of the suite's latest run with the assignment's content (any repeat)."""
-    run = latest_labelled_run(assignment.suite)
+    """The pair of the suite's calibration run with the assignment's content (any repeat)."""
+    run = Run.objects.calibration_run(assignment.suite)
     content = {
         "task_id": assignment.task_id,
         "case_id": assignment.case_id,
@@ -335,7 +324,7 @@ def record(user, assignment: Assignment, choice: str, note: str, mode: str) -> L
             break
         except IntegrityError:  # the same submit raced itself: the row exists now
             continue
-    refresh_consensus(assignment.suite, content)
+    refresh_human(assignment.suite, content)
     return label
 
 
@@ -346,7 +335,7 @@ def undo_last(suite: Suite, user) -> Assignment | None:
         return None
     content = content_of(label)
     label.delete()
-    refresh_consensus(suite, content)
+    refresh_human(suite, content)
     return Assignment.objects.filter(suite=suite, labeller=user, **content).first()
 
 
@@ -355,32 +344,12 @@ def skip(assignment: Assignment) -> None:
     assignment.save(update_fields=["state", "updated_at"])
 
 
-def refresh_consensus(suite: Suite, content: dict[str, str]) -> None:
-    """Set `Pair.human` on every pair of the suite with this content to the labels'
-    strict-majority preference, more than half (sample labels only), so the pages'
-    disagreement filter and the calibration move at once."""
-    prefs = list(
-        Label.objects.filter(suite=suite, mode=SAMPLE, **content).values_list("prefer", flat=True)
-    )
-    counts = Counter(prefs).most_common(1)
-    consensus = counts[0][0] if counts and 2 * counts[0][1] > len(prefs) else ""
-    Pair.objects.filter(
-        run__suite_version__suite=suite,
-        task_id=content["task_id"],
-        case_id=content["case_id"],
-        baseline_contestant=content["baseline"],
-        candidate_contestant=content["candidate"],
-        baseline_sha=content["baseline_sha"],
-        candidate_sha=content["candidate_sha"],
-    ).update(human=consensus)
-
-
 def progress(
     suite: Suite, user, mode: str = SAMPLE, run: Run | None = None, labels: list | None = None
 ) -> dict[str, int]:
     """How far the suite's queue is: pairs offered, pairs with a label, this member's labels.
     Counted in SQL and over the labels, never by reading every pair of a big run."""
-    run = run or latest_labelled_run(suite)
+    run = run or Run.objects.calibration_run(suite)
     if run is None:
         return {"pairs": 0, "labelled": 0, "mine": 0}
     present = offered(run, mode).present

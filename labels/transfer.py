@@ -3,7 +3,7 @@
 Export writes every sample label of a suite as suite-file entries (task, case, the two
 contestants, prefer, labeller, note), ready to paste into the suite file, where they bind
 to task, case and models. Import reads the same YAML (a list, or a mapping with `labels:`)
-and binds each entry to the answers of the suite's latest judged run, as a label of source
+and binds each entry to the answers of the suite's calibration run, as a label of source
 "import"; every problem is reported with its entry and key, and nothing is stored unless
 the whole file is usable.
 """
@@ -17,9 +17,9 @@ from django.db import transaction
 
 from evalsite.core.suites import SuiteError
 from evalsite.core.yamlsafe import load_yaml
-from labels.models import Label
-from labels.queue import SAMPLE, latest_labelled_run, refresh_consensus
-from runs.models import Pair, Suite
+from labels.queue import SAMPLE
+from runs.calibration import refresh_human
+from runs.models import Label, Pair, Run, Suite
 
 PREFERS = ("baseline", "candidate", "tie")
 KEYS = {"task", "case", "baseline", "candidate", "prefer", "note", "labeller"}
@@ -54,7 +54,7 @@ def export_yaml(suite: Suite) -> str:
 def import_yaml(suite: Suite, text: str, *, user, filename: str) -> int:
     """Store the labels in `text`; LabelImportError with every problem (nothing stored)."""
     entries = _entries(text, filename)
-    run = latest_labelled_run(suite)
+    run = Run.objects.calibration_run(suite)
     if run is None:
         raise LabelImportError(
             [f"{filename}: suite {suite.name} has no judged run to bind labels to"]
@@ -105,7 +105,7 @@ def import_yaml(suite: Suite, text: str, *, user, filename: str) -> int:
                     "mode": SAMPLE,
                 },
             )
-            refresh_consensus(suite, content)
+            refresh_human(suite, content)
     return len(bound)
 
 

@@ -15,17 +15,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
 from labels import queue
-from labels.calibration import live_calibration
 from labels.lab import LabError, import_suite_pairs
-from labels.models import Label
 from labels.transfer import LabelImportError, export_yaml, import_yaml
+from runs.calibration import suite_calibration
 from runs.judging import task_text
-from runs.models import Suite
+from runs.models import Label, Run, Suite
 from runs.scoring import stored_suite
 
 MODES = (queue.SAMPLE, queue.TARGETED)
@@ -34,8 +34,8 @@ MODES = (queue.SAMPLE, queue.TARGETED)
 @require_GET
 def label_home(request: HttpRequest) -> HttpResponse:
     suites = [
-        (suite, len(queue.waiting(suite, request.user)), queue.latest_labelled_run(suite))
-        for suite in Suite.objects.all()
+        (suite, len(queue.waiting(suite, request.user)), Run.objects.calibration_run(suite))
+        for suite in Suite.objects.team()
     ]
     return render(request, "labels/home.html", {"suites": suites})
 
@@ -51,13 +51,13 @@ def label_pair(request: HttpRequest, name: str) -> HttpResponse:
     if request.method == "POST":
         offer = _act(request, suite, mode)
         if not request.htmx:
-            url = reverse("label_pair", args=[suite.name])
-            if offer is not None:
-                url += f"?token={offer.token}"
-            return redirect(url + ("&" if offer else "?") + f"mode={mode}")
+            query = {"mode": mode, "token": offer.token if offer else None}
+            query["run"] = request.POST.get("run") or None
+            shown = urlencode({key: value for key, value in query.items() if value})
+            return redirect(f"{reverse('label_pair', args=[suite.name])}?{shown}")
     elif request.GET.get("token"):
         offer = _offer_from_token(request, request.GET["token"])
-    run = queue.latest_labelled_run(suite)
+    run = _chosen_run(request, suite)
     labels = queue.label_rows(suite, mode)  # read once for the offer and the progress
     if offer is None:
         offer = queue.next_offer(suite, request.user, mode, run, labels)
@@ -116,7 +116,10 @@ def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run, labels
         "mode": mode,
         "offer": offer,
         "progress": queue.progress(suite, request.user, mode, run, labels),
-        "calibration": live_calibration(suite, run, brief=True),
+        "calibration": suite_calibration(suite, run, brief=True) if run else None,
+        "run": run,
+        "chosen": request.POST.get("run") or request.GET.get("run") or "",
+        "choices": [] if request.htmx else _choices(suite),
     }
     if offer is None:
         return context
@@ -169,7 +172,8 @@ def my_labels(request: HttpRequest, name: str) -> HttpResponse:
 @require_GET
 def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
     suite = get_object_or_404(Suite, name=name)
-    calibration = live_calibration(suite)
+    run = _chosen_run(request, suite)
+    calibration = suite_calibration(suite, run) if run else None
     charts = {"calibration": calibration} if calibration else {}
     context = {
         "suite": suite,
@@ -178,8 +182,22 @@ def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
         "confusion_svg": confusion_svg(charts),
         "labels_yaml": export_yaml(suite),
         "count": Label.objects.filter(suite=suite).count(),
+        "run": run,
+        "choices": _choices(suite),
     }
     return render(request, "labels/calibration.html", context)
+
+
+def _chosen_run(request: HttpRequest, suite: Suite) -> Run | None:
+    """The suite's calibration run, or the judged run the member picked (`?run=`)."""
+    chosen = request.POST.get("run") or request.GET.get("run") or None
+    return Run.objects.calibration_run(suite, chosen)
+
+
+def _choices(suite: Suite) -> list[Run]:
+    """The judged runs of the suite a member may calibrate on instead, newest first."""
+    runs = Run.objects.for_suite(suite).calibration_choices().defer("report", "estimate")
+    return list(runs.order_by("-created_at")[:50])
 
 
 @require_POST

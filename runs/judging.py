@@ -23,7 +23,7 @@ from evalsite.core.judging import (
     retry_messages,
     shown_to_side,
 )
-from evalsite.core.plan import request_hash
+from evalsite.core.plan import call_hash
 from evalsite.core.prompts import render_messages
 from evalsite.core.providers import Provider
 from evalsite.core.providers.base import Request
@@ -45,13 +45,7 @@ RATIONALE_CHARS = 4000
 
 def judge_hash(request: Request, provider: Provider) -> str:
     """The cache key of a judge call, computed as for answers."""
-    prepared = provider.prepare(request)
-    return request_hash(
-        prepared,
-        provider=provider.name,
-        adapter_version=provider.version,
-        mode=provider.schema_mode(request),
-    )
+    return call_hash(request, provider)
 
 
 def prepare_judging(run: Run, judge: Provider | None) -> None:

@@ -18,13 +18,14 @@ from django.conf import settings
 from django.db import transaction
 
 from evalsite.core.exitcodes import ExitCode
+from evalsite.core.judging import judge_config
 from evalsite.core.plan import (
     Cell,
     CellCost,
+    call_hash,
     estimate_answers,
     estimate_judge,
     plan_cells,
-    request_hash,
 )
 from evalsite.core.pricing import PriceRow, suggest, unknown_model_message
 from evalsite.core.providers import (
@@ -61,10 +62,11 @@ class RunOptions:
     max_cost: Decimal | None = None
     no_cache: bool = False
     repeats: int | None = None
-    only: str | None = None
+    only: list[str] = field(default_factory=list)  # task or task/case selectors, any number
     label: str = ""
     concurrency: int | None = None
     judge: str | None = None  # overrides the suite's judge model (e.g. scripted/… in CI)
+    dry_run: bool = False  # an estimate only: missing keys are listed, not refused
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -84,6 +86,11 @@ class Plan:
     estimate: dict
     options: RunOptions
     judge_model: str | None = None
+    keys: dict[str, list[str]] = field(default_factory=dict)  # variable → models needing it
+
+    @property
+    def missing_keys(self) -> list[str]:
+        return [name for name in self.keys if not self.options.env.get(name, "").strip()]
 
     @property
     def over_cap(self) -> bool:
@@ -101,23 +108,23 @@ def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
     judge_model = _judge_model(suite, options.judge)
     _check_prices(contestants, judge_model, rows, table.name)
     endpoints = endpoint_configs()
-    _check_keys(contestants, judge_model, endpoints, options)
+    keys = _check_keys(contestants, judge_model, endpoints, options)
     replies = load_replies(suite, options)
     _check_replies(suite, contestants, replies, options, judge_model)
     repeats = options.repeats or suite.repeats
     try:
         cells = plan_cells(suite, contestants, repeats=repeats, only=options.only)
     except ValueError as error:
-        raise PlanError(f"--only {options.only}: {error}") from None
+        raise PlanError(f"--only: {error}") from None
     _check_sandbox(suite, cells)
-    providers = _providers(contestants, endpoints, replies, options)
+    providers = _providers(contestants, endpoints, replies, options, keys)
     hashes = [cell_hash(cell, providers[cell.contestant]) for cell in cells]
-    cached = _cached(hashes, options.no_cache)
+    cached = _cached(hashes, options.no_cache, [providers[c.contestant] for c in cells])
     estimate = _estimate(suite, cells, contestants, cached, rows, providers, judge_model)
     cap = options.max_cost or _suite_cap(suite) or options.default_cap
     return Plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
-        judge_model,
+        judge_model, keys,
     )  # fmt: skip
 
 
@@ -165,20 +172,44 @@ def _check_prices(contestants, judge_model, rows: dict[str, PriceRow], table: st
         raise PlanError(unknown_model_message(model, suggest(model, rows), table))
 
 
-def _check_keys(contestants, judge_model, endpoints, options: RunOptions) -> None:
-    models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
-    missing = []
+def needed_keys(models, endpoints, *, fake: bool = False) -> dict[str, list[str]]:
+    """The environment variables a real run of `models` needs, each with the models that
+    need it (none for fake, scripted and command models). PlanError for an unknown provider."""
+    keys: dict[str, list[str]] = {}
     for model in filter(None, dict.fromkeys(models)):
         try:
-            name = required_key(model, endpoints=endpoints, fake=options.fake)
+            name = required_key(model, endpoints=endpoints, fake=fake)
         except ProviderError as error:
             raise PlanError(str(error)) from None
-        if name and not options.env.get(name):
-            missing.append(f"{name} (for {model})")
-    if missing:
+        if name:
+            keys.setdefault(name, []).append(model)
+    return keys
+
+
+def keys_line(keys: dict[str, list[str]], env) -> str:
+    """One line naming each key a real run needs and whether it is set here."""
+    if not keys:
+        return "keys: none needed"
+    shown = [
+        f"{name} ({'set' if env.get(name, '').strip() else 'not set'}; for {', '.join(models)})"
+        for name, models in keys.items()
+    ]
+    return "keys the real run needs: " + ", ".join(shown)
+
+
+def _check_keys(contestants, judge_model, endpoints, options: RunOptions) -> dict[str, list[str]]:
+    models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
+    keys = needed_keys(models, endpoints, fake=options.fake)
+    missing = [
+        f"{name} (for {', '.join(models)})"
+        for name, models in keys.items()
+        if not options.env.get(name, "").strip()
+    ]
+    if missing and not options.dry_run:
         raise PlanError(
             "missing API keys, set them in the environment before running: " + ", ".join(missing)
         )
+    return keys
 
 
 def endpoint_configs() -> dict[str, EndpointConfig]:
@@ -230,13 +261,20 @@ def _check_sandbox(suite: Suite, cells: list[Cell]) -> None:
         )
 
 
-def _providers(contestants, endpoints, replies, options: RunOptions) -> dict[str, Provider]:
+def _providers(contestants, endpoints, replies, options: RunOptions, keys) -> dict[str, Provider]:
+    """The contestants' providers; for a dry run a key that is not set is stood in for (the
+    providers only prepare requests for their cache keys: no call is made)."""
+    env = options.env
+    if options.dry_run:
+        env = {name: "dry-run: not set" for name in keys} | {
+            name: value for name, value in env.items() if value.strip()
+        }
     providers = {}
     for contestant in contestants:
         model = parse_contestant(contestant).model
         try:
             providers[contestant] = build_provider(
-                model, env=options.env, endpoints=endpoints, replies=replies, fake=options.fake
+                model, env=env, endpoints=endpoints, replies=replies, fake=options.fake
             )
         except ProviderError as error:
             raise PlanError(str(error)) from None
@@ -244,16 +282,10 @@ def _providers(contestants, endpoints, replies, options: RunOptions) -> dict[str
 
 
 def cell_hash(cell: Cell, provider: Provider) -> str:
-    request = provider.prepare(cell.request)
-    return request_hash(
-        request,
-        provider=provider.name,
-        adapter_version=provider.version,
-        mode=provider.schema_mode(cell.request),
-    )
+    return call_hash(cell.request, provider)
 
 
-def _cached(hashes: list[str], no_cache: bool) -> list[bool]:
+def _cached(hashes: list[str], no_cache: bool, providers: list[Provider]) -> list[bool]:
     if no_cache:
         return [False] * len(hashes)
     found = set(
@@ -261,7 +293,7 @@ def _cached(hashes: list[str], no_cache: bool) -> list[bool]:
             "request_hash", flat=True
         )
     )
-    return [h in found for h in hashes]
+    return [h in found and p.cacheable for h, p in zip(hashes, providers, strict=True)]
 
 
 def _estimate(suite, cells, contestants, cached, rows, providers, judge_model) -> dict:
@@ -318,7 +350,7 @@ def store_plan(plan: Plan, *, user=None) -> Run:
         id=new_run_id(plan.version.sha256, plan.contestants),
         suite_version=plan.version,
         contestants=plan.contestants,
-        judge={"model": plan.judge_model} if plan.judge_model else {},
+        judge=judge_config(plan.suite, plan.judge_model) if plan.judge_model else {},
         repeats=options.repeats or plan.suite.repeats,
         price_table=plan.table,
         options=_stored_options(plan),
@@ -353,7 +385,7 @@ def _stored_options(plan: Plan) -> dict:
         "fake": options.fake,
         "no_cache": options.no_cache,
         "replies": str(Path(replies).resolve()) if replies else "",
-        "only": options.only or "",
+        "only": ",".join(options.only),
         "concurrency": options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
     }
 

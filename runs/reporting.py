@@ -1,9 +1,7 @@
 """Writing a run's report (SPEC §11): rows in, the pure core builds the dict once, the dict is
-stored on the run and rendered to files under ``REPORTS_DIR/<suite>/<run-id>/``.
-
-Labels live in the ``labels`` app, which depends on this one and not the reverse: it adds
-its source of browser labels to :data:`LABEL_SOURCES` when it loads. The suite file's own
-``labels:`` come from the stored suite version.
+stored on the run and rendered to files under ``REPORTS_DIR/<suite>/<run-id>/``. The
+calibration section comes from :mod:`runs.calibration` (the suite file's labels and the
+members' labels matched to the run's pairs).
 """
 
 from __future__ import annotations
@@ -12,41 +10,31 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from evalsite.core.calibration import (
-    SUITE_FILE,
-    UNNAMED,
-    Calibration,
-    LabelView,
-    PairIndex,
-    PairView,
-    match_labels,
-)
+from evalsite.core.calibration import match_labels
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.suites import Suite
-from runs.memo import FinishedRunMemo
+from runs.calibration import PAIR_FIELDS, pair_view, run_labels, store_human
 from runs.models import Answer, Judgement, Pair, Run
-from runs.scoring import stored_suite
+from runs.scoring import score_run, stored_suite
 
-LabelSource = Callable[[Run], Iterable[LabelView]]
-LABEL_SOURCES: list[LabelSource] = []
 REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pairs.jsonl")
 
 
-def write_report(run: Run) -> dict[str, Any]:
-    """Build the report of `run` from its rows, store it on the run and write its files."""
-    report = compute_report(run, store_consensus=True)
+def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
+    """Build the report of `run` from its rows, store it on the run and write its files
+    (`status`: the one the run is about to end with, when it is written first)."""
+    report = compute_report(run, store_consensus=True, status=status)
     directory = run.report_dir
     directory.mkdir(parents=True, exist_ok=True)
     report["report_path"] = str(directory)
@@ -60,7 +48,16 @@ def write_report(run: Run) -> dict[str, Any]:
     return report
 
 
-def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]:
+def write_partial_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
+    """The report of a run that stops early (cancelled, aborted over budget): its finished
+    answers scored, and whatever pairs were judged."""
+    score_run(run)
+    return write_report(run, status=status)
+
+
+def compute_report(
+    run: Run, *, store_consensus: bool = False, status: str | None = None
+) -> dict[str, Any]:
     """The report of `run` from its rows; with `store_consensus`, each pair's labellers'
     consensus is also kept on the pair (for the disagreement filter of the pairs page)."""
     suite = stored_suite(run.suite_version)
@@ -68,9 +65,9 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
     judge = suite.judge
-    calibration = match_labels([_pair_view(row) for row in rows], run_labels(run, suite))
+    calibration = match_labels([pair_view(row) for row in rows], run_labels(run, suite))
     if store_consensus:
-        store_human_consensus(run, calibration.human_by_pair)
+        store_human(run, calibration)
     judge_calls = Judgement.objects.filter(run=run).aggregate(
         calls=Count("pk"),
         retries=Count("pk", filter=Q(retried=True)),
@@ -83,7 +80,8 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
     return build_report(
         ReportInput(
             run_id=run.id,
-            status=run.status if run.status != Run.Status.REPORTING else Run.Status.DONE,
+            status=status
+            or (run.status if run.status != Run.Status.REPORTING else Run.Status.DONE),
             detail=run.detail,
             suite_name=run.suite.name,
             suite_hash=run.suite_version.sha256,
@@ -94,6 +92,7 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
             created_at=run.created_at.isoformat(),
             finished_at=(run.finished_at or timezone.now()).isoformat(),
             judge_model=run.judge.get("model"),
+            judge_config=run.judge_config,
             min_kappa=judge.min_kappa if judge else 0.40,
             min_labels=judge.min_labels if judge else 10,
             mover_threshold=suite.mover_threshold,
@@ -121,42 +120,6 @@ def compute_report(run: Run, *, store_consensus: bool = False) -> dict[str, Any]
     )
 
 
-_ROWS: FinishedRunMemo[list[dict]] = FinishedRunMemo()
-_INDEXES: FinishedRunMemo[PairIndex] = FinishedRunMemo()
-
-
-def pair_rows(run: Run) -> list[dict]:
-    """PAIR_FIELDS of every pair of `run`; a finished run's read once per process (the
-    labellers' consensus, which still changes, is not among them)."""
-    return _ROWS.get(
-        run,
-        lambda: list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000)),
-    )
-
-
-def run_calibration(run: Run, suite: Suite | None = None) -> Calibration:
-    """The labels that apply to `run`'s pairs, matched (SPEC §10.1). Only the pairs of the
-    labelled cases take part, so this costs what the labels cost, not what the run does."""
-    suite = suite or stored_suite(run.suite_version)
-    labels = run_labels(run, suite)
-    return match_labels(_pair_index(run), labels)
-
-
-def _pair_index(run: Run) -> PairIndex:
-    """The run's pairs indexed for the label matcher."""
-    return _INDEXES.get(run, lambda: PairIndex(_pair_view(row) for row in pair_rows(run)))
-
-
-def store_human_consensus(run: Run, human_by_pair: dict[int, str]) -> None:
-    """Set each pair's `human` to its consensus (and clear it where there is none now)."""
-    with transaction.atomic():
-        Pair.objects.filter(run=run).exclude(pk__in=list(human_by_pair)).exclude(human="").update(
-            human=""
-        )
-        changed = [Pair(pk=pk, human=human) for pk, human in human_by_pair.items()]
-        Pair.objects.bulk_update(changed, ["human"], batch_size=500)
-
-
 # --- rows ------------------------------------------------------------------------------------
 
 
@@ -173,7 +136,8 @@ def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
         "passed", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
         "cost_if_uncached_usd", "cached", "error_kind", "error_message",
     )  # fmt: skip
-    for row in Answer.objects.filter(run=run).values(*fields).iterator(chunk_size=2000):
+    finished = Answer.objects.filter(run=run).finished()  # a stopped run's pending are not in it
+    for row in finished.values(*fields).iterator(chunk_size=2000):
         task = tasks.get(row["task_id"])
         yield AnswerRow(
             task=row["task_id"],
@@ -207,12 +171,6 @@ def _float(value) -> float | None:
     return None if value is None else float(value)
 
 
-PAIR_FIELDS = (
-    "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
-    "baseline_sha", "candidate_sha", "excluded_reason", "score", "flip", "category",
-)  # fmt: skip
-
-
 def _pair_row(row: dict) -> PairRow:
     return PairRow(
         key=row["pk"],
@@ -226,40 +184,6 @@ def _pair_row(row: dict) -> PairRow:
         flip=row["flip"],
         category=row["category"],
     )
-
-
-def _pair_view(row: dict) -> PairView:
-    judged = not row["excluded_reason"] and row["score"] is not None
-    return PairView(
-        key=row["pk"],
-        task=row["task_id"],
-        case=row["case_id"],
-        repeat=row["repeat"],
-        baseline=row["baseline_contestant"],
-        candidate=row["candidate_contestant"],
-        baseline_sha=row["baseline_sha"],
-        candidate_sha=row["candidate_sha"],
-        judge=row["category"] if judged else None,
-    )
-
-
-def run_labels(run: Run, suite: Suite) -> list[LabelView]:
-    """The suite file's labels, then every registered source's."""
-    labels = [
-        LabelView(
-            source=SUITE_FILE,
-            labeller=label.labeller or UNNAMED,
-            task=label.task,
-            case=label.case,
-            baseline=label.baseline,
-            candidate=label.candidate,
-            prefer=label.prefer,
-        )
-        for label in suite.labels
-    ]
-    for source in LABEL_SOURCES:
-        labels.extend(source(run))
-    return labels
 
 
 def _judge_failures(run: Run) -> list[dict]:
@@ -296,8 +220,8 @@ def reproduce_command(run: Run) -> str:
         parts += ["--replies", options["replies"]]
     if run.repeats != 1:
         parts += ["--repeats", str(run.repeats)]
-    if options.get("only"):
-        parts += ["--only", options["only"]]
+    for selector in filter(None, (options.get("only") or "").split(",")):
+        parts += ["--only", selector]
     if options.get("no_cache"):
         parts.append("--no-cache")
     parts += ["--max-cost", f"{run.cap_usd:f}"]
@@ -335,7 +259,7 @@ def _answer_lines(run: Run) -> Iterator[dict]:
         "grade_score", "grade_passed", "passed", "latency_ms", "input_tokens", "output_tokens",
         "cost_usd", "cost_if_uncached_usd", "cached", "error_kind", "error_message",
     )  # fmt: skip
-    for row in Answer.objects.filter(run=run).values(*fields).iterator(chunk_size=1000):
+    for row in Answer.objects.filter(run=run).finished().values(*fields).iterator(chunk_size=1000):
         yield {key: _plain(value) for key, value in row.items()}
 
 

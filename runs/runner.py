@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import os
 import random
 import time
@@ -29,7 +30,7 @@ from functools import partial
 import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, connections, transaction
+from django.db import DatabaseError, close_old_connections, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -50,9 +51,10 @@ from evalsite.core.providers.base import Request
 from runs.judging import finish_judging, judge_hash, prepare_judging, read_judgement
 from runs.models import Answer, CachedResponse, Call, Judgement, Run
 from runs.planner import endpoint_configs
-from runs.reporting import write_report
+from runs.reporting import write_partial_report, write_report
 
 db = partial(sync_to_async, thread_sensitive=True)
+log = logging.getLogger(__name__)
 STOPPING_KINDS = (ErrorKind.AUTH.value, ErrorKind.BAD_REQUEST.value)
 POLL_S = 0.25
 RESERVE_WAIT_S = 300.0
@@ -90,24 +92,43 @@ class Shard:
     # --- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Each phase step returns the phase this shard goes on with, or None to stop."""
+        """The run's phases; an exception in one fails the run with its reason (a run is
+        never handed out again and again for a fault that would only repeat)."""
         try:
-            phase = await db(self._prepare)()
-            if phase == Run.Status.RUNNING:
-                await self._loop()
-                phase = await db(self._finish_answers)()
-            elif phase == Run.Status.JUDGING:
-                # resuming a run that stopped while judging: complete its preparation
-                # (idempotent), then the judge calls still pending
-                await db(prepare_judging)(self.run_row, self.judge)
-            if phase == Run.Status.JUDGING:
-                self.calls = Judgement
-                await self._loop()
-                phase = await db(self._finish_judging)()
-            if phase == Run.Status.REPORTING:
-                await db(self._report)()
+            await self._phases()
+        except (DatabaseError, OSError):
+            raise  # the database or the disk: another shard or a retry may well succeed
+        except Exception as error:
+            log.exception("run %s failed", self.run_id)
+            await db(self._fail)(error)
         finally:
             await db(connections.close_all)()
+
+    def _fail(self, error: Exception) -> None:
+        run = Run.objects.get(pk=self.run_id)
+        phase = run.status if run.is_active else "its last step"
+        reason = f"{type(error).__name__}: {error}"[:1000]
+        run.finish(Run.Status.FAILED, f"failed while {phase}: {reason}")
+
+    async def _phases(self) -> None:
+        """Each phase step returns the phase this shard goes on with, or None to stop."""
+        phase = await db(self._prepare)()
+        if phase is not None and self.run_row.cancel_requested:
+            phase = None  # asked to cancel while nobody worked on it: close it below
+        if phase == Run.Status.RUNNING:
+            await self._loop()
+            phase = await db(self._finish_answers)()
+        elif phase == Run.Status.JUDGING:
+            # resuming a run that stopped while judging: complete its preparation
+            # (idempotent), then the judge calls still pending
+            await db(prepare_judging)(self.run_row, self.judge)
+        if phase == Run.Status.JUDGING:
+            self.calls = Judgement
+            await self._loop()
+            phase = await db(self._finish_judging)()
+        if phase == Run.Status.REPORTING:
+            await db(self._report)()
+        await db(self._close_stopped)()
 
     def _prepare(self) -> str | None:
         self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
@@ -240,7 +261,7 @@ class Shard:
         request = Request(**answer.request)
         if request.model in self.stopped_models:
             return await db(self._finish_skipped)(answer)
-        if not self.run_row.options.get("no_cache"):
+        if provider.cacheable and not self.run_row.options.get("no_cache"):
             hit = await db(CachedResponse.objects.filter(request_hash=answer.request_hash).first)()
             if hit is not None:
                 return await db(self._finish_cached)(answer, hit)
@@ -340,16 +361,17 @@ class Shard:
             "schema_mode": completion.schema_mode or "",
             "latency_ms": latency,
         }
-        CachedResponse.objects.get_or_create(
-            request_hash=answer.request_hash,
-            defaults=fields
-            | {
-                "provider": provider.name,
-                "model": answer.model,
-                "task_id": answer.task_id,
-                "provider_model": completion.provider_model or "",
-            },
-        )
+        if provider.cacheable:
+            CachedResponse.objects.get_or_create(
+                request_hash=answer.request_hash,
+                defaults=fields
+                | {
+                    "provider": provider.name,
+                    "model": answer.model,
+                    "task_id": answer.task_id,
+                    "provider_model": completion.provider_model or "",
+                },
+            )
         fields |= {"cost_usd": cost, "cost_if_uncached_usd": cost}
         fields |= _earlier_attempt(answer, cost, fields)
         kept = self._store(answer, Call.Status.DONE, fields | self._read(answer, completion.text))
@@ -436,10 +458,7 @@ class Shard:
         """The run, when this phase's calls are all finished and the run goes on; None
         when it was cancelled, stopped, or another shard is still working."""
         run = Run.objects.get(pk=self.run_id)
-        if not run.is_active:
-            return None
-        if run.cancel_requested:
-            run.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
+        if not run.is_active or run.cancel_requested:
             return None
         if self.calls.objects.filter(run=run).unfinished().exists():
             return None
@@ -468,6 +487,20 @@ class Shard:
         if run is None or run.status != Run.Status.JUDGING:
             return None
         return Run.Status.REPORTING if run.advance(run.status, Run.Status.REPORTING) else None
+
+    def _close_stopped(self) -> None:
+        """A run asked to cancel is closed once no shard holds a claim on it; a run that
+        stopped (cancelled, aborted over budget) gets a partial report of what it kept."""
+        run = Run.objects.get(pk=self.run_id)
+        if run.is_active and run.cancel_requested:
+            self._reclaim_expired()
+            if self.calls.objects.filter(run=run, status=Call.Status.CLAIMED).exists():
+                return  # another shard is finishing its calls in flight; it closes the run
+            # the report first, so a cancelled run always has one
+            write_partial_report(run, status=Run.Status.CANCELLED)
+            run.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
+        elif run.status in Run.STOPPED and run.report is None:
+            write_partial_report(run)
 
     def _report(self) -> None:
         run = Run.objects.get(pk=self.run_id)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suites import Suite, SuiteError, load_suite
+from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys
 from runs.prices import NoActivePriceTable, active_table, resolve_against
 from runs.setup import prepare_database
 
@@ -53,7 +56,17 @@ def validate(path: str) -> dict:
     outcome["errors"] = [f"{path}: {error}" for error in errors]
     if errors:
         return outcome
+    try:
+        keys = needed_keys(loaded.model_strings(), endpoint_configs())
+    except PlanError as error:
+        outcome["errors"] = [f"{path}: {error}"]
+        return outcome
     outcome.update(
+        keys={
+            name: {"models": models, "set": bool(os.environ.get(name, "").strip())}
+            for name, models in keys.items()
+        },  # fmt: skip
+        keys_line=keys_line(keys, os.environ),
         ok=True,
         suite=loaded.name,
         sha256=loaded.sha256,

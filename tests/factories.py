@@ -8,8 +8,20 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 
+from evalsite.core.judging import judge_config
+from evalsite.core.stats import pair_score, score_category
 from evalsite.core.suites import parse_suite
-from runs.models import Price, PriceTable, Run, SuiteVersion
+from runs.models import (
+    Answer,
+    Judgement,
+    Label,
+    Pair,
+    Price,
+    PriceTable,
+    Run,
+    SuiteVersion,
+    text_sha,
+)
 
 _seq = itertools.count(1)
 
@@ -76,3 +88,115 @@ def make_run(**overrides) -> Run:
     fields.setdefault("suite_version", make_suite_version())
     fields.setdefault("price_table", make_price_table())
     return Run.objects.create(**fields)
+
+
+def make_judged_run(
+    scores: dict[tuple[str, str], float | list[float]] | None = None,
+    *,
+    sides: dict[tuple[str, str], tuple[str, str]] | None = None,
+    **overrides,
+) -> Run:
+    """A finished run with one judged pair per (task, case) and repeat, without the engine.
+
+    ``scores`` maps (task, case) to the judge's combined score of the candidate, or to a
+    list of scores, one per repeat (default: the small suite's two cases, candidate wins);
+    or ``sides`` maps (task, case) to the judge's two verdicts (order 1, order 2), stored
+    as Judgement rows. The run's judge configuration is the suite's; a `report` is stored
+    so it counts as a finished run with a report."""
+    if sides is not None:
+        scores = {key: pair_score(*verdicts).score for key, verdicts in sides.items()}
+    scores = scores if scores is not None else {("greet", "one"): 1.0, ("greet", "two"): 1.0}
+    version = overrides.pop("suite_version", None) or make_suite_version()
+    suite = parse_suite(version.yaml_text.encode(), filename="x.yaml", origin="upload")
+    repeats = max(len(v) if isinstance(v, list) else 1 for v in scores.values()) if scores else 1
+    fields = {
+        "status": Run.Status.DONE,
+        "judge": judge_config(suite, suite.judge_model) if suite.judge_model else {},
+        "repeats": repeats,
+        "report": {"headline_eligible": False},
+        "contestants": list(suite.models),
+    }
+    fields |= overrides
+    run = make_run(suite_version=version, **fields)
+    for (task, case), values in scores.items():
+        for repeat, score in enumerate(values if isinstance(values, list) else [values]):
+            verdicts = sides.get((task, case)) if sides else None
+            make_pair(run, task, case, repeat=repeat, score=score, sides=verdicts)
+    return run
+
+
+def make_answer(run: Run, task: str, case: str, contestant: str, **overrides) -> Answer:
+    fields = {
+        "repeat": 0,
+        "status": Answer.Status.DONE,
+        "text": f"{contestant} answers {task}/{case}",
+        "request": {},
+        "request_hash": f"hash-{next(_seq)}",
+        "schema_verdict": "not_applicable",
+    }
+    fields |= overrides
+    return Answer.objects.create(
+        run=run, task_id=task, case_id=case, contestant=contestant, **fields
+    )
+
+
+def make_pair(run: Run, task: str, case: str, *, repeat: int = 0, score: float | None = 1.0,
+              texts: tuple[str, str] | None = None, sides: tuple[str, str] | None = None,
+              **overrides) -> Pair:  # fmt: skip
+    """A judged pair of the run's first two contestants (score None: excluded); `texts` are
+    the two answers' texts (default: distinct per repeat); `sides`, the judge's verdicts in
+    order 1 and 2, stored as its two Judgement rows (and its score, category and flip)."""
+    if sides is not None:
+        combined = pair_score(*sides)
+        score = combined.score
+        overrides = {"flip": combined.flip} | overrides
+    baseline_model, candidate_model = run.contestants[:2]
+    texts = texts or (f"base {task}/{case} #{repeat}", f"cand {task}/{case} #{repeat}")
+    baseline = make_answer(run, task, case, baseline_model, repeat=repeat, text=texts[0])
+    candidate = make_answer(run, task, case, candidate_model, repeat=repeat, text=texts[1])
+    fields = {
+        "baseline_sha": text_sha(texts[0]),
+        "candidate_sha": text_sha(texts[1]),
+        "score": score,
+        "category": score_category(score) if score is not None else "",
+        "flip": False if score is not None else None,
+        "excluded_reason": "" if score is not None else "schema_fail",
+    }
+    fields |= overrides
+    pair = Pair.objects.create(
+        run=run, task_id=task, case_id=case, repeat=repeat, baseline=baseline,
+        candidate=candidate, baseline_contestant=baseline_model,
+        candidate_contestant=candidate_model, **fields,
+    )  # fmt: skip
+    for order, side in enumerate(sides or (), start=1):
+        Judgement.objects.create(
+            run=run, task_id=task, case_id=case, repeat=repeat, pair=pair, order=order,
+            kind=Judgement.Kind.PAIR, judge_model=run.judge.get("model", "fake/judge"),
+            status=Judgement.Status.DONE, request={}, request_hash=f"judge-{next(_seq)}",
+            parse_status=Judgement.Parse.OK, side=side, winner=_shown(side, order), text="{}",
+        )  # fmt: skip
+    return pair
+
+
+def _shown(side: str, order: int) -> str:
+    """The winner as the judge saw it: order 1 shows the baseline as "1", order 2 swaps."""
+    if side == "tie":
+        return "tie"
+    return "1" if (side == "baseline") == (order == 1) else "2"
+
+
+def make_label(pair: Pair, prefer: str = "candidate", *, labeller=None, **overrides) -> Label:
+    """A browser label of `pair`'s content by `labeller` (a user; default a new one)."""
+    labeller = labeller or make_user()
+    fields = {
+        "labeller": labeller,
+        "labeller_name": labeller.get_username(),
+        "prefer": prefer,
+        "source": Label.Source.BROWSER,
+    }
+    fields |= overrides
+    return Label.objects.create(
+        suite=pair.run.suite, task_id=pair.task_id, case_id=pair.case_id,
+        baseline=pair.baseline_contestant, candidate=pair.candidate_contestant,
+        baseline_sha=pair.baseline_sha, candidate_sha=pair.candidate_sha, **fields,
+    )  # fmt: skip

@@ -11,8 +11,7 @@ from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score
 
 from evalsite.core.suites import parse_suite
-from labels.models import Label
-from runs.models import Answer, Judgement, Pair, Run, SuiteVersion
+from runs.models import Answer, Judgement, Label, Pair, Run, SuiteVersion
 from runs.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
 from runs.runner import execute

@@ -26,6 +26,7 @@ from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from evalsite import urls as site_urls
+from evalsite.core.judging import PROMPT_VERSION
 from labels.models import PairSet, PairSetItem, PairSetJudgeRun
 from runs.launch import MAX_SHARDS
 from runs.models import Answer, CachedResponse, Judgement, Run, Suite, SuiteVersion
@@ -340,7 +341,8 @@ def test_a_fake_judge_runs_through_the_engine_and_a_second_run_is_all_cache_hits
     first = PairSetJudgeRun.objects.get().run
     assert first.status == Run.Status.DONE and first.contestants == ["given/a", "given/b"]
     assert first.options["lab"] == PairSet.objects.get().pk
-    assert first.judge == {"model": "fake/small"}
+    assert first.judge["model"] == "fake/small"
+    assert first.judge_config["prompt"] == PROMPT_VERSION  # the judge measured is recorded
     calls = Judgement.objects.filter(run=first, kind="pair")
     assert calls.count() == 40 and not calls.filter(cached=True).exists()
     assert first.spent_judge_usd > 0 and first.spent_answers_usd == 0

@@ -3,7 +3,6 @@ second labeller, concurrency, targeted review, and labels in and out as YAML."""
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import Counter
@@ -12,15 +11,13 @@ import pytest
 from django.db import close_old_connections
 from django.test import Client, override_settings
 
+from evalsite.core.judging import judge_config
 from evalsite.core.suites import parse_suite
-from labels.models import Label
 from labels.queue import baseline_on_left, content_key
-from runs.models import Answer, Decision, Judgement, Pair, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.models import Answer, Decision, Judgement, Label, Pair, Run
 from runs.prices import ensure_default_table
 from runs.reporting import write_report
-from runs.runner import execute
-from tests.factories import make_user
+from tests.factories import make_pair, make_run, make_suite_version, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -40,37 +37,31 @@ tasks:
 """
 
 
-def _replies() -> str:
-    verdicts = {
-        "candidate": ['{"reason": "r", "winner": "2"}', '{"reason": "r", "winner": "1"}'],
-        "baseline": ['{"reason": "r", "winner": "1"}', '{"reason": "r", "winner": "2"}'],
-        "flip": ['{"reason": "r", "winner": "1"}', '{"reason": "r", "winner": "1"}'],
-    }
-    lines = ["base:"] + [
-        f"  {t}/{c}: ['base says {t} {c}']" for t in ("alpha", "beta") for c in CASES
-    ]
-    lines += ["cand:"] + [
-        f"  {t}/{c}: ['cand says {t} {c}']" for t in ("alpha", "beta") for c in CASES
-    ]
-    lines += ["judge:"]
-    for t in ("alpha", "beta"):
-        for i, c in enumerate(CASES):
-            kind = ("candidate", "baseline", "flip")[i % 3]
-            lines.append(f"  judge/{t}/{c}: {json.dumps(verdicts[kind])}")
-    return "\n".join(lines) + "\n"
+VERDICTS = {  # the judge's sides in order 1 and order 2
+    "candidate": ("candidate", "candidate"),
+    "baseline": ("baseline", "baseline"),
+    "flip": ("baseline", "candidate"),
+}
 
 
 @pytest.fixture
-def run(tmp_path) -> Run:
+def run() -> Run:
+    """A finished, judged run of the suite, made from rows (no engine): in each task the
+    cases go candidate wins, baseline wins, a flip, in turn."""
     ensure_default_table()
-    replies = tmp_path / "replies.yaml"
-    replies.write_text(_replies())
     cases = ", ".join(f"{{id: {c}, vars: {{q: '{c}'}}}}" for c in CASES)
-    text = SUITE.format(cases=cases)
-    loaded = parse_suite(text.encode(), filename="blind.yaml", origin="upload")
-    version, _ = SuiteVersion.objects.register(loaded, text, origin="upload")
-    run = execute(store_plan(make_plan(version, loaded, RunOptions(replies=str(replies)))).id)
-    assert run.status == Run.Status.DONE, run.detail
+    version = make_suite_version(SUITE.format(cases=cases))
+    loaded = parse_suite(version.yaml_text.encode(), filename="blind.yaml", origin="upload")
+    run = make_run(
+        suite_version=version, contestants=["scripted/base", "scripted/cand"],
+        judge=judge_config(loaded, "scripted/judge"), status=Run.Status.DONE,
+        report={"headline_eligible": False},
+    )  # fmt: skip
+    for t in ("alpha", "beta"):
+        for i, c in enumerate(CASES):
+            kind = ("candidate", "baseline", "flip")[i % 3]
+            texts = (f"base says {t} {c}", f"cand says {t} {c}")
+            make_pair(run, t, c, texts=texts, sides=VERDICTS[kind])
     return run
 
 
@@ -117,6 +108,13 @@ def test_the_page_reveals_no_model_verdict_cost_or_id_and_not_which_side_is_the_
             body = re.sub(r"\d+ of \d+ pairs labelled · \d+ by you", "PROGRESS", body)
             body = re.sub(r"(?s)<progress.*?</progress>", "BAR", body)
             body = re.sub(r"(?s)<h2>Calibration.*?</section>", "PANEL", body)
+            # the block naming the calibration run shows run ids (never an answer's or a
+            # pair's) and nothing else that identifies a side
+            chooser = re.search(r'(?s)<form method="get" class="calibration-run".*?</form>', body)
+            assert chooser and run.id in chooser.group(0)
+            assert not set(re.findall(r"\d{8}T\d{6}Z_\w+", chooser.group(0))) - {run.id}
+            assert not any(word in chooser.group(0) for word in forbidden)
+            body = body.replace(chooser.group(0), "RUN")
             for word in forbidden:
                 assert word not in body, word
             numbers = {int(n) for n in re.findall(r"\d+", body)}

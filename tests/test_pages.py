@@ -48,7 +48,7 @@ class PageTests(TestCase):
 
     def test_dashboard_lists_suites_with_their_calibration_badge(self):
         page = self.client.get(reverse("dashboard")).content.decode()
-        assert "tiny" in page and "no report yet" in page
+        assert "tiny" in page and "no judged run yet" in page
 
     def test_suite_detail_shows_tasks_cases_and_versions(self):
         page = self.client.get(reverse("suite_detail", args=["tiny"])).content.decode()

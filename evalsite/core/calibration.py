@@ -1,4 +1,4 @@
-"""Matching human labels to a run's pairs (SPEC §10.1), before any statistic is computed.
+"""Matching human labels to a run's pairs (SPEC §10.1, §19), before any statistic is computed.
 
 Two kinds of label reach a run:
 
@@ -8,12 +8,19 @@ Two kinds of label reach a run:
   other way round has its preference mirrored). One with the same task, case and contestants
   but other answer texts is **stale**.
 - **Suite-file labels** are bound to task, case and the two models only, and apply to
-  whatever answers the run produced (every repeat). One naming a model pair the run does not
-  have is **ignored**.
+  whatever answers the run produced, every repeat of the case. One naming a case the run
+  did not answer is **not in the run**; one naming a model pair the run does not have is
+  **ignored**.
 
-Each labeller counts once per pair (their latest label). Several labels of a pair become
-one consensus by strict majority (more than half); with no majority the pair is left out
-and counted.
+**One judgement counts once.** A label covers a set of pairs (a suite-file label: every
+repeat of its case; a content label: every pair with its answers). Labels that cover the
+same set of pairs are judgements of one *item*; each labeller counts once per item (their
+latest label), and the item's human preference is the strict majority of its labellers
+(more than half); with no majority it is left out and counted. The item is compared once
+with the judge: the judge's mean pair score over the item's judged pairs, read as a
+category by the rule of SPEC §8 (above ½ candidate, below ½ baseline, ½ tie). So repeats
+never multiply a label, and calibration's n counts human judgements, never pairs.
+
 Targeted-review labels are kept out of the consensus that the headline kappa uses.
 """
 
@@ -23,13 +30,20 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from evalsite.core.stats import score_category, strict_majority
+
 __all__ = [
-    "SUITE_FILE", "UNNAMED", "Calibration", "LabelView", "PairIndex", "PairView", "match_labels",
+    "REPEATS_RULE", "SUITE_FILE", "UNNAMED", "Calibration", "Item", "LabelView", "PairIndex",
+    "PairView", "match_labels",
 ]  # fmt: skip
 
 _MIRROR = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
 SUITE_FILE = "suite_file"
 UNNAMED = "suite file"  # the labeller of a suite-file label that names none
+REPEATS_RULE = (
+    "a label covering several repeats is one judgement, compared once with the judge's mean "
+    "score over those repeats (above 0.5 candidate, below 0.5 baseline, 0.5 tie)"
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,7 @@ class PairView:
     baseline_sha: str
     candidate_sha: str
     judge: str | None  # the judge's category, None when the pair was excluded
+    score: float | None = None  # the judge's combined score (SPEC §8)
 
 
 @dataclass(frozen=True)
@@ -61,35 +76,94 @@ class LabelView:
 
 
 @dataclass
+class Item:
+    """One thing the humans judged: the judged pairs a set of labels covers, their votes
+    (labeller → preference in the pairs' orientation) and the judge's combined category."""
+
+    pair: int  # the first of its judged pairs: where the pages link to
+    pairs: tuple[int, ...]  # every judged pair it covers (its repeats)
+    task: str
+    judge: str
+    votes: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # labeller → label source
+
+    @property
+    def human(self) -> str | None:
+        return strict_majority(self.votes.values())
+
+
+@dataclass
 class Calibration:
-    """The matched labels of one run.
+    """The matched labels of one run: its judged items in the order their first label was
+    given, and what was set aside."""
 
-    ``items``: (pair key, task, human consensus, judge category) for each included pair
-    with a consensus, in the order their first label was given. ``ratings``: per pair key,
-    each named labeller's preference, for human-human agreement.
-    """
-
-    items: list[tuple[int, str, str, str]] = field(default_factory=list)
-    ratings: dict[int, dict[str, str]] = field(default_factory=dict)
-    used: Counter = field(default_factory=Counter)  # by source
+    judged: list[Item] = field(default_factory=list)
     stale: int = 0
-    ignored: int = 0
-    no_majority: int = 0
+    ignored: int = 0  # model pair not in the run
+    not_in_run: int = 0  # case not answered by the run
     on_excluded: int = 0
     targeted: int = 0
-    human_by_pair: dict[int, str] = field(default_factory=dict)
-    # each labeller's own (preference, judge category) on the pairs they labelled
-    by_labeller: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    # per judged pair key, each labeller's preference (in the pair's orientation)
-    votes: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def items(self) -> list[tuple[int, str, str, str]]:
+        """(pair, task, human consensus, judge category) of each item with a consensus."""
+        return [
+            (item.pair, item.task, human, item.judge)
+            for item in self.judged
+            if (human := item.human) is not None
+        ]
+
+    @property
+    def no_majority(self) -> int:
+        return sum(1 for item in self.judged if item.human is None)
+
+    @property
+    def over_repeats(self) -> int:
+        """Items whose one judgement covers more than one judged pair."""
+        return sum(1 for item in self.judged if len(item.pairs) > 1)
+
+    @property
+    def ratings(self) -> dict[int, dict[str, str]]:
+        """Per item (by index), each named labeller's preference, on items with two or more."""
+        out = {}
+        for index, item in enumerate(self.judged):
+            named = {who: prefer for who, prefer in item.votes.items() if who != UNNAMED}
+            if len(named) >= 2:
+                out[index] = named
+        return out
+
+    @property
+    def by_labeller(self) -> dict[str, list[tuple[str, str]]]:
+        """Each labeller's own (preference, judge category) on the items they labelled."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for item in self.judged:
+            for who, prefer in item.votes.items():
+                out.setdefault(who, []).append((prefer, item.judge))
+        return out
+
+    @property
+    def human_by_pair(self) -> dict[int, str]:
+        """Each judged pair's human consensus; a pair covered by several items takes the
+        most specific one's (the fewest pairs: a label on its own answers)."""
+        out: dict[int, str] = {}
+        for item in sorted(self.judged, key=lambda item: -len(item.pairs)):
+            human = item.human
+            for key in item.pairs:
+                if human is None:
+                    out.pop(key, None)
+                else:
+                    out[key] = human
+        return out
 
     @property
     def labels_used(self) -> dict[str, int]:
-        browser = self.used["browser"] + self.used["import"]
+        """Labels counted, by source: one per labeller and item."""
+        used = Counter(source for item in self.judged for source in item.sources.values())
+        browser = used["browser"] + used["import"]
         return {
             "browser": browser,
-            "suite_file": self.used[SUITE_FILE],
-            "total": browser + self.used[SUITE_FILE],
+            "suite_file": used[SUITE_FILE],
+            "total": browser + used[SUITE_FILE],
         }
 
 
@@ -113,73 +187,63 @@ class PairIndex:
             self.by_case[pair.task, pair.case].append(pair)
             self.by_key[pair.key] = pair
 
+    def covered(self, label: LabelView) -> list[tuple[PairView, bool]]:
+        """The pairs `label` is about, each with whether its sides are the label's mirrored."""
+        cell = (label.task, label.case, label.baseline, label.candidate)
+        if label.source == SUITE_FILE:
+            return self.by_cell.get(cell, [])
+        return self.by_content.get((*cell, label.baseline_sha, label.candidate_sha), [])
+
 
 def match_labels(pairs: Sequence[PairView] | PairIndex, labels: Iterable[LabelView]) -> Calibration:
-    """The run's calibration set: which labels apply to which pair, and their consensus."""
+    """The run's calibration set: the items its labels judge, each compared once."""
     index = pairs if isinstance(pairs, PairIndex) else PairIndex(pairs)
-    by_content, by_cell, by_case = index.by_content, index.by_cell, index.by_case
     result = Calibration()
-    votes: dict[int, dict[str, tuple[str, str]]] = defaultdict(dict)  # labeller → (prefer, source)
-    first_at: dict[int, str] = {}
-    pair_by_key = index.by_key
+    items: dict[tuple[int, ...], Item] = {}
     for label in sorted(labels, key=lambda lab: lab.at):
         if label.mode != "sample":
             result.targeted += 1
             continue
-        cell = (label.task, label.case, label.baseline, label.candidate)
-        if label.source == SUITE_FILE:
-            matches = _suite_matches(label, by_case.get((label.task, label.case), ()))
-        else:
-            matches = by_content.get((*cell, label.baseline_sha, label.candidate_sha), [])
+        matches = index.covered(label)
         if not matches:
-            if label.source == SUITE_FILE:
-                result.ignored += 1
-            elif by_cell.get(cell):
-                result.stale += 1
+            _set_aside(result, index, label)
             continue
-        counted = False
-        for pair, mirrored in matches:
-            if pair.judge is None:
-                continue
-            prefer = _MIRROR[label.prefer] if mirrored else label.prefer
-            votes[pair.key][label.labeller] = (prefer, label.source)
-            first_at.setdefault(pair.key, label.at)
-            counted = True
-        if counted:
-            result.used[label.source] += 1
-        else:
+        judged = sorted((pair for pair, _ in matches if pair.judge is not None), key=_order)
+        if not judged:
             result.on_excluded += 1
-
-    for key in sorted(votes, key=lambda k: (first_at[k], k)):
-        pair = pair_by_key[key]
-        for labeller, (prefer, _) in votes[key].items():
-            result.by_labeller.setdefault(labeller, []).append((prefer, pair.judge))
-        preferences = [prefer for prefer, _ in votes[key].values()]
-        consensus = _majority(preferences)
-        result.votes[key] = {who: prefer for who, (prefer, _) in votes[key].items()}
-        named = {who: prefer for who, (prefer, _) in votes[key].items() if who != UNNAMED}
-        if len(named) >= 2:
-            result.ratings[key] = named
-        if consensus is None:
-            result.no_majority += 1
             continue
-        result.human_by_pair[key] = consensus
-        result.items.append((key, pair.task, consensus, pair.judge))
+        keys = tuple(pair.key for pair in judged)
+        item = items.get(keys)
+        if item is None:
+            item = items[keys] = Item(judged[0].key, keys, judged[0].task, _combined(judged))
+            result.judged.append(item)
+        mirrored = matches[0][1]  # a run orients every pair of two contestants one way
+        item.votes[label.labeller] = _MIRROR[label.prefer] if mirrored else label.prefer
+        item.sources[label.labeller] = label.source
     return result
 
 
-def _suite_matches(label: LabelView, pairs: Sequence[PairView]) -> list[tuple[PairView, bool]]:
-    """Suite-file labels name models (a variant suffix is allowed and must match too)."""
-    out = []
-    for pair in pairs:
-        if (pair.baseline, pair.candidate) == (label.baseline, label.candidate):
-            out.append((pair, False))
-        elif (pair.candidate, pair.baseline) == (label.baseline, label.candidate):
-            out.append((pair, True))
-    return out
+def _set_aside(result: Calibration, index: PairIndex, label: LabelView) -> None:
+    """Count a label that covers none of the run's pairs, by the true reason."""
+    cell = (label.task, label.case, label.baseline, label.candidate)
+    if label.source != SUITE_FILE and index.by_cell.get(cell):
+        result.stale += 1
+    elif (label.task, label.case) not in index.by_case:
+        result.not_in_run += 1
+    else:
+        result.ignored += 1
 
 
-def _majority(preferences: Sequence[str]) -> str | None:
-    """The preference of more than half the labels, else None."""
-    winner, count = Counter(preferences).most_common(1)[0]
-    return winner if 2 * count > len(preferences) else None
+def _order(pair: PairView) -> tuple[int, int]:
+    return (pair.repeat, pair.key)
+
+
+_CATEGORY_SCORE = {"candidate": 1.0, "tie": 0.5, "baseline": 0.0}
+
+
+def _combined(pairs: Sequence[PairView]) -> str:
+    """The judge's one category over the repeats an item covers: its mean pair score."""
+    if len(pairs) == 1:
+        return pairs[0].judge
+    scores = [_CATEGORY_SCORE[p.judge] if p.score is None else p.score for p in pairs]
+    return score_category(sum(scores) / len(scores))

@@ -11,15 +11,20 @@ pair is excluded as ``judge_unparseable``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalsite.core.scoring.json_answer import find_json
 
+if TYPE_CHECKING:
+    from evalsite.core.suites import Suite
+
 __all__ = [
-    "EXCLUSION_REASONS", "PairSide", "VerdictUnparseable", "exclusion_reason", "judge_messages",
-    "parse_verdict", "retry_messages", "shown_to_side",
+    "EXCLUSION_REASONS", "PROMPT_VERSION", "PairSide", "VerdictUnparseable", "exclusion_reason",
+    "judge_config", "judge_messages", "parse_verdict", "retry_messages", "shown_to_side",
 ]  # fmt: skip
 
 # Why a pair was not judged (or its judgement not counted), in the order they are checked.
@@ -47,6 +52,32 @@ _RETRY = (
     "Your previous reply could not be read as a verdict. Reply again with JSON only, "
     'exactly {"reason": "<a few sentences>", "winner": "1" | "2" | "tie"}.'
 )
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+# The judge prompt's version: a hash of its fixed text, so an edit of the prompt shows as
+# another judge configuration (and the kappa measured with the old one as stale).
+PROMPT_VERSION = _sha(_SYSTEM + "\x1f" + _RETRY)
+
+
+def judge_config(suite: Suite, model: str) -> dict[str, str]:
+    """What a kappa measures (SPEC §19): the judge model, the judge prompt's version and a
+    hash of the rubric it judges by (the suite's and every judged task's) and its params."""
+    judge = suite.judge
+    rubrics = {
+        "suite": judge.rubric if judge else "",
+        "tasks": {task.id: task.rubric or "" for task in suite.tasks if task.judge},
+        "temperature": judge.temperature if judge else None,
+        "max_tokens": judge.max_tokens if judge else None,
+    }
+    return {
+        "model": model,
+        "prompt": PROMPT_VERSION,
+        "rubric": _sha(json.dumps(rubrics, sort_keys=True, ensure_ascii=False)),
+    }
 
 
 class VerdictUnparseable(ValueError):

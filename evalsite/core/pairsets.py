@@ -26,7 +26,6 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,11 +42,12 @@ from evalsite.core.stats import (
     krippendorff_alpha,
     pair_score,
     pairwise_cohen,
+    strict_majority,
 )
 
 __all__ = [
     "CATEGORY", "MAX_PAIRS", "PREFER", "PREFERS", "LabCase", "LabVerdict", "PairEntry",
-    "PairSetError", "PairSetFile", "Verdict", "Vote", "consensus", "human_figures",
+    "PairSetError", "PairSetFile", "Verdict", "Vote", "human_figures",
     "judge_figures", "judge_lines", "kappa_figures", "lab_cases", "lab_figures",
     "lab_suite_yaml", "pairset_name", "parse_pairset", "report_lines", "slug",
 ]  # fmt: skip
@@ -448,14 +448,6 @@ class LabVerdict:
     prefer: str
 
 
-def consensus(votes: Iterable[str]) -> str | None:
-    """The strict majority of ``votes`` (more than half of them), else None."""
-    counted = Counter(votes)
-    total = sum(counted.values())
-    top = counted.most_common(1)
-    return top[0][0] if top and top[0][1] * 2 > total else None
-
-
 def lab_figures(
     votes: Mapping[str, Mapping[str, str]],
     verdicts: Iterable[LabVerdict],
@@ -470,7 +462,7 @@ def lab_figures(
     Returns ``{"pairs", "humans", "judges"}`` as plain JSON (see :func:`human_figures` and
     :func:`judge_figures`).
     """
-    humans = {pair: consensus(given.values()) for pair, given in votes.items()}
+    humans = {pair: strict_majority(given.values()) for pair, given in votes.items()}
     agreed = {pair: prefer for pair, prefer in humans.items() if prefer is not None}
     by_judge: dict[str, list[tuple[str, int, str]]] = {name: [] for name in judges}
     for verdict in verdicts:
@@ -492,7 +484,7 @@ def human_figures(votes: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
         if given
     }
     pairwise = pairwise_cohen(labels)
-    agreed = [consensus(given.values()) for given in votes.values() if given]
+    agreed = [strict_majority(given.values()) for given in votes.values() if given]
     return jsonable(
         {
             "pairwise": {names: result.kappa for names, result in pairwise.items()},

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from evalsite.core.pricing import PriceRow, Usage, call_cost
-from evalsite.core.providers.base import Request
+from evalsite.core.providers.base import Provider, Request
 from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
 
 DEFAULT_MAX_TOKENS = 1024
@@ -36,23 +36,18 @@ class Cell:
 
 
 def plan_cells(
-    suite: Suite, contestants: Sequence[str], *, repeats: int, only: str | None = None
+    suite: Suite, contestants: Sequence[str], *, repeats: int, only: Sequence[str] = ()
 ) -> list[Cell]:
     """Every cell of a run, in a stable order: task, case, repeat, contestant.
 
-    ``only`` is ``task`` or ``task/case``; ValueError names an unknown task or case.
+    ``only`` holds ``task`` or ``task/case`` selectors (a cell is kept when any selector
+    names it); ValueError names an unknown task or case.
     """
-    wanted_task, _, wanted_case = (only or "").partition("/")
-    if wanted_task:
-        task = suite.task(wanted_task)
-        if wanted_case:
-            task.case(wanted_case)
+    wanted = [_selector(suite, text) for text in only]
     cells = []
     for task in suite.tasks:
-        if wanted_task and task.id != wanted_task:
-            continue
         for case in task.cases:
-            if wanted_case and case.id != wanted_case:
+            if wanted and not any(t == task.id and c in ("", case.id) for t, c in wanted):
                 continue
             for repeat in range(repeats):
                 for text in contestants:
@@ -74,8 +69,38 @@ def _cell(suite: Suite, task, case_id: str, text: str, repeat: int) -> Cell:
     return Cell(task.id, case_id, str(contestant), repeat, request)
 
 
-def request_hash(request: Request, *, provider: str, adapter_version: str, mode: str | None) -> str:
-    """The cache key: provider, model, messages, params, schema and mode, repeat, adapter.
+def _selector(suite: Suite, text: str) -> tuple[str, str]:
+    """(task, case or "") of one ``--only`` selector; ValueError for an unknown one."""
+    task_id, _, case_id = text.strip().partition("/")
+    task = suite.task(task_id)
+    if case_id:
+        task.case(case_id)
+    return task_id, case_id
+
+
+def call_hash(request: Request, provider: Provider) -> str:
+    """The cache key of `request` answered by `provider` (answers and judge calls alike):
+    what it sends, and for a provider whose reply comes from elsewhere than the model (a
+    scripted reply) what it would reply, so an edited replies file is never served stale."""
+    return request_hash(
+        provider.prepare(request),
+        provider=provider.name,
+        adapter_version=provider.version,
+        mode=provider.schema_mode(request),
+        reply_source=provider.reply_source(request),
+    )
+
+
+def request_hash(
+    request: Request,
+    *,
+    provider: str,
+    adapter_version: str,
+    mode: str | None,
+    reply_source: str | None = None,
+) -> str:
+    """The cache key: provider, model, messages, params, schema and mode, repeat, adapter,
+    and the reply's source where the provider has one beside the model.
 
     The timeout is left out: waiting longer does not change the answer.
     """
@@ -86,6 +111,8 @@ def request_hash(request: Request, *, provider: str, adapter_version: str, mode:
         "schema_mode": mode,
         "request": fields,
     }
+    if reply_source is not None:
+        payload["reply_source"] = reply_source
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 

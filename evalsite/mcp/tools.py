@@ -20,6 +20,7 @@ from evalsite.core.report.compare import compare_reports
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.core.suites import SuiteError, load_suite
 from evalsite.mcp import replies
+from runs.calibration import suite_calibration
 from runs.models import Answer, Call, Endpoint, Judgement, Pair, Run, Suite, SuiteVersion
 from runs.planner import PlanError, RunOptions, make_plan, store_plan
 from runs.progress import answer_totals, progress
@@ -172,7 +173,8 @@ def run_reply(run: Run | str) -> dict[str, Any]:
     if not isinstance(run, Run):
         run = Run.objects.select_related("suite_version__suite").get(pk=run)
     if run.report is not None:
-        return replies.report_reply(run.report, web_url_path=run_url(run.id))
+        reply = replies.report_reply(run.report, web_url_path=run_url(run.id))
+        return reply | {"suite_calibration": suite_calibration_status(run.suite)}
     totals = answer_totals(run)
     return {
         "run_id": run.id,
@@ -191,7 +193,18 @@ def run_reply(run: Run | str) -> dict[str, Any]:
         "report_path": "",
         "web_url_path": run_url(run.id),
         "note": "this run has no report, so it has no win-rates",
+        "suite_calibration": suite_calibration_status(run.suite),
     }
+
+
+def suite_calibration_status(suite: Suite) -> dict[str, Any]:
+    """The suite's calibration as the web app shows it: its calibration run's gate, live
+    with every label, and whether that kappa is stale (the suite's judge changed)."""
+    calibration = suite_calibration(suite, brief=True)
+    if calibration is None:
+        return {"status": "none", "run_id": None, "stale": False}
+    keys = ("status", "reason", "kappa", "kappa_band", "n", "run_id", "stale", "judge_config")
+    return {key: calibration.get(key) for key in keys}
 
 
 def last_report(suite_path: str) -> dict[str, Any]:
@@ -298,7 +311,8 @@ def _failures_from_rows(run: Run) -> tuple[list[dict], list[dict]]:
 
 
 def find_run(reference: str, *, with_report: bool = False) -> Run:
-    """The run `reference` names (id, unique prefix, label or ``latest``), as the CLI finds it."""
+    """The run `reference` names (id, unique prefix, label, ``latest`` or ``baseline``), as
+    the CLI finds it."""
     try:
         run = Run.objects.select_related("suite_version__suite").resolve(reference)
     except Run.DoesNotExist as error:

@@ -1,4 +1,5 @@
-"""Human preference labels (SPEC §10): who preferred which answer of a pair, and why."""
+"""The labelling queue's own rows: which pair a member was shown or skipped. (The labels
+themselves are :class:`runs.models.Label`: a run's report reads them.)"""
 
 from __future__ import annotations
 
@@ -6,66 +7,6 @@ from django.conf import settings
 from django.db import models
 
 from runs.models import Suite
-
-
-class LabelQuerySet(models.QuerySet):
-    def for_suite(self, suite: Suite) -> LabelQuerySet:
-        return self.filter(suite=suite)
-
-
-class Label(models.Model):
-    """A preference bound to a pair's content: task, case, the two contestants and the
-    sha256 of each answer text (the pair content key), so identical answers of a later run
-    carry the label with them and changed answers make it stale."""
-
-    class Prefer(models.TextChoices):
-        BASELINE = "baseline"
-        CANDIDATE = "candidate"
-        TIE = "tie"
-
-    class Source(models.TextChoices):
-        BROWSER = "browser"
-        IMPORT = "import"
-
-    class Mode(models.TextChoices):
-        SAMPLE = "sample", "sample (counts toward the headline kappa)"
-        TARGETED = "targeted", "targeted review (kept out of the headline kappa)"
-
-    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="labels")
-    labeller = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    labeller_name = models.CharField(max_length=150, help_text="Kept if the user is deleted.")
-    task_id = models.CharField(max_length=64)
-    case_id = models.CharField(max_length=64)
-    baseline = models.CharField(max_length=300)
-    candidate = models.CharField(max_length=300)
-    baseline_sha = models.CharField(max_length=64)
-    candidate_sha = models.CharField(max_length=64)
-    prefer = models.CharField(max_length=10, choices=Prefer.choices)
-    note = models.TextField(blank=True)
-    source = models.CharField(max_length=8, choices=Source.choices, default=Source.BROWSER)
-    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.SAMPLE)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    objects = LabelQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["created_at", "pk"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=[
-                    "labeller_name", "suite", "task_id", "case_id", "baseline", "candidate",
-                    "baseline_sha", "candidate_sha",
-                ],
-                name="one_label_per_labeller_and_pair",
-            )
-        ]  # fmt: skip
-        indexes = [models.Index(fields=["suite", "task_id", "case_id"], name="label_lookup")]
-
-    def __str__(self) -> str:
-        return f"{self.labeller_name}: {self.task_id}/{self.case_id} {self.prefer}"
 
 
 class Assignment(models.Model):

@@ -3,6 +3,7 @@
 from runs.models.answer import Answer, CachedResponse, Call
 from runs.models.decision import Decision
 from runs.models.judging import Judgement, Pair, text_sha
+from runs.models.label import Label
 from runs.models.pricing import Endpoint, FrozenPriceTable, Price, PriceTable
 from runs.models.run import Run
 from runs.models.suites import Suite, SuiteVersion
@@ -15,6 +16,7 @@ __all__ = [
     "Endpoint",
     "FrozenPriceTable",
     "Judgement",
+    "Label",
     "Pair",
     "Price",
     "PriceTable",

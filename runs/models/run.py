@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
@@ -26,33 +26,59 @@ class RunQuerySet(models.QuerySet):
     def finished(self) -> RunQuerySet:
         return self.exclude(status__in=Run.ACTIVE)
 
-    def latest_calibration(self) -> dict | None:
-        """id, eligible, gate and reason of the latest run with a report, read from the
-        stored report's keys only (not the whole report)."""
-        return (
-            self.filter(report__isnull=False)
-            .order_by("-created_at")
-            .values(
-                "id",
-                eligible=F("report__headline_eligible"),
-                gate=F("report__calibration__status"),
-                reason=F("report__calibration__reason"),
-            )
-            .first()
-        )
+    def not_lab(self) -> RunQuerySet:
+        """Runs of the team's suites: a judge-lab run lives under the judge lab only."""
+        return self.exclude(suite_version__origin="lab")
 
-    def resolve(self, reference: str) -> Run:
-        """A run by id, unique id prefix, label (the latest run with it) or ``latest``.
+    def judged(self) -> RunQuerySet:
+        """Runs with at least one pair the judge scored."""
+        from runs.models.judging import Pair
+
+        return self.filter(Exists(Pair.objects.filter(run=OuterRef("pk"), score__isnull=False)))
+
+    def whole_suite(self) -> RunQuerySet:
+        """Runs of every case of their suite (no ``--only``)."""
+        return self.filter(Q(options__only="") | ~Q(options__has_key="only"))
+
+    def calibration_choices(self) -> RunQuerySet:
+        """The runs a suite's calibration may be read from: finished, judged, not lab."""
+        return self.not_lab().filter(status=Run.Status.DONE, report__isnull=False).judged()
+
+    def calibration_run(self, suite: Suite, chosen: str | None = None) -> Run | None:
+        """The suite's calibration run (SPEC §19): `chosen` when it is one of the suite's
+        calibration choices, else the pinned baseline when it is judged, else the latest
+        finished, judged, whole-suite run that is not a lab run."""
+        runs = (
+            self.for_suite(suite)
+            .calibration_choices()
+            .select_related("suite_version__suite")
+            .defer("report", "estimate")
+        )
+        for pk in (chosen, suite.baseline_run_id):
+            if pk:
+                run = runs.filter(pk=pk).first()
+                if run is not None:
+                    return run
+        return runs.whole_suite().order_by("-created_at").first()
+
+    def resolve(self, reference: str, suite: Suite | None = None) -> Run:
+        """A run by id, unique id prefix, label (the latest run with it), ``latest`` (the
+        latest run with a report, of `suite` when one is implied) or ``baseline`` (the
+        pinned baseline of `suite`, or of the only suite that has one).
 
         Run.DoesNotExist with a message saying what was tried, or naming the candidates
         when a prefix is ambiguous.
         """
         reference = reference.strip()
         if reference == "latest":
-            run = self.order_by("-created_at").first()
+            runs = self.for_suite(suite) if suite is not None else self
+            run = runs.filter(report__isnull=False).order_by("-created_at").first()
             if run is None:
-                raise Run.DoesNotExist("there are no runs yet")
+                where = f" of suite {suite.name}" if suite is not None else ""
+                raise Run.DoesNotExist(f"there is no run with a report{where} yet")
             return run
+        if reference == "baseline":
+            return self._baseline(suite)
         exact = self.filter(pk=reference).first()
         if exact is not None:
             return exact
@@ -67,19 +93,38 @@ class RunQuerySet(models.QuerySet):
             raise Run.DoesNotExist(f"{reference!r} matches several runs: {shown}")
         raise Run.DoesNotExist(f"no run has the id, id prefix or label {reference!r}")
 
+    def _baseline(self, suite: Suite | None) -> Run:
+        if suite is not None:
+            if suite.baseline_run_id is None:
+                raise Run.DoesNotExist(f"suite {suite.name} has no pinned baseline")
+            return self.get(pk=suite.baseline_run_id)
+        pinned = list(
+            Suite.objects.exclude(baseline_run=None).values_list("baseline_run_id", flat=True)[:2]
+        )
+        if len(pinned) != 1:
+            raise Run.DoesNotExist(
+                "no suite has a pinned baseline"
+                if not pinned
+                else "several suites have a pinned baseline: name the suite"
+            )
+        return self.get(pk=pinned[0])
+
     def stalled(self, lease_s: float) -> RunQuerySet:
-        """Active runs with work left and no claim younger than the lease: no shard is alive."""
+        """Active runs that nobody is working on: no claim or finished call younger than the
+        lease since the phase began (a killed worker or `evalsite run` process). Runs asked
+        to cancel are included: the shard that picks one up closes it."""
         recent = timezone.now() - dt.timedelta(seconds=lease_s)
         answering = (
-            self.filter(status=Run.Status.RUNNING, cancel_requested=False)
-            .filter(answers__status__in=["pending", "claimed"])
+            self.filter(
+                Q(phase_at__lt=recent) | Q(phase_at__isnull=True), status=Run.Status.RUNNING
+            )
             .exclude(answers__status="claimed", answers__claimed_at__gte=recent)
+            .exclude(answers__finished_at__gte=recent)
         )
         # Judging and reporting: nothing claimed or finished for a lease since the phase began.
         later = (
             self.filter(
                 status__in=[Run.Status.JUDGING, Run.Status.REPORTING],
-                cancel_requested=False,
                 phase_at__lt=recent,
             )
             .exclude(judgements__claimed_at__gte=recent)
@@ -102,6 +147,7 @@ class Run(models.Model):
         ABORTED_OVER_BUDGET = "aborted_over_budget"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.JUDGING, Status.REPORTING)
+    STOPPED = (Status.CANCELLED, Status.ABORTED_OVER_BUDGET)  # ended early: a partial report
 
     id = models.CharField(max_length=64, primary_key=True)
     suite_version = models.ForeignKey(SuiteVersion, on_delete=models.PROTECT, related_name="runs")
@@ -150,6 +196,19 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def judge_config(self) -> dict[str, str] | None:
+        """The judge configuration this run's verdicts, and so its kappa, measure (a run
+        from before configurations were recorded says "unknown")."""
+        model = self.judge.get("model")
+        if not model:
+            return None
+        return {
+            "model": model,
+            "prompt": self.judge.get("prompt", "unknown"),
+            "rubric": self.judge.get("rubric", "unknown"),
+        }
 
     @property
     def simulated(self) -> bool:

@@ -17,6 +17,12 @@ identifier = RegexValidator(
 )
 
 
+class SuiteQuerySet(models.QuerySet):
+    def team(self) -> SuiteQuerySet:
+        """The team's suites: a judge-lab pair set's suite lives under the judge lab only."""
+        return self.exclude(versions__origin=SuiteVersion.Origin.LAB)
+
+
 class Suite(models.Model):
     name = models.CharField(max_length=64, unique=True, validators=[identifier])
     created_at = models.DateTimeField(auto_now_add=True)
@@ -28,6 +34,8 @@ class Suite(models.Model):
         related_name="+",
         help_text="The pinned run that `max_regression_points` gates compare against.",
     )
+
+    objects = SuiteQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -90,6 +98,7 @@ class SuiteVersion(models.Model):
         PATH = "path", "Loaded from a file"
         MCP = "mcp", "Registered over MCP"
         DEMO = "demo", "Demo suite"
+        LAB = "lab", "A judge-lab pair set"
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="versions")
     sha256 = models.CharField(max_length=64)

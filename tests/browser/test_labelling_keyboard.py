@@ -10,8 +10,7 @@ import re
 import pytest
 from django.test import override_settings
 
-from labels.models import Label
-from runs.models import Run
+from runs.models import Label, Run
 from runs.reporting import write_report
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, PageWatch
 from tests.factories import make_user

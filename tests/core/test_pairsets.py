@@ -12,7 +12,6 @@ from evalsite.core.pairsets import (
     LabCase,
     LabVerdict,
     PairSetError,
-    consensus,
     judge_figures,
     lab_cases,
     lab_figures,
@@ -22,6 +21,7 @@ from evalsite.core.pairsets import (
     report_lines,
     slug,
 )
+from evalsite.core.stats import strict_majority
 from evalsite.core.suites import parse_suite
 
 
@@ -247,7 +247,7 @@ def test_the_lab_suite_has_one_case_per_pair_given_contestants_and_the_judge():
     ],
 )
 def test_the_consensus_is_the_strict_majority(votes, expected):
-    assert consensus(votes) == expected
+    assert strict_majority(votes) == expected
 
 
 def test_judge_figures_by_hand():

@@ -56,12 +56,17 @@ def test_a_plan_has_one_cell_per_task_case_repeat_and_contestant(suite):
 
 
 def test_only_narrows_the_plan_and_names_an_unknown_task(suite):
-    assert {c.case_id for c in plan_cells(suite, ["fake/a"], repeats=1, only="one")} == {"x", "y"}
-    assert [c.case_id for c in plan_cells(suite, ["fake/a"], repeats=1, only="one/y")] == ["y"]
+    assert {c.case_id for c in plan_cells(suite, ["fake/a"], repeats=1, only=["one"])} == {"x", "y"}
+    assert [c.case_id for c in plan_cells(suite, ["fake/a"], repeats=1, only=["one/y"])] == ["y"]
     with pytest.raises(ValueError, match="nope"):
-        plan_cells(suite, ["fake/a"], repeats=1, only="nope")
+        plan_cells(suite, ["fake/a"], repeats=1, only=["nope"])
     with pytest.raises(ValueError, match="case 'q'"):
-        plan_cells(suite, ["fake/a"], repeats=1, only="one/q")
+        plan_cells(suite, ["fake/a"], repeats=1, only=["one/q"])
+
+
+def test_only_selectors_add_up(suite):
+    cells = plan_cells(suite, ["fake/a"], repeats=1, only=["one/y", "two"])
+    assert [(c.task_id, c.case_id) for c in cells] == [("one", "y"), ("two", "z")]
 
 
 def test_the_request_hash_covers_what_changes_the_answer(suite):

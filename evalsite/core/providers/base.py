@@ -284,9 +284,23 @@ class Provider(Protocol):
 
     name: str
     version: str
+    cacheable: bool  # False: every call is made afresh (the reply cannot be known ahead)
 
     def schema_mode(self, request: Request) -> str | None: ...
+
+    def reply_source(self, request: Request) -> str | None: ...
 
     def prepare(self, request: Request) -> Request: ...
 
     async def complete(self, request: Request, client: httpx.AsyncClient) -> Completion: ...
+
+
+class CacheDefaults:
+    """What most providers say of the cache: their replies are cacheable, and the request
+    (with the model) is all a reply depends on. A provider whose reply comes from elsewhere
+    says what from (:meth:`reply_source`), and the cache key covers it."""
+
+    cacheable = True
+
+    def reply_source(self, request: Request) -> str | None:
+        return None

@@ -69,6 +69,9 @@ class CommandProvider(SchemaModes):
 
     name = "command"
     version = "command-1"
+    # The program's reply can change with the program, its files or the clock: it is run
+    # for every call, never answered from the cache.
+    cacheable = False
 
     def __init__(
         self, model_name: str, argv: list[str], env: Mapping[str, str], secrets: Iterable[str] = ()

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from evalsite.core.providers.base import Request
+from evalsite.core.providers.base import CacheDefaults, Request
 
 __all__ = ["SCHEMA_INSTRUCTION", "SchemaModes", "schema_instruction", "with_schema_instruction"]
 
@@ -47,7 +47,7 @@ def with_schema_instruction(request: Request) -> Request:
     return dataclasses.replace(request, messages=tuple(messages))
 
 
-class SchemaModes:
+class SchemaModes(CacheDefaults):
     """``schema_mode`` and ``prepare`` from one question: can this request go native?
 
     Subclasses override :meth:`native_schema`; the default is always prompted.

@@ -144,6 +144,16 @@ class ScriptedProvider(SchemaModes):
     def __repr__(self) -> str:
         return f"<ScriptedProvider {self.replies.filename}>"
 
+    def reply_source(self, request: Request) -> str | None:
+        """The scripted item this request gets, so editing it changes the cache key."""
+        try:
+            item = self.replies.item(self.prepare(request))
+        except ProviderError as error:
+            return f"missing: {error.message}"
+        if isinstance(item, ScriptedError):
+            return f"error: {item.kind.value}: {item.message}: {item.retry_after}"
+        return f"reply: {item}"
+
     async def complete(
         self, request: Request, client: httpx.AsyncClient | None = None
     ) -> Completion:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalsite.core.calibration import Calibration
+from evalsite.core.calibration import REPEATS_RULE, Calibration
 from evalsite.core.gates import check_gates
 from evalsite.core.scoring.aggregate import contestant_rates, tag_rates
 from evalsite.core.stats import (
@@ -102,6 +102,7 @@ class ReportInput:
     created_at: str = ""
     finished_at: str | None = None
     judge_model: str | None = None
+    judge_config: Mapping[str, str] | None = None  # what the kappa measures (SPEC §19)
     min_kappa: float = 0.40
     min_labels: int = 10
     mover_threshold: float = 0.15
@@ -130,7 +131,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     seed = seed_from(data.suite_hash)
     calibration = calibration_summary(
         data.calibration, min_kappa=data.min_kappa, min_labels=data.min_labels, seed=seed
-    )
+    ) | {"judge_config": dict(data.judge_config) if data.judge_config else None}
     eligible = calibration["status"] == "ok"
     win_rates = _win_rates(data, seed)
     report = {
@@ -148,7 +149,11 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "contestants": list(data.contestants),
         "baseline": data.contestants[0],
         "judge": (
-            {"model": data.judge_model, "is_contestant": _is_contestant(data)}
+            {
+                "model": data.judge_model,
+                "is_contestant": _is_contestant(data),
+                "config": dict(data.judge_config) if data.judge_config else None,
+            }
             if data.judge_model
             else None
         ),
@@ -238,6 +243,9 @@ def calibration_summary(
         ],
         "labels_stale": matched.stale,
         "labels_ignored": matched.ignored,
+        "labels_not_in_run": matched.not_in_run,
+        "over_repeats": matched.over_repeats,
+        "repeats_rule": REPEATS_RULE if matched.over_repeats else None,
         "labels_targeted": matched.targeted,
         "labels_on_excluded_pairs": matched.on_excluded,
         "humans": _humans(matched),
@@ -617,7 +625,11 @@ def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
             warnings.append(f"{candidate}: n={rate['n']} is below 8; no interval is shown")
     if calibration["no_majority"]:
         warnings.append(
-            f"{calibration['no_majority']} labelled pairs have no majority and were left out"
+            f"{calibration['no_majority']} labelled items have no majority and were left out"
+        )
+    if calibration.get("over_repeats"):
+        warnings.append(
+            f"{calibration['over_repeats']} labels cover several repeats: {REPEATS_RULE}"
         )
     if calibration["labels_stale"]:
         warnings.append(

@@ -113,10 +113,17 @@ def calibration_section(ctx: Context) -> Section:
         f"{num.count(cal.get('min_labels'))} labels",
         f"Labels used: browser {num.count(labels.get('browser', 0))}, suite file "
         f"{num.count(labels.get('suite_file', 0))}, total {num.count(labels.get('total', 0))}; "
-        f"stale {num.count(cal.get('labels_stale', 0))}; ignored "
+        f"stale {num.count(cal.get('labels_stale', 0))}; ignored (model pair not in the run) "
         f"{num.count(cal.get('labels_ignored', 0))}; without a majority "
         f"{num.count(cal.get('no_majority', 0))}" + _set_aside(cal),
     ]
+    if cal.get("judge_config"):
+        items.append(("Judge measured: ", Code(_judge_config(cal["judge_config"]))))
+    if cal.get("repeats_rule"):
+        items.append(
+            f"Repeats: {num.count(cal.get('over_repeats', 0))} labels cover several repeats; "
+            + cal["repeats_rule"]
+        )
     if cal.get("labels_needed") is not None:
         items.append(
             f"Labels needed: {num.count(cal['labels_needed'])} more, at the current agreement, "
@@ -134,7 +141,16 @@ def _set_aside(cal: Mapping[str, Any]) -> str:
         text += f"; targeted review (kept out) {num.count(cal['labels_targeted'])}"
     if cal.get("labels_on_excluded_pairs"):
         text += f"; on excluded pairs {num.count(cal['labels_on_excluded_pairs'])}"
+    if cal.get("labels_not_in_run"):
+        text += f"; case not in this run {num.count(cal['labels_not_in_run'])}"
     return text
+
+
+def _judge_config(config: Mapping[str, Any]) -> str:
+    return (
+        f"{config.get('model')} (prompt {config.get('prompt', '')[:8]}, "
+        f"rubric {config.get('rubric', '')[:8]})"
+    )
 
 
 def _float(value: float | None, digits: int) -> str:

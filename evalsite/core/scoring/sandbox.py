@@ -341,7 +341,8 @@ def _write_job(job: Job, check_dir: Path, paths: tuple[str, str], status_fd: int
         "run.sh": job.run,
         job.filename: job.code,
     }
-    check_dir.mkdir(mode=0o755)
+    check_dir.mkdir()
+    check_dir.chmod(0o755)  # explicit: evalsite runs under umask 077 (docs/configuration.md)
     for name, content in files.items():
         (check_dir / name).write_bytes(content.encode("utf-8", "replace"))
     (check_dir / "answer_text").write_bytes(

@@ -6,7 +6,12 @@ not. Results are frozen dataclasses whose ``to_dict()`` is plain JSON, with None
 figure is undefined.
 """
 
-from evalsite.core.stats.agreement import fleiss_kappa, krippendorff_alpha, pairwise_cohen
+from evalsite.core.stats.agreement import (
+    fleiss_kappa,
+    krippendorff_alpha,
+    pairwise_cohen,
+    strict_majority,
+)
 from evalsite.core.stats.bootstrap import percentile_interval, resample_counts, seed_from
 from evalsite.core.stats.gate import GATE_STATUSES, Gate, headline_gate, labels_needed
 from evalsite.core.stats.kappa import (
@@ -42,5 +47,5 @@ __all__ = [
     "fleiss_kappa", "headline_gate", "jsonable", "kappa_band", "krippendorff_alpha",
     "labels_needed", "latency_percentiles", "nearest_rank", "pair_score", "pairwise_cohen",
     "per_task_kappa", "percentile_interval", "resample_counts", "score_category", "seed_from",
-    "win_rate",
+    "strict_majority", "win_rate",
 ]  # fmt: skip

@@ -6,13 +6,22 @@ not label an item is simply absent from its mapping.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 
 from evalsite.core.stats.kappa import Kappa, cohen_kappa
 from evalsite.core.stats.pairs import CATEGORIES
 
 Labels = Mapping[Hashable, Mapping[str, str]]
+
+
+def strict_majority(votes: Iterable[str]) -> str | None:
+    """The preference of more than half the votes, else None: the human consensus of an item
+    everywhere (a run's calibration, the labelling queue, the judge lab)."""
+    counted = Counter(votes)
+    top = counted.most_common(1)
+    return top[0][0] if top and 2 * top[0][1] > sum(counted.values()) else None
 
 
 def pairwise_cohen(labels: Labels, *, categories: Sequence[str] = CATEGORIES) -> dict[str, Kappa]:

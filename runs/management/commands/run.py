@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -14,7 +16,7 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.summary import summary_lines as report_summary
 from evalsite.core.suites import SuiteError, load_suite
 from runs.models import Run, SuiteVersion
-from runs.planner import PlanError, RunOptions, make_plan, store_plan
+from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
 from runs.runner import execute
 from runs.setup import prepare_database
@@ -34,13 +36,26 @@ class Command(BaseCommand):
         parser.add_argument("--max-cost", help="Cap in USD (default: the suite's, else $2.00).")
         parser.add_argument("--no-cache", action="store_true", help="Skip cache reads.")
         parser.add_argument("--repeats", type=int, help="Answers per case and contestant.")
-        parser.add_argument("--only", help="Only this task, or task/case.")
+        parser.add_argument(
+            "--only",
+            action="append",
+            default=[],
+            metavar="TASK[/CASE]",
+            help="Only this task, or task/case (repeat it for several).",
+        )
         parser.add_argument("--label", default="", help="A name to refer to this run by.")
         parser.add_argument("--concurrency", type=int, help="Calls in flight per model.")
         parser.add_argument("--dry-run", action="store_true", help="Estimate only; no calls.")
         parser.add_argument("--json", action="store_true", help="Print the run as JSON.")
 
     def handle(self, *args, **opts):
+        try:
+            self._handle(opts)
+        except KeyboardInterrupt:
+            self.stderr.write("interrupted before the run started; nothing was spent")
+            sys.exit(ExitCode.RUNTIME_ERROR)
+
+    def _handle(self, opts) -> None:
         loaded = self._load(opts["suite"])
         prepare_database()
         version, _ = SuiteVersion.objects.register_file(opts["suite"], loaded)
@@ -51,6 +66,7 @@ class Command(BaseCommand):
             self._fail(str(error), error.code)
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
+            self.stdout.write(keys_line(plan.keys, plan.options.env))
             sys.exit(ExitCode.REFUSED if plan.over_cap else ExitCode.OK)
         run = store_plan(plan)
         if run.status == Run.Status.REFUSED:
@@ -90,27 +106,59 @@ class Command(BaseCommand):
             max_cost=max_cost,
             no_cache=opts["no_cache"],
             repeats=opts["repeats"],
-            only=opts["only"],
+            only=[selector.strip() for selector in opts["only"] if selector.strip()],
             label=opts["label"],
             concurrency=opts["concurrency"],
             judge=opts["judge"],
+            dry_run=opts["dry_run"],
         )
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
+        """The run's one shard on a thread, its progress here. SIGINT or SIGTERM asks the
+        run to cancel (the shard stops between calls and writes a partial report); a second
+        one leaves at once, and a worker closes the run when its lease is out."""
+        interrupted = threading.Event()
+        previous = {
+            signum: signal.signal(signum, lambda *_: self._interrupt(interrupted))
+            for signum in (signal.SIGINT, signal.SIGTERM)
+        }
         worker = threading.Thread(target=execute, args=(run.id,), daemon=True)
         worker.start()
-        bar = ProgressPrinter(self.stderr, quiet=quiet)
+        bar = ProgressPrinter(self.stderr, quiet=quiet or interrupted.is_set())
         try:
             while worker.is_alive():
-                worker.join(timeout=0.5)
-                bar.show(progress(run))
-        except KeyboardInterrupt:
-            run.request_cancel()
-            self.stderr.write("\ncancelling: waiting for calls in flight…")
-            worker.join()
-        bar.show(progress(run), final=True)
+                worker.join(timeout=0.2)
+                if interrupted.is_set() and not run.cancel_requested:
+                    run.request_cancel()
+                    bar.quiet = True
+                elif not bar.quiet:
+                    bar.show(progress(run))
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        if not bar.quiet:
+            bar.show(progress(run), final=True)
         run.refresh_from_db()
+        if interrupted.is_set():
+            if bar.tty:
+                self.stderr.write("")  # end the bar's line
+            self._print_interrupted(run)
         return run
+
+    def _interrupt(self, interrupted: threading.Event) -> None:
+        if interrupted.is_set():
+            self.stderr.write("stopped at once; a worker will close the run")
+            sys.stderr.flush()
+            os._exit(ExitCode.RUNTIME_ERROR)
+        interrupted.set()
+
+    def _print_interrupted(self, run: Run) -> None:
+        totals = answer_totals(run)
+        where = f"partial report: {run.report_dir / 'report.md'}" if run.report else "no report"
+        self.stderr.write(
+            f"{run.status}: run {run.id} - {totals['answers']} answers kept - {where}"
+        )
+        sys.exit(run.exit_code)
 
     def _print_estimate(self, estimate: dict, cap: Decimal, fake: bool, out=None) -> None:
         out = out or self.stdout

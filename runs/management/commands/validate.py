@@ -28,6 +28,7 @@ class Command(BaseCommand):
             for line in outcome["errors"]:
                 self.stderr.write(f"error: {line}")
             if outcome["ok"]:
+                self.stdout.write(outcome["keys_line"])
                 self.stdout.write(outcome["summary"])
             else:
                 self.stderr.write(f"{suite}: {len(outcome['errors'])} error(s)")

@@ -8,6 +8,7 @@ kernel can tell, on the host side.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import threading
 import time
@@ -116,6 +117,17 @@ raise SystemExit(1)
         assert lines.count(f"{folder} Read-only file system") == 2
     for folder in ("/dev/shm", "/tmp", "/work"):
         assert lines.count(f"{folder} written") == 2
+
+
+def test_a_check_runs_under_evalsites_private_umask(sandbox):
+    """evalsite's processes run with umask 077 (its files are private); the sandbox uid must
+    still read the check's files."""
+    before = os.umask(0o077)
+    try:
+        result = run_execution_check(block("print('fine')"), RUN_PYTHON, sandbox=sandbox)
+    finally:
+        os.umask(before)
+    assert result.verdict == "pass", result.output_tail
 
 
 def test_dev_shm_is_small_and_still_serves_posix_semaphores(sandbox):

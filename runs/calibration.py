@@ -1,0 +1,204 @@
+"""A run's calibration where the ORM meets the core (SPEC §9, §10.1, §19): the labels that
+apply to a run, matched once to its pairs, the pairs' human consensus (written here and
+nowhere else), the suite's calibration run and whether its kappa is stale.
+
+The labels come from two places: the suite file's ``labels:`` (in the stored suite version)
+and the :class:`~runs.models.Label` rows members give in the browser or import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+
+from evalsite.core.calibration import (
+    SUITE_FILE,
+    UNNAMED,
+    Calibration,
+    LabelView,
+    PairIndex,
+    PairView,
+    match_labels,
+)
+from evalsite.core.judging import judge_config
+from evalsite.core.report.build import calibration_summary
+from evalsite.core.stats import seed_from
+from evalsite.core.stats.record import jsonable
+from evalsite.core.suites import Suite as CoreSuite
+from runs.memo import FinishedRunMemo
+from runs.models import Label, Pair, Run, Suite
+from runs.scoring import stored_suite
+
+PAIR_FIELDS = (
+    "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
+    "baseline_sha", "candidate_sha", "excluded_reason", "score", "flip", "category",
+)  # fmt: skip
+DEFAULT_MIN_KAPPA = 0.40
+DEFAULT_MIN_LABELS = 10
+
+_ROWS: FinishedRunMemo[list[dict]] = FinishedRunMemo()
+_INDEXES: FinishedRunMemo[PairIndex] = FinishedRunMemo()
+
+
+def pair_rows(run: Run) -> list[dict]:
+    """PAIR_FIELDS of every pair of `run`; a finished run's read once per process (the
+    labellers' consensus, which still changes, is not among them)."""
+    return _ROWS.get(
+        run,
+        lambda: list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000)),
+    )
+
+
+def pair_view(row: dict) -> PairView:
+    judged = not row["excluded_reason"] and row["score"] is not None
+    return PairView(
+        key=row["pk"],
+        task=row["task_id"],
+        case=row["case_id"],
+        repeat=row["repeat"],
+        baseline=row["baseline_contestant"],
+        candidate=row["candidate_contestant"],
+        baseline_sha=row["baseline_sha"],
+        candidate_sha=row["candidate_sha"],
+        judge=row["category"] if judged else None,
+        score=row["score"] if judged else None,
+    )
+
+
+def run_calibration(run: Run, suite: CoreSuite | None = None) -> Calibration:
+    """The labels that apply to `run`'s pairs, matched (SPEC §10.1): each judgement once."""
+    suite = suite or stored_suite(run.suite_version)
+    index = _INDEXES.get(run, lambda: PairIndex(pair_view(row) for row in pair_rows(run)))
+    return match_labels(index, run_labels(run, suite))
+
+
+def run_labels(run: Run, suite: CoreSuite) -> list[LabelView]:
+    """The suite file's labels, then the members' labels of the run's contestants."""
+    labels = [
+        LabelView(
+            source=SUITE_FILE,
+            labeller=label.labeller or UNNAMED,
+            task=label.task,
+            case=label.case,
+            baseline=label.baseline,
+            candidate=label.candidate,
+            prefer=label.prefer,
+        )
+        for label in suite.labels
+    ]
+    contestants = set(run.contestants)
+    rows = Label.objects.filter(
+        suite=run.suite, baseline__in=contestants, candidate__in=contestants
+    ).values(
+        "source", "labeller_name", "task_id", "case_id", "baseline", "candidate", "prefer",
+        "baseline_sha", "candidate_sha", "mode", "created_at",
+    )  # fmt: skip
+    labels.extend(
+        LabelView(
+            source=row["source"],
+            labeller=row["labeller_name"],
+            task=row["task_id"],
+            case=row["case_id"],
+            baseline=row["baseline"],
+            candidate=row["candidate"],
+            prefer=row["prefer"],
+            baseline_sha=row["baseline_sha"],
+            candidate_sha=row["candidate_sha"],
+            mode=row["mode"],
+            at=row["created_at"].isoformat(),
+        )
+        for row in rows.iterator(chunk_size=2000)
+    )
+    return labels
+
+
+# --- the pairs' human consensus: written here only ----------------------------------------
+
+
+def store_human(run: Run, calibration: Calibration | None = None) -> None:
+    """Set each pair's `human` to its item's consensus (and clear it where there is none
+    now), for the pages' disagreement filter and the targeted queue."""
+    human_by_pair = (calibration or run_calibration(run)).human_by_pair
+    with transaction.atomic():
+        Pair.objects.filter(run=run).exclude(pk__in=list(human_by_pair)).exclude(human="").update(
+            human=""
+        )
+        changed = [Pair(pk=pk, human=human) for pk, human in human_by_pair.items()]
+        Pair.objects.bulk_update(changed, ["human"], batch_size=500)
+
+
+def refresh_human(suite: Suite, content: dict[str, str]) -> None:
+    """After a label of `content` changed: the consensus of every finished run of the suite
+    that has a pair with that content."""
+    runs = Run.objects.filter(
+        pk__in=Pair.objects.filter(
+            run__suite_version__suite=suite,
+            task_id=content["task_id"],
+            case_id=content["case_id"],
+            baseline_contestant__in=(content["baseline"], content["candidate"]),
+            candidate_contestant__in=(content["baseline"], content["candidate"]),
+            baseline_sha__in=(content["baseline_sha"], content["candidate_sha"]),
+        ).values("run_id"),
+        status=Run.Status.DONE,
+    ).select_related("suite_version__suite")
+    for run in runs:
+        store_human(run)
+
+
+# --- the suite's calibration ----------------------------------------------------------------
+
+
+def current_judge_config(suite: Suite) -> dict[str, str] | None:
+    """The judge configuration the suite's latest version asks for (None: no judge)."""
+    version = suite.latest_version()
+    if version is None:
+        return None
+    core = stored_suite(version)
+    return judge_config(core, core.judge_model) if core.judge_model else None
+
+
+def is_stale(run: Run, current: dict[str, str] | None) -> bool:
+    """Whether `run`'s kappa measured another judge than the suite's current one."""
+    return current is not None and run.judge_config != current
+
+
+def calibration_of(run: Run, *, brief: bool = False) -> dict[str, Any]:
+    """The calibration section of `run` with every label given so far (the report's own,
+    recomputed), with the judge configuration it measures."""
+    core = stored_suite(run.suite_version)
+    judge = core.judge
+    summary = calibration_summary(
+        run_calibration(run, core),
+        min_kappa=judge.min_kappa if judge else DEFAULT_MIN_KAPPA,
+        min_labels=judge.min_labels if judge else DEFAULT_MIN_LABELS,
+        seed=seed_from(run.suite_version.sha256),
+        brief=brief,
+    )
+    return jsonable(summary) | {"judge_config": run.judge_config}
+
+
+def suite_calibration(
+    suite: Suite, run: Run | None = None, *, brief: bool = False
+) -> dict[str, Any] | None:
+    """What the labelling panel, the calibration page, the dashboard badge and MCP show:
+    the calibration of the suite's calibration run (or the chosen `run`), naming the run and
+    whether its kappa is stale. None before the suite has a judged run."""
+    run = run or Run.objects.calibration_run(suite)
+    if run is None:
+        return None
+    current = current_judge_config(suite)
+    stale = is_stale(run, current)
+    return calibration_of(run, brief=brief) | {
+        "run_id": run.id,
+        "judge": run.judge.get("model"),
+        "pinned": run.pk == suite.baseline_run_id,
+        "stale": stale,
+        "current_judge_config": current,
+    }
+
+
+def calibration_badges(suites: Iterable[Suite]) -> dict[int, dict[str, Any] | None]:
+    """Each suite's badge: its calibration run's live gate, brief."""
+    return {suite.pk: suite_calibration(suite, brief=True) for suite in suites}
