@@ -183,6 +183,12 @@ else:
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
+# Every login (the app's and the admin's) goes through the throttle: after this many failed
+# logins for one username within the window, that username is refused until the window
+# has passed (evalsite/login.py). Counted in the cache, per web process.
+AUTHENTICATION_BACKENDS = ["evalsite.login.ThrottledBackend"]
+EVALSITE_LOGIN_MAX_FAILURES = int(env_str("EVALSITE_LOGIN_MAX_FAILURES", "5"))
+EVALSITE_LOGIN_LOCKOUT_S = int(env_str("EVALSITE_LOGIN_LOCKOUT_S", "900"))
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},

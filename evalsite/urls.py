@@ -5,6 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic.base import RedirectView
 
+from evalsite.login import ThrottledLoginView
 from evalsite.views import dashboard
 from labels import views as label_views
 from runs.views import decisions, run_pages, suites
@@ -14,7 +15,7 @@ admin.site.site_title = "evalsite console"
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("suites/", suites.suite_list, name="suite_list"),
     path("suites/new/", suites.suite_new, name="suite_new"),

@@ -16,6 +16,7 @@ from tests.factories import (
     make_judged_run,
     make_label,
     make_pair,
+    make_run,
     make_suite_version,
     make_user,
     small_suite_text,
@@ -258,3 +259,42 @@ def test_a_shard_that_finds_a_cancel_requested_run_closes_it_with_a_partial_repo
     assert run.status == Run.Status.CANCELLED
     assert run.report is not None and run.report["status"] == "cancelled"
     assert run.report["totals"]["answers"] == 0
+
+
+@pytest.mark.django_db
+def test_a_new_judge_earns_no_headline_from_the_old_judges_agreement():
+    from runs.reporting import write_report
+
+    text = labelled_suite(0).replace("min_labels: 10", "min_labels: 2")
+    cases = "\n".join(f"      - {{id: c{i}, vars: {{who: W{i}}}}}" for i in range(4))
+    text = text.replace("    cases:\n", "    cases:\n" + cases + "\n").replace("labels:\n\n", "")
+    old = make_judged_run(agreeing(4), suite_version=make_suite_version(text))
+    member = make_user()
+    for pair in old.pairs.all():  # the team agrees with the old judge on every pair
+        make_label(pair, pair.category, labeller=member)
+    assert write_report(old)["headline_eligible"] is True
+
+    new_version = make_suite_version(text.replace("model: fake/large,", "model: fake/small,"))
+    disagreeing = {key: 1.0 - score for key, score in agreeing(4).items()}
+    new = make_judged_run(disagreeing, suite_version=new_version)  # same answers, new judge
+
+    report = write_report(new)
+    assert report["calibration"]["judge_config"]["model"] == "fake/small"
+    assert report["calibration"]["n"] == 4  # the same labels, against the new verdicts
+    assert report["headline_eligible"] is False and report["calibration"]["kappa"] < 0
+
+
+@pytest.mark.django_db
+def test_mcp_compare_takes_latest_after_a_refused_run_and_names_the_suites_calibration():
+    from evalsite.mcp import tools
+
+    first = make_judged_run(report=None)
+    from runs.reporting import write_report
+
+    write_report(first)
+    make_run(suite_version=first.suite_version, status=Run.Status.REFUSED)  # no report
+    reply = tools.compare_runs(first.id, "latest")
+    assert reply["calibration"]["a"]["run_id"] == reply["calibration"]["b"]["run_id"] == first.id
+    summary = tools.run_reply(first)
+    assert summary["suite_calibration"]["run_id"] == first.id
+    assert summary["suite_calibration"]["stale"] is False
