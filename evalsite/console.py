@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
+import traceback
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,6 +23,33 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout.flush()  # here, not at exit, where a closed pipe cannot be caught
     except BrokenPipeError:
         _reader_gone()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(RUNTIME_ERROR)
+    except Exception as error:  # noqa: BLE001 - one line and exit 3, never a traceback
+        sys.stderr.write(f"error: {failure_line(error)}\n")
+        if os.environ.get("EVALSITE_TRACEBACK"):
+            traceback.print_exc()
+        sys.exit(RUNTIME_ERROR)
+
+
+RUNTIME_ERROR = 3  # evalsite.core.exitcodes.ExitCode.RUNTIME_ERROR (1 means a gate failed)
+
+
+def failure_line(error: BaseException) -> str:
+    """What went wrong, in one line a person can act on."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        where = f" writing {error.filename}" if error.filename else ""
+        return (
+            f"no space left on the disk{where}; free some space, and the run is finished "
+            "by the next `evalsite worker` (nothing finished is lost)"
+        )
+    if "disk is full" in str(error) or "disk I/O error" in str(error):
+        return (
+            f"the database could not be written ({error}); free some space, and the run is "
+            "finished by the next `evalsite worker` (nothing finished is lost)"
+        )
+    return f"unexpected {type(error).__name__}: {error} (EVALSITE_TRACEBACK=1 shows where)"
 
 
 def _reader_gone() -> None:

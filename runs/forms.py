@@ -2,14 +2,60 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import secrets
+import time
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django import forms
+from django.core import signing
+from django.db import transaction
 
+from evalsite.core.input_limits import sent_size_message
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
-from runs.models import Decision, SuiteVersion
+from runs.models import Decision, Run, SuiteVersion
 from runs.validation import model_errors
+
+_SALT = "runs.forms.FormToken"
+
+
+@dataclass(frozen=True)
+class FormToken:
+    """One rendering of a form: a random nonce and when it was issued, signed with the
+    secret key so neither can be made up; the same rendering posted twice (a double click, a
+    resent request) stores once (SPEC §16). A run keeps the nonce in its options; a decision,
+    with no column for it, is matched by member, words and the time the form was issued."""
+
+    nonce: str
+    issued_at: dt.datetime
+
+    @staticmethod
+    def new() -> str:
+        return signing.dumps({"n": secrets.token_urlsafe(12), "t": time.time()}, salt=_SALT)
+
+    @classmethod
+    def read(cls, value: str) -> FormToken | None:
+        """The token in ``value``; None for one that is missing, altered or malformed."""
+        try:
+            data = signing.loads(value, salt=_SALT)
+            return cls(str(data["n"]), dt.datetime.fromtimestamp(float(data["t"]), dt.UTC))
+        except (signing.BadSignature, KeyError, TypeError, ValueError):
+            return None
+
+
+class FormTokenField(forms.CharField):
+    """A hidden field holding a fresh :class:`FormToken`; cleans to the token or None (a form
+    posted without one, or with a bad one, is stored as before: never refused for it)."""
+
+    widget = forms.HiddenInput
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, initial=FormToken.new, **kwargs)
+
+    def clean(self, value) -> FormToken | None:
+        return FormToken.read(super().clean(value) or "")
 
 
 class SuiteForm(forms.Form):
@@ -38,12 +84,11 @@ class SuiteForm(forms.Form):
         self.text = ""
 
     @classmethod
-    def too_big(cls) -> SuiteForm:
-        """The form for a request whose body exceeded Django's limit (a huge paste)."""
+    def too_big(cls, sent: int | None) -> SuiteForm:
+        """The empty form for a request of ``sent`` bytes over Django's limit (a huge paste),
+        with the size message a paste just over the suite limit gets."""
         form = cls()
-        form.problems = [
-            Problem(form.source_name, None, "", f"the suite is larger than {MAX_BYTES:,} bytes")
-        ]
+        form.problems = [Problem(form.source_name, None, "", sent_size_message(sent))]
         return form
 
     def clean_intent(self) -> str:
@@ -118,6 +163,7 @@ class RunForm(forms.Form):
         label="Cap (USD)",
     )  # fmt: skip
     label = forms.SlugField(required=False, max_length=64)
+    form_token = FormTokenField()
 
     def __init__(self, *args, choices: list[str], defaults: list[str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -154,6 +200,8 @@ class RunForm(forms.Form):
 
 
 class DecisionForm(forms.ModelForm):
+    form_token = FormTokenField()
+
     class Meta:
         model = Decision
         fields = ["verdict", "reasoning"]
@@ -161,3 +209,29 @@ class DecisionForm(forms.ModelForm):
             "verdict": forms.RadioSelect,
             "reasoning": forms.Textarea(attrs={"rows": 4}),
         }
+
+    def save_once(self, run: Run, user) -> tuple[Decision, bool]:
+        """Store the decision on ``run`` by ``user``, or return the one this rendering of the
+        form already stored: the same words from the same member since the form was issued
+        (a Decision has no column for the token). True when it was stored now."""
+        with transaction.atomic():  # SQLite: IMMEDIATE; PostgreSQL: the lock on the run row
+            Run.objects.select_for_update(no_key=True).filter(pk=run.pk).first()
+            earlier = self._stored_by(run, user)
+            if earlier is not None:
+                return earlier, False
+            decision = self.save(commit=False)
+            decision.run, decision.decided_by = run, user
+            decision.save()
+        return decision, True
+
+    def _stored_by(self, run: Run, user) -> Decision | None:
+        token = self.cleaned_data.get("form_token")
+        if token is None:
+            return None
+        return Decision.objects.filter(
+            run=run,
+            decided_by=user,
+            created_at__gte=token.issued_at,
+            verdict=self.cleaned_data["verdict"],
+            reasoning=self.cleaned_data["reasoning"],
+        ).first()

@@ -7,10 +7,12 @@ with the same messages; the run is then executed by the workers, not the web pro
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
 
 from evalsite.core.providers import RepliesFileError, ScriptedReplies
 from runs.models import Run, SuiteVersion
@@ -45,12 +47,36 @@ def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
     return make_plan(version, stored_suite(version), options)
 
 
-def launch(plan: Plan, *, user) -> Run:
-    """Store the run (refused when over its cap) and queue its shards after the commit."""
-    run = store_plan(plan, user=user)
-    if run.status != Run.Status.REFUSED:
-        enqueue_run(run, shards=MAX_SHARDS)
-    return run
+def launch(plan: Plan, *, user, form_nonce: str = "") -> tuple[Run, bool]:
+    """Store the run (refused when over its cap) and queue its shards after the commit; True
+    when it was stored now. With the nonce of the new-run form's token, the same rendering
+    of the form posted again with the same choices gets the run it launched: nothing is
+    stored, queued or paid twice. It is kept in the run's options (no column to migrate)."""
+    submission = _submission(form_nonce, plan) if form_nonce else ""
+    with transaction.atomic():  # SQLite: IMMEDIATE; PostgreSQL: the lock on the version row
+        if submission:
+            SuiteVersion.objects.select_for_update(no_key=True).filter(pk=plan.version.pk).first()
+            earlier = Run.objects.filter(
+                suite_version=plan.version, created_by=user, options__form_submission=submission
+            ).first()
+            if earlier is not None:
+                return earlier, False
+        run = store_plan(plan, user=user)
+        if submission:
+            run.options["form_submission"] = submission
+            Run.objects.filter(pk=run.pk).update(options=run.options)
+        if run.status != Run.Status.REFUSED:
+            enqueue_run(run, shards=MAX_SHARDS)
+    return run, True
+
+
+def _submission(form_nonce: str, plan: Plan) -> str:
+    """The token's nonce and a digest of the choices it was posted with: going back, changing
+    the form and launching again is a new run."""
+    options = plan.options
+    choices = [options.models, options.fake, options.replies, str(options.max_cost),
+               options.repeats, options.label]  # fmt: skip
+    return f"{form_nonce}:{hashlib.sha256(json.dumps(choices).encode()).hexdigest()[:16]}"
 
 
 def _replies(version: SuiteVersion, upload: UploadedFile | None) -> str | None:

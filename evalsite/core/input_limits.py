@@ -6,6 +6,7 @@
   numbers, booleans, null, lists and maps; no string (or key) holding U+0000 or a lone
   surrogate, which SQLite, PostgreSQL and HTTP responses all refuse.
 - :func:`count_nodes` / :data:`MAX_NODES`: the number of values later checks will walk.
+- :data:`MAX_INT_DIGITS`: the longest integer Python reads or prints (4,300 digits).
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from evalsite.core.problems import Path, Problem, SourceMap, SuiteError
 
 MAX_BYTES = 5 * 1024 * 1024
 MAX_NODES = 200_000
+# Python's default bound on int <-> str conversion (``sys.int_info.default_max_str_digits``):
+# ``int()`` refuses a longer integer, and ``str()`` of one built another way fails later.
+MAX_INT_DIGITS = 4300
 
+_LIMIT = f"the limit is {MAX_BYTES:,} bytes ({MAX_BYTES >> 20} MiB)"
 _BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -83,6 +88,14 @@ def _value_problem(value: Any) -> str | None:
     return f"unsupported YAML value ({type(value).__name__}); use text, numbers, lists or maps"
 
 
+def int_digits_message(digits: int) -> str:
+    """The message for an integer of ``digits`` decimal digits, over :data:`MAX_INT_DIGITS`."""
+    return (
+        f"integer of {digits:,} digits is too long (at most {MAX_INT_DIGITS:,}); "
+        "quote it to keep it as text"
+    )
+
+
 def nodes_message() -> str:
     """The message for a file holding more than :data:`MAX_NODES` nodes."""
     return f"the file holds more than {MAX_NODES:,} values; split it or move cases to a file"
@@ -104,7 +117,14 @@ def count_nodes(data: Any) -> int:
 
 def size_message(size: int) -> str:
     """The message for a file of ``size`` bytes that is over :data:`MAX_BYTES`."""
-    return f"file is {size:,} bytes; the limit is {MAX_BYTES:,} bytes ({MAX_BYTES >> 20} MiB)"
+    return f"file is {size:,} bytes; {_LIMIT}"
+
+
+def sent_size_message(sent: int | None) -> str:
+    """The message for text the web server would not read (over Django's request limit,
+    above :data:`MAX_BYTES`), whose request was ``sent`` bytes long when that is known."""
+    request = f" ({sent:,} bytes sent)" if sent else ""
+    return f"file is larger than {MAX_BYTES:,} bytes{request}; {_LIMIT}"
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:

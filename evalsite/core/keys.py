@@ -12,6 +12,7 @@ position and by the public prefix that :func:`redact` keeps (``sk-`` or ``AIza``
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 _KEY = re.compile(
     r"(?<![A-Za-z0-9_-])"
@@ -46,3 +47,31 @@ def redact(text: str) -> str:
     returned unchanged, so this is safe to apply to any message before it is stored or shown.
     """
     return _KEY.sub(lambda m: (m.group("sk") or m.group("aiza")) + REDACTED, text)
+
+
+# Environment variables whose values are secrets: by name, and the connection strings.
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
+SECRET_VARIABLES = frozenset({"DATABASE_URL", "EVALSITE_REDIS_URL"})
+MIN_SECRET_CHARS = 8  # shorter values would mangle text and hide nothing
+
+
+def held_secrets(env: Mapping[str, str], also: Iterable[str] = ()) -> list[str]:
+    """The values this process holds that must never be stored or shown: every variable
+    named like a secret, the connection strings, and the variables named in `also` (an
+    endpoint's key variable); longest first, so a longer secret is replaced whole."""
+    names = set(also) | SECRET_VARIABLES
+    values = {
+        value
+        for name, value in env.items()
+        if (SECRET_NAME.search(name) or name in names) and len(value) >= MIN_SECRET_CHARS
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def without_secrets(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each held secret value replaced by ``[REDACTED]`` (exact matches only:
+    an answer's own key-shaped examples are the answer's)."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text

@@ -11,6 +11,10 @@ Contract of :func:`load_yaml`:
   a billion-laughs file or ``[`` × 100,000 costs milliseconds and never recurses deeply, and
   no 5 MB file costs minutes; an alias to its own enclosing node is refused;
 - duplicate keys are errors naming both lines; keys must be text;
+- a boolean or number YAML cannot build is a problem at its key, found before it is built:
+  an integer of more than :data:`~evalsite.core.input_limits.MAX_INT_DIGITS` digits in any
+  base (Python's ``int()`` refuses it, ``str()`` of a long hex one fails later, and base 60
+  costs quadratic time), or an explicitly tagged one such as ``!!int abc``;
 - the result holds JSON-compatible values only (timestamps stay as the text written;
   ``!!binary``, ``!!set``, ``.nan``, ``.inf``, U+0000 and lone surrogates such as
   ``"\\ud800"`` are refused, see :func:`~evalsite.core.input_limits.value_problems`);
@@ -24,6 +28,7 @@ The returned :class:`YamlDocument` maps each key path to its 1-based line, so la
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +39,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from evalsite.core.input_limits import (
     MAX_BYTES,
+    MAX_INT_DIGITS,
     MAX_NODES,
     decode_text,
+    int_digits_message,
     nodes_message,
     value_problems,
 )
@@ -48,9 +55,10 @@ MAX_ALIAS_NODES = 100_000
 MAX_ALIAS_CHARS = 10_000_000
 
 _STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
-_COERCING_TAGS = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+_COERCING_TAGS = {"tag:yaml.org,2002:bool", _INT, "tag:yaml.org,2002:float"}
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,7 @@ class _Budget:
 def _index(
     loader: Any, root: Node | None, filename: str
 ) -> tuple[dict[Path, int], dict[Path, str], list[Problem]]:
-    """Lines and coerced scalars by path, plus duplicate-key and key-type problems.
+    """Lines and coerced scalars by path, plus duplicate-key, key-type and scalar problems.
 
     Merge keys (``<<: *base``) are flattened here, once per node, after the explicit keys
     were checked for duplicates, exactly as the constructor will see them.
@@ -214,11 +222,42 @@ def _index(
             for index, item in enumerate(node.value):
                 lines[(*path, index)] = item.start_mark.line + 1
                 stack.append(((*path, index), item))
-        elif (
-            isinstance(node, ScalarNode) and not node.style and node.tag in _COERCING_TAGS
-        ):  # plain style: None or ''
-            coerced[path] = node.value
+        elif isinstance(node, ScalarNode) and node.tag in _COERCING_TAGS:
+            message = _scalar_problem(loader, node)
+            if message:
+                problems.append(Problem(filename, lines[path], format_path(path), message))
+            elif not node.style:  # plain style: None or ''
+                coerced[path] = node.value
     return lines, coerced, problems
+
+
+def _scalar_problem(loader: Any, node: ScalarNode) -> str | None:
+    """Why a boolean or number cannot be built, or None once it is (the loader keeps it)."""
+    if node.tag == _INT:
+        digits = _int_digits(node.value)
+        if digits > MAX_INT_DIGITS:
+            return int_digits_message(digits)
+    try:
+        loader.construct_object(node)
+    except (ValueError, KeyError, IndexError):  # an explicit tag on other text: `!!int abc`
+        kind = node.tag.rsplit(":", 1)[-1]
+        return f"{node.value[:40]!r} is not a valid !!{kind}"
+    return None
+
+
+def _int_digits(text: str) -> int:
+    """Decimal digits of the integer PyYAML builds from ``text``, counted without building it
+    (exact in base 10, an upper bound in bases 2, 8, 16 and 60)."""
+    value = text.replace("_", "")
+    value = value[1:] if value[:1] in ("+", "-") else value
+    if value[:2] in ("0b", "0x"):
+        return math.ceil((len(value) - 2) * math.log10(2 if value[1] == "b" else 16))
+    if value[:1] == "0":
+        return math.ceil(len(value) * math.log10(8))
+    if ":" in value:  # base 60: each part after the first is one sexagesimal digit
+        parts = value.split(":")
+        return max(map(len, parts)) + math.ceil((len(parts) - 1) * math.log10(60))
+    return len(value)
 
 
 def _key_problems(node: MappingNode, path: Path, filename: str) -> list[Problem]:

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.urls import reverse
 
+from evalsite.core.keys import held_secrets
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.core.suites import SuiteError, load_suite
@@ -329,10 +330,4 @@ def run_url(run_id: str) -> str:
 
 def secrets_in_environment() -> list[str]:
     """The values of this process's key-like variables, never to appear in a reply."""
-    endpoints = set(Endpoint.objects.values_list("key_env_var", flat=True))
-    suffixes = ("_KEY", "_TOKEN", "_SECRET")
-    return [
-        value
-        for name, value in os.environ.items()
-        if value and (name.endswith(suffixes) or name in endpoints)
-    ]
+    return held_secrets(os.environ, Endpoint.objects.values_list("key_env_var", flat=True))

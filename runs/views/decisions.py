@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from evalsite.core.report.text import md_code, md_literal
 from runs.forms import DecisionForm
 from runs.models import Decision, Run
+
+_BACKTICKS = re.compile(r"`+")
 
 
 @require_POST
@@ -15,9 +20,7 @@ def decision_new(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     form = DecisionForm(request.POST)
     if form.is_valid():
-        decision = form.save(commit=False)
-        decision.run, decision.decided_by = run, request.user
-        decision.save()
+        form.save_once(run, request.user)  # a second post of the same form stores nothing
         if request.htmx:
             context = {"run": run, "decisions": run.decisions.select_related("decided_by"),
                        "decision_form": DecisionForm()}  # fmt: skip
@@ -40,13 +43,14 @@ def decisions_markdown(request: HttpRequest) -> HttpResponse:
     decisions = Decision.objects.select_related("run__suite_version__suite", "decided_by")
     lines = ["# Decisions", ""]
     for decision in decisions:
-        who = decision.decided_by.get_username() if decision.decided_by else "(deleted user)"
+        who = md_code(decision.decided_by.get_username()) if decision.decided_by else None
         run = decision.run
+        contestants = ", ".join(md_code(name) for name in run.contestants)
         lines += [
             f"## {decision.created_at:%Y-%m-%d %H:%M} — {decision.get_verdict_display()}",
             "",
-            f"- Run: `{run.id}` ({run.suite.name}; {', '.join(run.contestants)})",
-            f"- Decided by: {who}",
+            f"- Run: {md_code(run.id)} ({md_code(run.suite.name)}; {contestants})",
+            f"- Decided by: {who or '(deleted user)'}",
             f"- Headline eligible: {_eligible(run)}",
             "",
             *_quoted(decision.reasoning),
@@ -65,5 +69,9 @@ def _eligible(run: Run) -> str:
 
 
 def _quoted(text: str) -> list[str]:
-    """The reasoning as a Markdown block quote (its own Markdown stays inside the quote)."""
-    return [f"> {line}".rstrip() for line in text.strip().splitlines()] or ["> "]
+    """The reasoning as a fenced block inside a block quote, each line through md_literal as
+    in report.md's fenced blocks: shown as written, never read as Markdown or HTML."""
+    literal = [md_literal(line) for line in text.strip().splitlines()]
+    longest = max((len(ticks) for line in literal for ticks in _BACKTICKS.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"> {line}".rstrip() for line in (f"{fence}text", *literal, fence)]

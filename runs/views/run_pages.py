@@ -52,6 +52,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         # a finished run's figures are in its report: no count over its rows
         "snap": progress(run) if run.is_active else None,
         "can_cancel": _can_cancel(request.user, run),
+        "can_pin": _owner_or_staff(request.user, run),
         "pinned": run.suite.baseline_run_id == run.id,
     }
     if request.htmx and request.GET.get("part") == "progress":
@@ -89,10 +90,17 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     return redirect("run_detail", run_id=run.id)
 
 
+def _owner_or_staff(user, run: Run) -> bool:
+    return user.is_staff or run.created_by_id == user.pk
+
+
 @require_POST
 def run_pin(request: HttpRequest, run_id: str) -> HttpResponse:
-    """Pin this run as its suite's regression baseline (the `max_regression_points` gate)."""
+    """Pin this run as its suite's regression baseline (the `max_regression_points` gate):
+    the member who started it, or staff (`evalsite baseline set` is the operator's)."""
     run = _get_run_or_404(run_id)
+    if not _owner_or_staff(request.user, run):
+        raise PermissionDenied("Only the member who started a run, or staff, can pin it.")
     try:
         run.suite.pin_baseline(run)
     except ValueError as error:

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -21,28 +22,46 @@ from runs.suite_files import suite_files
 
 @require_GET
 def suite_list(request: HttpRequest) -> HttpResponse:
-    suites = Suite.objects.prefetch_related("versions")
+    suites = Suite.objects.team().prefetch_related("versions")
     registered = {v.source_path for v in SuiteVersion.objects.only("source_path")}
     files = [f for f in suite_files() if str(f) not in registered]
     return render(request, "runs/suite_list.html", {"suites": suites, "files": files})
 
 
+@csrf_exempt  # checked by _suite_new, once the body could be read at all
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def suite_new(request: HttpRequest) -> HttpResponse:
+    """Paste or upload a suite. A paste over Django's request limit is never read, not even
+    for its CSRF token, so it gets the size message here, and nothing is stored."""
     try:
         form = SuiteForm(request.POST or None, request.FILES or None)
     except RequestDataTooBig:
-        form = SuiteForm.too_big()
+        return _suite_new_page(request, SuiteForm.too_big(_sent_bytes(request)), status=413)
+    return _suite_new(request, form)
+
+
+@csrf_protect
+def _suite_new(request: HttpRequest, form: SuiteForm) -> HttpResponse:
     if request.method == "POST" and form.is_valid() and form.wants_registration:
         version, created = form.register(request.user)
         note = "Registered a new version of" if created else "Already registered:"
         messages.success(request, f"{note} {version.suite.name} ({version.short_hash}).")
         return redirect("suite_detail", name=version.suite.name)
-    template = "runs/suite_new.html"
-    if request.htmx:
-        template += "#suite-problems"
-    return render(request, template, {"form": form})
+    return _suite_new_page(request, form)
+
+
+def _suite_new_page(request: HttpRequest, form: SuiteForm, status: int = 200) -> HttpResponse:
+    if request.htmx:  # htmx swaps only a 2xx response in: the problems are shown either way
+        return render(request, "runs/suite_new.html#suite-problems", {"form": form})
+    return render(request, "runs/suite_new.html", {"form": form}, status=status)
+
+
+def _sent_bytes(request: HttpRequest) -> int | None:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
 
 
 @require_POST
@@ -115,8 +134,11 @@ def run_new(request: HttpRequest, name: str, sha: str) -> HttpResponse:
     if result.get("plan") is None:
         context = _suite_context(suite, version, form) | result
         return render(request, "runs/suite_detail.html", context, status=400)
-    run = launch(result["plan"], user=request.user)
-    if run.status == Run.Status.REFUSED:
+    token = form.cleaned_data["form_token"]
+    run, stored = launch(result["plan"], user=request.user, form_nonce=token.nonce if token else "")
+    if not stored:
+        messages.info(request, "This form had already launched this run; nothing new was started.")
+    elif run.status == Run.Status.REFUSED:
         messages.error(request, run.detail)
     return redirect("run_detail", run_id=run.id)
 

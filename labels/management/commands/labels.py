@@ -33,7 +33,10 @@ class Command(BaseCommand):
         if opts["verb"] == "export":
             text = export_yaml(suite)
             if opts.get("out"):
-                Path(opts["out"]).write_text(text, encoding="utf-8")
+                try:
+                    Path(opts["out"]).write_text(text, encoding="utf-8")
+                except OSError as exc:  # a missing folder, a directory, no permission
+                    self._fail(f"{opts['out']}: cannot write: {exc.strerror or exc}")
                 self.stderr.write(f"wrote {opts['out']}")
             else:
                 self.stdout.write(text, ending="")

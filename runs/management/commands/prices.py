@@ -10,7 +10,9 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.pricing import PriceFileError, Resolution, unknown_model_message
+from evalsite.core.suite_files import UnreadableFile, read_bounded
 from evalsite.core.suites import SuiteError, load_suite
+from evalsite.core.yamlsafe import load_yaml
 from runs.models import PriceTable
 from runs.prices import (
     NoActivePriceTable,
@@ -49,12 +51,18 @@ class Command(BaseCommand):
 
     def _import(self, path: Path, name: str | None, activate: bool) -> None:
         try:
-            text = path.read_text("utf-8")
-            if name and PriceTable.objects.filter(name=name).exists():
-                self._fail(f"a price table named {name} already exists")
-            table = import_table(text, name=name, activate=activate)
-        except (OSError, UnicodeDecodeError) as exc:
+            data = read_bounded(path)
+            # The bounds every input file gets (size, UTF-8, aliases, nesting, integers
+            # Python cannot read), each problem with its line, before the price rules.
+            load_yaml(data, filename=str(path))
+        except UnreadableFile as exc:
             self._fail(f"{path}: cannot read: {exc}")
+        except SuiteError as exc:
+            self._fail_with(exc.problems)
+        if name and PriceTable.objects.filter(name=name).exists():
+            self._fail(f"a price table named {name} already exists")
+        try:
+            table = import_table(data.decode("utf-8"), name=name, activate=activate)
         except PriceFileError as exc:
             self._fail(f"{path}: {exc}")
         state = "active" if table.active else "not active"
@@ -67,8 +75,12 @@ class Command(BaseCommand):
         if table is None:
             self._fail(f"no price table named {name}" if name else str(NoActivePriceTable()))
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(export_table(table), "utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(export_table(table), "utf-8")
+            tmp.replace(path)
+        except OSError as exc:  # a missing folder, a directory, no permission, a full disk
+            tmp.unlink(missing_ok=True)
+            self._fail(f"{path}: cannot write: {exc.strerror or exc}")
         self.stdout.write(f"exported {table.name}: {table.prices.count()} models to {path}")
 
     def _show(self, suite_path: str | None, as_json: bool) -> None:
@@ -94,9 +106,7 @@ class Command(BaseCommand):
         try:
             loaded = load_suite(suite_path)
         except SuiteError as exc:
-            for problem in exc.problems:
-                self.stderr.write(f"error: {problem}")
-            sys.exit(ExitCode.INPUT_ERROR)
+            self._fail_with(exc.problems)
         return resolve_against(table, loaded.model_strings())
 
     def _print_table(self, table: PriceTable, rows, not_priced, unknown) -> None:
@@ -115,7 +125,11 @@ class Command(BaseCommand):
             self.stderr.write(f"error: {unknown_model_message(model, hint, table.name)}")
 
     def _fail(self, message: str) -> None:
-        self.stderr.write(f"error: {message}")
+        self._fail_with([message])
+
+    def _fail_with(self, problems) -> None:
+        for problem in problems:
+            self.stderr.write(f"error: {problem}")
         sys.exit(ExitCode.INPUT_ERROR)
 
 

@@ -122,7 +122,15 @@ class Command(BaseCommand):
             signum: signal.signal(signum, lambda *_: self._interrupt(interrupted))
             for signum in (signal.SIGINT, signal.SIGTERM)
         }
-        worker = threading.Thread(target=execute, args=(run.id,), daemon=True)
+        failure: list[BaseException] = []
+
+        def shard() -> None:
+            try:
+                execute(run.id)
+            except BaseException as error:  # noqa: BLE001 - raised again below, in this thread
+                failure.append(error)
+
+        worker = threading.Thread(target=shard, daemon=True)
         worker.start()
         bar = ProgressPrinter(self.stderr, quiet=quiet or interrupted.is_set())
         try:
@@ -136,6 +144,10 @@ class Command(BaseCommand):
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+        if failure:
+            if bar.tty:
+                self.stderr.write("")
+            raise failure[0]  # the console says it in one line and exits 3
         if not bar.quiet:
             bar.show(progress(run), final=True)
         run.refresh_from_db()

@@ -1,0 +1,80 @@
+"""A full disk while a run writes its report (issue 13 item 12): one clear line, exit 3, and
+the run left in a state the next worker finishes once there is room."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.engine.conftest import EVALSITE, ROOT, cli_env, sqlite_rows
+
+DEMO = "examples/support-desk.yaml"
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str = "4m"):
+    path.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip("a small tmpfs cannot be mounted here (needs root)")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """A file taking every byte the disk has left."""
+    filler = disk / "filler"
+    with open(filler, "wb") as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 65536)
+            out.flush()
+    return filler
+
+
+def test_a_full_disk_while_reporting_is_one_line_and_the_next_worker_finishes_the_run(tmp_path):
+    data = tmp_path / "data"
+    env = cli_env(data)
+    assert subprocess.run([str(EVALSITE), "validate", DEMO], cwd=ROOT, env=env,
+                          capture_output=True).returncode == 0  # fmt: skip
+    with small_disk(tmp_path / "disk") as disk:
+        (data / "reports").symlink_to(disk)
+        filler = fill(disk)
+        result = subprocess.run(
+            [str(EVALSITE), "run", DEMO, "--fake"], cwd=ROOT, env=env, capture_output=True,
+            text=True, timeout=300,
+        )  # fmt: skip
+
+        assert result.returncode == 3, result.stderr
+        assert "Traceback" not in result.stderr
+        assert "error: no space left on the disk" in result.stderr
+        ((run_id, status),) = sqlite_rows(data, "select id, status from runs_run")
+        assert status == "reporting"  # every answer and verdict kept, the report to write
+
+        filler.unlink()
+        worker = subprocess.Popen(
+            [str(EVALSITE), "worker"], cwd=ROOT, env=env | {"EVALSITE_CLAIM_LEASE_S": "1"},
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if sqlite_rows(data, "select status from runs_run")[0][0] == "done":
+                    break
+                time.sleep(0.5)
+        finally:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=30)
+        assert sqlite_rows(data, "select status from runs_run")[0][0] == "done"
+        assert (disk / "support-desk" / run_id / "report.md").exists()
