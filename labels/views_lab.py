@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.input_limits import MAX_BYTES, size_message
+from evalsite.core.money import MAX_CAP_USD
 from evalsite.core.problems import Problem
 from labels.lab import (
     JudgeConfig,
@@ -46,8 +47,8 @@ class JudgeRunForm(forms.Form):
     )  # fmt: skip
     fake = forms.BooleanField(required=False, label="Fake judge (offline, simulated cost)")
     max_cost = forms.DecimalField(
-        required=False, min_value=Decimal("0.0001"), max_digits=10, decimal_places=4,
-        label="Cap (USD, default 2.00)",
+        required=False, min_value=Decimal("0.0001"), max_value=MAX_CAP_USD, max_digits=10,
+        decimal_places=4, label="Cap (USD, default 2.00)",
     )  # fmt: skip
 
 

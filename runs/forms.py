@@ -13,6 +13,7 @@ from django.core import signing
 from django.db import transaction
 
 from evalsite.core.input_limits import sent_size_message
+from evalsite.core.money import MAX_CAP_USD
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
 from runs.models import Decision, Run, SuiteVersion
@@ -159,8 +160,8 @@ class RunForm(forms.Form):
     replies = forms.FileField(required=False, label="Replies file for scripted/… contestants")
     repeats = forms.IntegerField(required=False, min_value=1, max_value=20)
     max_cost = forms.DecimalField(
-        required=False, min_value=Decimal("0.0001"), max_digits=10, decimal_places=4,
-        label="Cap (USD)",
+        required=False, min_value=Decimal("0.0001"), max_value=MAX_CAP_USD, max_digits=10,
+        decimal_places=4, label="Cap (USD)",
     )  # fmt: skip
     label = forms.SlugField(required=False, max_length=64)
     form_token = FormTokenField()

@@ -9,10 +9,14 @@ import datetime as dt
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 import yaml
+
+from evalsite.core.money import MoneyError, parse_rate
+from evalsite.core.problems import SuiteError
+from evalsite.core.yamlsafe import load_yaml
 
 MTOK = Decimal(1_000_000)
 # Providers whose models cost nothing unless the table has a row for them.
@@ -124,9 +128,9 @@ ROW_KEYS = {
 def parse_price_yaml(text: str) -> PriceSheet:
     """Parse evalmine's price YAML; raises PriceFileError naming the row and field."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PriceFileError(f"not valid YAML: {exc}") from None
+        data = load_yaml(text.encode("utf-8", "surrogatepass"), filename="price file").data
+    except SuiteError as error:  # the same limits as every YAML evalsite reads
+        raise PriceFileError("; ".join(str(problem) for problem in error.problems)) from None
     if not isinstance(data, dict):
         raise PriceFileError("expected a mapping with pinned, currency, verified and models")
     _refuse_unknown(data, SHEET_KEYS, "")
@@ -185,12 +189,9 @@ def _rate(value: Any, where: str) -> Decimal:
     if isinstance(value, bool) or value is None:
         raise PriceFileError(f"{where}: expected a number of USD per million tokens")
     try:
-        rate = Decimal(str(value))
-    except InvalidOperation:
-        raise PriceFileError(f"{where}: '{value}' is not a number") from None
-    if not rate.is_finite() or rate < 0:
-        raise PriceFileError(f"{where}: must be a finite number >= 0")
-    return rate
+        return parse_rate(value, what="the rate")
+    except MoneyError as error:
+        raise PriceFileError(f"{where}: {error}") from None
 
 
 def _date(value: Any, where: str) -> dt.date:

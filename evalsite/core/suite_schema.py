@@ -224,7 +224,9 @@ SUITE_SCHEMA: dict[str, Any] = {
             "version": {"const": 1, "x-message": "must be 1 (the only suite format version)"},
             "description": {"type": "string"},
             "defaults": _object({**_PARAMS, "timeout_s": _TIMEOUT, "system": {"type": "string"}}),
-            "limits": _object({"max_cost_usd": {"type": "number", "exclusiveMinimum": 0}}),
+            "limits": _object(
+                {"max_cost_usd": {"type": "number", "exclusiveMinimum": 0, "maximum": 100000}}
+            ),
             "models": {"type": "array", "items": _ref("contestant")},
             "repeats": {"type": "integer", "minimum": 1, "maximum": 20},
             "judge": _object(

@@ -67,7 +67,19 @@ def test_price_yaml_round_trips_through_dump_and_parse():
         ),
         (
             "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: -1, output_per_mtok: 1}]",
-            ">= 0",
+            "must be 0 or more",
+        ),
+        (
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1e400, output_per_mtok: 1}]",
+            "models[0].input_per_mtok: the rate $1e400 per million tokens is over $100000",
+        ),
+        (
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1000000, output_per_mtok: 1}]",
+            "is over $100000",
+        ),
+        (
+            "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 0.00000001, output_per_mtok: 1}]",
+            "more than 6 decimal places",
         ),
         (
             "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtk: 1}]",
@@ -81,7 +93,7 @@ def test_price_yaml_round_trips_through_dump_and_parse():
             "pinned: 2026-01-01\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}, {model: a/b, input_per_mtok: 1, output_per_mtok: 1}]",
             "appears twice",
         ),
-        ("pinned: [unclosed", "not valid YAML"),
+        ("pinned: [unclosed", "YAML syntax error"),
         (
             "pinned: 2026-01-01\nverified: yes please\nmodels: [{model: a/b, input_per_mtok: 1, output_per_mtok: 1}]",
             "verified",

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.input_limits import MAX_BYTES, size_message
+from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.pairsets import judge_lines, report_lines
 from labels.lab import (
     JudgeConfig,
@@ -166,12 +167,9 @@ class Command(BaseCommand):
         if not text:
             return None
         try:
-            cap = Decimal(text)
-        except InvalidOperation:
-            self._fail(f"--max-cost {text!r} is not a number of USD")
-        if not cap.is_finite() or cap <= 0:
-            self._fail("--max-cost must be a positive number of USD")
-        return cap
+            return parse_cap(text, what="--max-cost")
+        except MoneyError as error:
+            self._fail(str(error))
 
     def _fail_with(self, error: LabError) -> None:
         for problem in error.problems:

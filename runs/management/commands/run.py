@@ -8,11 +8,12 @@ import signal
 import sys
 import threading
 import time
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
+from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.report.summary import summary_lines as report_summary
 from evalsite.core.suites import SuiteError, load_suite
 from runs.models import Run, SuiteVersion
@@ -20,6 +21,8 @@ from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
 from runs.runner import execute
 from runs.setup import prepare_database
+
+MAX_CONCURRENCY = 1024  # calls in flight per model
 
 
 class Command(BaseCommand):
@@ -87,15 +90,13 @@ class Command(BaseCommand):
         max_cost = None
         if opts["max_cost"]:
             try:
-                max_cost = Decimal(opts["max_cost"])
-            except InvalidOperation:
-                self._fail(f"--max-cost {opts['max_cost']!r} is not a number of USD")
-            if not max_cost.is_finite() or max_cost <= 0:
-                self._fail("--max-cost must be a positive number of USD")
+                max_cost = parse_cap(opts["max_cost"], what="--max-cost")
+            except MoneyError as error:
+                self._fail(str(error))
         if opts["repeats"] is not None and not 1 <= opts["repeats"] <= 20:
             self._fail("--repeats must be between 1 and 20")
-        if opts["concurrency"] is not None and opts["concurrency"] < 1:
-            self._fail("--concurrency must be at least 1")
+        if opts["concurrency"] is not None and not 1 <= opts["concurrency"] <= MAX_CONCURRENCY:
+            self._fail(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
         models = (
             [m.strip() for m in opts["models"].split(",") if m.strip()] if opts["models"] else None
         )
