@@ -182,8 +182,24 @@ def waiting(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> l
     return list(_waiting(suite, user, mode, run))
 
 
+def still_to_label(suite: Suite, user, runs: list[Run]) -> frozenset[tuple[str, ...]]:
+    """Content keys (either orientation) that someone else has labelled, of the pairs of
+    `runs` that wait, or may come back, for this member in either mode: those labels are
+    not shown to the member (SPEC §10.4). Like `waiting`, except that a pair another member
+    has open now counts too, since it comes back when they leave it."""
+    keys, theirs = set(), set()
+    for mode in (SAMPLE, TARGETED):
+        labels = label_rows(suite, mode)
+        theirs.update(tuple(key) for who, *key in labels if who != user.pk)
+        for run in runs:
+            waiting_ids = _waiting(suite, user, mode, run, labels, busy=False)
+            keys.update(offered(run, mode).keys[pk] for pk in waiting_ids)
+    keys |= {(task, case, b, a, b_sha, a_sha) for task, case, a, b, a_sha, b_sha in keys}
+    return frozenset(keys & theirs)
+
+
 def _waiting(
-    suite: Suite, user, mode: str, run: Run | None, labels: list | None = None
+    suite: Suite, user, mode: str, run: Run | None, labels: list | None = None, busy: bool = True
 ) -> Iterator[int]:
     run = run or Run.objects.calibration_run(suite)
     if run is None:
@@ -198,7 +214,7 @@ def _waiting(
         done_by.add((labeller_id, tuple(key)))
         if labeller_id == user.pk:
             mine.add(tuple(key))
-    skipped, busy = set(), Counter()
+    skipped, shown = set(), Counter()  # shown: open for someone else right now
     recent = timezone.now() - SHOWN_FOR
     assignments = Assignment.objects.filter(suite=suite).values_list(
         "labeller_id", "state", "updated_at", *CONTENT_FIELDS
@@ -208,19 +224,20 @@ def _waiting(
         if labeller_id == user.pk and state == Assignment.State.SKIPPED:
             skipped.add(key)
         elif (
-            labeller_id != user.pk
+            busy
+            and labeller_id != user.pk
             and state == Assignment.State.SHOWN
             and updated_at > recent
             and (labeller_id, key) not in done_by
         ):
-            busy[key] += 1
+            shown[key] += 1
     seen = set()
     for pk in queue.order:
         key = keys[pk]
         if key in mine or key in skipped or key in seen:
             continue
         wanted = 2 if is_overlap(key) and mode == SAMPLE else 1
-        if counts[key] + busy[key] < wanted:
+        if counts[key] + shown[key] < wanted:
             seen.add(key)  # repeats with identical answers are one pair to label
             yield pk
 

@@ -19,11 +19,22 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from evalsite.core.calibration import SUITE_FILE, PairIndex, match_labels
+from evalsite.core.report.build import calibration_summary
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
+from evalsite.core.stats import seed_from
+from evalsite.core.stats.record import jsonable
 from labels import queue
 from labels.lab import LabError, import_suite_pairs
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.calibration import suite_calibration
+from runs.calibration import (
+    DEFAULT_MIN_KAPPA,
+    DEFAULT_MIN_LABELS,
+    pair_rows,
+    pair_view,
+    run_labels,
+    suite_calibration,
+)
 from runs.judging import task_text
 from runs.models import Label, Run, Suite
 from runs.scoring import stored_suite
@@ -171,21 +182,62 @@ def my_labels(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
+    """The suite's calibration. A member sees no one else's label of a pair still waiting
+    for them: not in the YAML, nor in the per-labeller and human-human tables (those are
+    worked out without such labels); the headline figures count every label. Staff see all."""
     suite = get_object_or_404(Suite, name=name)
     run = _chosen_run(request, suite)
+    hidden = _still_to_label(request, suite, run)
     calibration = suite_calibration(suite, run) if run else None
+    if calibration and hidden:
+        calibration |= _tables_as_seen(run, request.user, hidden)
     charts = {"calibration": calibration} if calibration else {}
     context = {
         "suite": suite,
         "calibration": calibration,
         "curve_svg": kappa_curve_svg(charts),
         "confusion_svg": confusion_svg(charts),
-        "labels_yaml": export_yaml(suite),
+        "labels_yaml": export_yaml(suite, viewer=request.user, hidden=hidden),
+        "hidden": bool(hidden),
         "count": Label.objects.filter(suite=suite).count(),
         "run": run,
         "choices": _choices(suite),
     }
     return render(request, "labels/calibration.html", context)
+
+
+def _still_to_label(request: HttpRequest, suite: Suite, run: Run | None) -> frozenset:
+    """The pairs (content keys) whose other labels this member may not see yet: those still
+    waiting for them in the page's run or the suite's calibration run. Staff see every label."""
+    if request.user.is_staff:
+        return frozenset()
+    runs = {shown.pk: shown for shown in (run, Run.objects.calibration_run(suite)) if shown}
+    return queue.still_to_label(suite, request.user, list(runs.values()))
+
+
+def _tables_as_seen(run: Run, user, hidden: frozenset) -> dict:
+    """The per-labeller and human-human tables over the labels `user` may see: all but
+    other people's labels of the pairs in `hidden` (suite-file labels are in the file)."""
+    core = stored_suite(run.suite_version)
+    me = user.get_username()
+    labels = [
+        label
+        for label in run_labels(run, core)
+        if label.source == SUITE_FILE or label.labeller == me or _key(label) not in hidden
+    ]
+    index = PairIndex(pair_view(row) for row in pair_rows(run))
+    seen = calibration_summary(
+        match_labels(index, labels), min_kappa=DEFAULT_MIN_KAPPA,
+        min_labels=DEFAULT_MIN_LABELS, seed=seed_from(run.suite_version.sha256),
+    )  # fmt: skip
+    return jsonable({"labellers": seen["labellers"], "humans": seen["humans"]})
+
+
+def _key(label) -> tuple[str, ...]:
+    return (
+        label.task, label.case, label.baseline, label.candidate, label.baseline_sha,
+        label.candidate_sha,
+    )  # fmt: skip
 
 
 def _chosen_run(request: HttpRequest, suite: Suite) -> Run | None:
@@ -217,8 +269,11 @@ def calibration_to_lab(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 def labels_export(request: HttpRequest, name: str) -> HttpResponse:
+    """The labels YAML as the calibration page shows it to this member."""
     suite = get_object_or_404(Suite, name=name)
-    response = HttpResponse(export_yaml(suite), content_type="application/yaml; charset=utf-8")
+    hidden = _still_to_label(request, suite, _chosen_run(request, suite))
+    text = export_yaml(suite, viewer=request.user, hidden=hidden)
+    response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{suite.name}-labels.yaml"'
     return response
 

@@ -119,13 +119,15 @@ def run_labels(run: Run, suite: CoreSuite) -> list[LabelView]:
 
 def store_human(run: Run, calibration: Calibration | None = None) -> None:
     """Set each pair's `human` to its item's consensus (and clear it where there is none
-    now), for the pages' disagreement filter and the targeted queue."""
-    human_by_pair = (calibration or run_calibration(run)).human_by_pair
+    now), for the pages' disagreement filter and the targeted queue. Only the pairs whose
+    consensus changed are written: a label moves a few pairs of a big run, not all."""
+    wanted = (calibration or run_calibration(run)).human_by_pair
+    stored = dict(Pair.objects.filter(run=run).exclude(human="").values_list("pk", "human"))
+    cleared = [pk for pk in stored if pk not in wanted]
+    changed = [Pair(pk=pk, human=human) for pk, human in wanted.items() if stored.get(pk) != human]
     with transaction.atomic():
-        Pair.objects.filter(run=run).exclude(pk__in=list(human_by_pair)).exclude(human="").update(
-            human=""
-        )
-        changed = [Pair(pk=pk, human=human) for pk, human in human_by_pair.items()]
+        if cleared:
+            Pair.objects.filter(pk__in=cleared).update(human="")
         Pair.objects.bulk_update(changed, ["human"], batch_size=500)
 
 

@@ -15,10 +15,15 @@ from django.utils import timezone
 
 from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
 from evalsite.core.scoring.answer import AnswerScore, score_answer
+from evalsite.core.scoring.checks import python_check_error
 from evalsite.core.suites import Suite, parse_suite
 from runs.models import Answer, Run, SuiteVersion
 
-FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.DEMO)
+# Suites read from a file on this machine (SPEC §7.2: python checks allowed): the CLI's and
+# the suites directory's (path), the demo's, and MCP's, which come from files under
+# EVALSITE_MCP_SUITE_ROOT. Identical bytes are one version whichever registered them first,
+# so a file run over MCP and by the CLI must be scored alike. Never upload or lab.
+FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.MCP, SuiteVersion.Origin.DEMO)
 
 
 _PARSED: dict[tuple[int, str, str, str], Suite] = {}
@@ -46,6 +51,33 @@ def _parse_stored(version: SuiteVersion) -> Suite:
     return parse_suite(data, filename=f"{version.suite.name}@{version.short_hash}", origin=origin)
 
 
+def python_path(version: SuiteVersion) -> list[str]:
+    """Where a python check's module is looked for first: the folder of the file the
+    version was registered from."""
+    return [str(Path(version.source_path).parent)] if version.source_path else []
+
+
+def python_check_problems(version: SuiteVersion, suite: Suite) -> list[str]:
+    """Each python check of a filesystem suite that cannot be imported from where scoring
+    will import it, named by its path (empty for other origins: they have none)."""
+    if version.origin not in FILESYSTEM_ORIGINS:
+        return []
+    folders = python_path(version)
+    problems = []
+    for index, task in enumerate(suite.tasks):
+        checks = [(f"tasks[{index}].checks[{k}]", c) for k, c in enumerate(task.checks)]
+        for j, case in enumerate(task.cases):
+            checks += [
+                (f"tasks[{index}].cases[{j}].checks[{k}]", c) for k, c in enumerate(case.checks)
+            ]
+        for where, check in checks:
+            reference = check.get("python")
+            error = python_check_error(reference, folders) if isinstance(reference, str) else None
+            if error:
+                problems.append(f"{version.source_path}: {where}.python: {error}")
+    return problems
+
+
 def sandbox_or_none() -> Sandbox | None:
     try:
         return detect_sandbox(opt_out=settings.EVALSITE_UNSAFE_NO_SANDBOX)
@@ -63,7 +95,7 @@ def score_run(run: Run) -> int:
     )
     needs_sandbox = any(tasks[a.task_id].case(a.case_id).check for a in answers)
     sandbox = sandbox_or_none() if needs_sandbox else None
-    python_path = [str(Path(version.source_path).parent)] if version.source_path else []
+    folders = python_path(version)
 
     def score(answer: Answer) -> tuple[Answer, AnswerScore]:
         task = tasks[answer.task_id]
@@ -73,7 +105,7 @@ def score_run(run: Run) -> int:
             answer.text,
             sandbox=sandbox,
             allow_python=version.origin in FILESYSTEM_ORIGINS,
-            python_path=python_path,
+            python_path=folders,
         )
 
     with ThreadPoolExecutor(max_workers=settings.EVALSITE_CHECK_CONCURRENCY) as pool:

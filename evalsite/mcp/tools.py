@@ -25,6 +25,7 @@ from runs.calibration import suite_calibration
 from runs.models import Answer, Call, Endpoint, Judgement, Pair, Run, Suite, SuiteVersion
 from runs.planner import PlanError, RunOptions, make_plan, store_plan
 from runs.progress import answer_totals, progress
+from runs.scoring import python_check_problems
 
 SHOWN_PROBLEMS = 5
 
@@ -49,13 +50,17 @@ def start_run(
 ) -> Run:
     """Register the suite (origin "mcp"), plan and store a run ready to execute.
 
-    Refused: a path outside the suite root, a cap above the ceiling, an invalid suite, a
-    plan the planner refuses, an estimate over the cap (that run is stored as refused, as
+    Refused: a path outside the suite root, a cap above the ceiling, an invalid suite (a
+    python check that cannot be imported from the suite's folder too), a plan the planner
+    refuses, an estimate over the cap (that run is stored as refused, as
     `evalsite run` stores it, so it shows in the web app)."""
     path = suite_file(suite_path)
     requested = requested_cap(max_cost)
     loaded = load(path)
     version, _ = SuiteVersion.objects.register_file(path, loaded, origin=SuiteVersion.Origin.MCP)
+    unimportable = python_check_problems(version, loaded)
+    if unimportable:
+        raise Refused("invalid_suite", _shown(unimportable))
     options = RunOptions(
         models=[model.strip() for model in models if model.strip()] or None,
         fake=fake,
@@ -137,10 +142,14 @@ def load(path: Path) -> LoadedSuite:
     try:
         return load_suite(path)
     except SuiteError as error:
-        shown = [str(problem) for problem in error.problems[:SHOWN_PROBLEMS]]
-        more = len(error.problems) - len(shown)
-        tail = f" (and {more} more)" if more > 0 else ""
-        raise Refused("invalid_suite", "; ".join(shown) + tail) from None
+        raise Refused("invalid_suite", _shown(error.problems)) from None
+
+
+def _shown(problems: list) -> str:
+    """The first few problems on one line, and how many more there are."""
+    shown = [str(problem) for problem in problems[:SHOWN_PROBLEMS]]
+    more = len(problems) - len(shown)
+    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
 
 def run_progress(run_id: str) -> tuple[int, int, str]:

@@ -32,7 +32,9 @@ from evalsite.core.scoring.fences import checked_text
 from evalsite.core.scoring.json_answer import MISSING, json_path_value, parse_json_answer
 from evalsite.core.suite_schema import CHECK_KINDS
 
-__all__ = ["CheckResult", "ChecksResult", "PYTHON_NOT_ALLOWED", "run_checks"]
+__all__ = [
+    "CheckResult", "ChecksResult", "PYTHON_NOT_ALLOWED", "python_check_error", "run_checks",
+]  # fmt: skip
 
 PYTHON_NOT_ALLOWED = "python checks are only allowed for suites loaded from the filesystem"
 SHOWN = 60  # characters of the answer or an expected value quoted in a note
@@ -200,6 +202,17 @@ def _python_outcome(reference: str, returned: Any) -> Outcome:
         f"python check {reference} returned {_show(returned)}; "
         "it must return a bool or a (bool, note) pair"
     )
+
+
+def python_check_error(reference: str, python_path: Sequence[str] = ()) -> str | None:
+    """Why the python check ``module:function`` cannot be called (its module does not
+    import, or has no such function), or None: for validation, before any answer is paid
+    for. Importing runs the module's top level, as scoring would; the module stays imported."""
+    try:
+        _load_function(reference, tuple(python_path))
+    except (Exception, SystemExit) as error:
+        return f"cannot import {reference}: {_error(error)}"
+    return None
 
 
 def _load_function(reference: str, python_path: tuple[str, ...]) -> Callable[..., Any]:

@@ -1,10 +1,17 @@
-"""`evalsite labels export SUITE [--out FILE]` and `evalsite labels import SUITE FILE`."""
+"""`evalsite labels export SUITE [--out FILE]` and
+`evalsite labels import SUITE FILE [--as USER]`.
+
+The command line is an operator on the machine: it imports as staff do, each entry's
+`labeller:` naming an existing user whose label it becomes; with `--as USER` the whole file
+is that user's import, under the rules for that user (docs/labelling.md).
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
@@ -24,6 +31,13 @@ class Command(BaseCommand):
         into = verbs.add_parser("import", help="Bind labels from YAML to the latest judged run.")
         into.add_argument("suite", help="Suite name.")
         into.add_argument("file", help="YAML: a list of labels, or a mapping with labels:.")
+        into.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USER",
+            help="Import as this user (their labels); without it, each entry's labeller: "
+            "must name an existing user.",
+        )
 
     def handle(self, *args, **opts):
         prepare_database()
@@ -44,14 +58,22 @@ class Command(BaseCommand):
         path = Path(opts["file"])
         if not path.is_file():
             self._fail(f"{path}: no such file")
+        user = self._user(opts["as_user"]) if opts.get("as_user") else None
         try:
-            count = import_yaml(suite, path.read_text("utf-8", "replace"), user=None,
+            count = import_yaml(suite, path.read_text("utf-8", "replace"), user=user,
                                 filename=str(path))  # fmt: skip
         except LabelImportError as error:
             for problem in error.problems:
                 self.stderr.write(f"error: {problem}")
             sys.exit(ExitCode.INPUT_ERROR)
         self.stdout.write(f"imported {count} label{'s' if count != 1 else ''} into {suite.name}")
+
+    def _user(self, name: str):
+        User = get_user_model()
+        user = User.objects.filter(**{User.USERNAME_FIELD: name}, is_active=True).first()
+        if user is None:
+            self._fail(f"--as {name}: no active user of that name")
+        return user
 
     def _fail(self, message: str) -> None:
         self.stderr.write(f"error: {message}")
