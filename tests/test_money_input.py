@@ -73,3 +73,12 @@ def test_the_new_run_form_refuses_an_oversized_cap_on_the_page():
     assert page.status_code == 400
     assert "Ensure this value is less than or equal to 100000" in page.content.decode()
     assert client.get("/").status_code == 200
+
+
+@pytest.mark.parametrize("given", [1e400, float("nan"), "1" * 5000, 0.0000001])
+def test_an_mcp_cap_outside_its_bounds_is_a_structured_refusal(given):
+    from evalsite.mcp.tools import Refused, requested_cap
+
+    with pytest.raises(Refused) as refused:
+        requested_cap(given)
+    assert refused.value.reply["reason"] == "invalid_argument"

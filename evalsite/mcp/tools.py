@@ -7,7 +7,7 @@ Every function here is synchronous; the server calls them on worker threads.
 from __future__ import annotations
 
 import os
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 from django.urls import reverse
 
 from evalsite.core.keys import held_secrets
+from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.core.suites import SuiteError, load_suite
@@ -113,11 +114,9 @@ def requested_cap(max_cost: float | None) -> Decimal | None:
     if max_cost is None:
         return None
     try:
-        cap = Decimal(str(max_cost))
-    except InvalidOperation:
-        raise Refused("invalid_argument", f"max_cost {max_cost!r} is not a number") from None
-    if not cap.is_finite() or cap <= 0:
-        raise Refused("invalid_argument", "max_cost must be a positive number of USD")
+        cap = parse_cap(max_cost, what="max_cost")
+    except MoneyError as error:
+        raise Refused("invalid_argument", str(error)) from None
     ceiling = settings.EVALSITE_MCP_MAX_COST_CEILING
     if cap > ceiling:
         raise Refused(

@@ -87,9 +87,11 @@ class SuiteVersionQuerySet(models.QuerySet):
     def register_file(
         self, path: str | Path, loaded: CoreSuite, *, origin: str = "path", user=None
     ) -> tuple[SuiteVersion, bool]:
-        """Store a suite loaded from `path` (its text read from the same file)."""
+        """Store a suite loaded from `path` (its text read from the same file), by its
+        absolute path: a worker or the MCP server in another folder finds its files there."""
         text = Path(path).read_text("utf-8", errors="replace")
-        return self.register(loaded, text, origin=origin, source_path=str(path), user=user)
+        where = str(Path(path).resolve())
+        return self.register(loaded, text, origin=origin, source_path=where, user=user)
 
 
 class SuiteVersion(models.Model):
