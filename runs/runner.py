@@ -31,12 +31,13 @@ import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections, transaction
-from django.db.models import F
+from django.db.models import Exists, F
 from django.utils import timezone
 
+from evalsite.core.keys import held_secrets, without_secrets
 from evalsite.core.pacing import MAX_ATTEMPTS, Limits, ModelGate, backoff_delay
-from evalsite.core.plan import worst_case_cost
-from evalsite.core.pricing import PriceRow, Usage, call_cost
+from evalsite.core.plan import WorstCase, worst_case
+from evalsite.core.pricing import PriceRow, Usage, call_cost, to_nano
 from evalsite.core.providers import (
     Completion,
     ErrorKind,
@@ -49,7 +50,7 @@ from evalsite.core.providers import (
 )
 from evalsite.core.providers.base import Request
 from runs.judging import finish_judging, judge_hash, prepare_judging, read_judgement
-from runs.models import Answer, CachedResponse, Call, Judgement, Run
+from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.planner import endpoint_configs
 from runs.reporting import write_partial_report, write_report
 
@@ -136,6 +137,9 @@ class Shard:
             return None
         self.run_row.mark_running()
         options = self.run_row.options
+        self.secrets = held_secrets(
+            os.environ, Endpoint.objects.values_list("key_env_var", flat=True)
+        )
         self.rows: dict[str, PriceRow] = {
             p.model: p.to_row() for p in self.run_row.price_table.prices.all()
         }
@@ -215,7 +219,8 @@ class Shard:
         ids = list(calls.pending().values_list("pk", flat=True)[:limit])
         if not ids:
             return []
-        calls.filter(pk__in=ids, status=Call.Status.PENDING).update(
+        active = Run.objects.filter(pk=self.run_id, status__in=Run.ACTIVE)
+        calls.filter(Exists(active), pk__in=ids, status=Call.Status.PENDING).update(
             status=Call.Status.CLAIMED,
             claimed_by=self.token,
             claimed_at=timezone.now(),
@@ -268,30 +273,41 @@ class Shard:
         async with self.gates[request.model]:
             if self.stopping:
                 return await db(self._release)(answer)
-            prepared = provider.prepare(request)
-            reserved = worst_case_cost(prepared, self.rows.get(request.model))
-            if not await self._reserve(answer, reserved):
+            worst = worst_case(
+                provider.prepare(request),
+                self.rows.get(request.model),
+                output_tokens=provider.output_token_limit(request),
+            )
+            if not await self._reserve(answer, worst, request.model):
                 return await db(self._release)(answer)
             if self.stopping:
-                return await db(self._give_back)(answer, reserved)
-            await self._call(answer, provider, request, client, reserved)
+                return await db(self._give_back)(answer, worst.cost_usd)
+            await self._call(answer, provider, request, client, worst)
 
-    async def _call(self, answer, provider, request, client, reserved: Decimal) -> None:
+    async def _call(self, answer, provider, request, client, worst: WorstCase) -> None:
         """The call with its retries. A model's first call goes alone: if it is refused
         (401, 400), no other call to that model has started."""
         first = self.first_calls.get(request.model)
         if first is None:
             self.first_calls[request.model] = first = asyncio.Event()
             try:
-                return await self._attempts(answer, provider, request, client, reserved)
+                return await self._attempts(answer, provider, request, client, worst)
             finally:
                 first.set()
-        await first.wait()
+        if not first.is_set():
+            await first.wait()
+            # It waited for that first call: has the run stopped meanwhile (an overrun in
+            # any shard, a cancel)? Then it is given back unsent.
+            self._checked_at = 0.0
+            await self._check_stop()
         if request.model in self.stopped_models:
-            return await db(self._finish_skipped)(answer, reserved)
-        return await self._attempts(answer, provider, request, client, reserved)
+            return await db(self._finish_skipped)(answer, worst.cost_usd)
+        if self.stopping:
+            return await db(self._give_back)(answer, worst.cost_usd)
+        return await self._attempts(answer, provider, request, client, worst)
 
-    async def _attempts(self, answer, provider, request, client, reserved: Decimal) -> None:
+    async def _attempts(self, answer, provider, request, client, worst: WorstCase) -> None:
+        reserved = worst.cost_usd
         for attempt in range(1, MAX_ATTEMPTS + 1):
             started = time.monotonic()
             try:
@@ -308,7 +324,7 @@ class Shard:
                     self.stopped_models.add(request.model)
                 return await db(self._finish_error)(answer, error, reserved)
             latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
-            return await db(self._finish_done)(answer, provider, completion, latency, reserved)
+            return await db(self._finish_done)(answer, provider, completion, latency, worst)
 
     @transaction.atomic
     def _reserve_for(self, answer: Answer, amount: Decimal) -> bool:
@@ -318,28 +334,59 @@ class Shard:
         self.calls.objects.filter(pk=answer.pk).update(reserved_usd=amount)
         return True
 
-    async def _reserve(self, answer: Answer, amount: Decimal) -> bool:
-        """Reserve the worst case; while other calls hold reservations, wait for them."""
+    async def _reserve(self, answer: Answer, worst: WorstCase, model: str) -> bool:
+        """Reserve the worst case; while other calls hold reservations, wait for them. False
+        when the run has stopped meanwhile (another call overran, or it was cancelled)."""
         deadline = time.monotonic() + RESERVE_WAIT_S
         while not self.stopping:
-            if await db(self._reserve_for)(answer, amount):
+            if await db(self._reserve_for)(answer, worst.cost_usd):
                 return True
-            held = await db(
-                Run.objects.filter(pk=self.run_id).values_list("reserved_usd", flat=True).get
+            state = await db(
+                Run.objects.filter(pk=self.run_id).values("status", "reserved_usd").get
             )()
-            if held <= 0 or time.monotonic() > deadline:
-                await db(self._abort_over_budget)(amount)
+            if state["status"] not in Run.ACTIVE:
+                self.stopping = True
+                return False
+            if state["reserved_usd"] <= 0 or time.monotonic() > deadline:
+                await db(self._abort_over_budget)(worst, model)
                 return False
             await asyncio.sleep(POLL_S / 2)
         return False
 
-    def _abort_over_budget(self, amount: Decimal) -> None:
+    def _abort_over_budget(self, worst: WorstCase, model: str) -> None:
         self.aborted = self.stopping = True
         run = Run.objects.get(pk=self.run_id)
-        run.finish(
+        amount, cap = worst.cost_usd, run.cap_usd
+        if amount > cap:
+            detail = (
+                f"stopped: a call to {model} may cost up to ${amount:.6f} "
+                f"({worst.input_tokens} input and {worst.output_tokens} output tokens at "
+                f"most), more than the whole cap ${cap:.4f}; finished answers are kept"
+            )
+        else:
+            detail = (
+                f"stopped: the next call (up to ${amount:.6f}) no longer fit under the cap "
+                f"${cap:.4f} (spent ${run.spent_usd:.6f}); finished answers are kept"
+            )
+        run.finish(Run.Status.ABORTED_OVER_BUDGET, detail)
+
+    def _stop_overrun(self, model: str, usage: Usage, cost: Decimal, worst: WorstCase) -> None:
+        """A call settled above its reservation: stop the run in the same transaction, so
+        no shard reserves or claims anything after it; the calls in flight settle."""
+        self.aborted = self.stopping = True
+        if usage.output_tokens > worst.output_tokens:
+            what = (
+                f"{usage.output_tokens} output tokens, more than the "
+                f"{worst.output_tokens} it was allowed"
+            )
+        else:
+            reported = usage.input_tokens + usage.cached_input_tokens
+            what = f"{reported} input tokens, more than the {worst.input_tokens} it could send"
+        self.run_row.finish(
             Run.Status.ABORTED_OVER_BUDGET,
-            f"stopped: the next call (up to ${amount:.6f}) no longer fit under the cap "
-            f"${run.cap_usd:.4f} (spent ${run.spent_usd:.6f}); finished answers are kept",
+            f"stopped: a call to {model} reported {what}; it cost ${cost:.6f} against the "
+            f"${worst.cost_usd:.6f} reserved. No call is reserved after it; the calls already "
+            "in flight are kept and paid for, as are the finished answers",
         )
 
     # --- recording results: one short transaction each ------------------------------------
@@ -352,11 +399,12 @@ class Shard:
         return cost, cost is None
 
     @transaction.atomic
-    def _finish_done(self, answer, provider, completion: Completion, latency, reserved) -> None:
+    def _finish_done(self, answer, provider, completion: Completion, latency, worst) -> None:
         cost, incomplete = self._costs(answer.model, completion.usage)
         usage = completion.usage
         fields = _usage_fields(usage) | {
-            "text": completion.text,
+            # an answer echoing a key this process holds is stored without it
+            "text": without_secrets(completion.text, self.secrets),
             "finish_reason": completion.finish_reason or "",
             "schema_mode": completion.schema_mode or "",
             "latency_ms": latency,
@@ -374,13 +422,16 @@ class Shard:
             )
         fields |= {"cost_usd": cost, "cost_if_uncached_usd": cost}
         fields |= _earlier_attempt(answer, cost, fields)
-        kept = self._store(answer, Call.Status.DONE, fields | self._read(answer, completion.text))
-        # A lost claim's reservation was returned by whoever reclaimed it; the spend stands.
+        kept = self._store(answer, Call.Status.DONE, fields | self._read(answer, fields["text"]))
+        # A lost claim's reservation was returned by whoever reclaimed it; the spend stands,
+        # as reported even above the reservation: what was billed was billed.
         self.run_row.settle(
-            reserved if kept else Decimal(0), cost, cost, judge=answer.is_judge_call
+            worst.cost_usd if kept else Decimal(0), cost, cost, judge=answer.is_judge_call
         )
         if incomplete:
             Run.objects.filter(pk=self.run_id).update(cost_incomplete=True)
+        if cost is not None and to_nano(cost) > to_nano(worst.cost_usd):
+            self._stop_overrun(answer.model, usage, cost, worst)
 
     @transaction.atomic
     def _finish_cached(self, answer: Answer, hit: CachedResponse) -> None:
@@ -399,13 +450,10 @@ class Shard:
             "cost_usd": Decimal(0) if cost is not None else None,
             "cost_if_uncached_usd": cost,
         }
-        if (
-            self._store(
-                answer, Call.Status.DONE, fields | self._read(answer, hit.text, cached=True)
-            )
-            and cost
+        if self._store(
+            answer, Call.Status.DONE, fields | self._read(answer, hit.text, cached=True)
         ):
-            Run.objects.filter(pk=self.run_id).update(uncached_usd=F("uncached_usd") + cost)
+            self.run_row.settle(Decimal(0), None, cost, judge=answer.is_judge_call)
 
     def _read(self, call: Call, text: str, *, cached: bool = False) -> dict:
         """A judge reply read into its fields; an unreadable first reply sends the call back

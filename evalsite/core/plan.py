@@ -138,12 +138,34 @@ def max_output_tokens(request: Request) -> int:
     return request.max_tokens or DEFAULT_MAX_TOKENS
 
 
+@dataclass(frozen=True)
+class WorstCase:
+    """The most one call may report and cost: what its spend reservation holds."""
+
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal
+
+
+def worst_case(
+    request: Request, row: PriceRow | None, *, output_tokens: int | None = None
+) -> WorstCase:
+    """What one call can report and cost at most: every prompt byte a token, every output
+    token allowed (`output_tokens` when the provider knows better than ``max_tokens``),
+    the input at the dearer of the fresh and the cached rate."""
+    tokens_in = input_tokens(request, worst=True)
+    tokens_out = max_output_tokens(request) if output_tokens is None else output_tokens
+    cost = Decimal(0)
+    if row is not None:
+        fresh = call_cost(row, Usage(tokens_in, tokens_out)) or Decimal(0)
+        cached = call_cost(row, Usage(0, tokens_out, tokens_in)) or Decimal(0)
+        cost = max(fresh, cached)
+    return WorstCase(tokens_in, tokens_out, cost)
+
+
 def worst_case_cost(request: Request, row: PriceRow | None) -> Decimal:
-    """What one call can cost at most: dense input, every output token allowed, no cache."""
-    if row is None:
-        return Decimal(0)
-    usage = Usage(input_tokens(request, worst=True), max_output_tokens(request))
-    return call_cost(row, usage) or Decimal(0)
+    """What one call can cost at most when it keeps to ``max_tokens``."""
+    return worst_case(request, row).cost_usd
 
 
 # --- the pre-flight estimate -------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Price tables as plain values: evalmine's price YAML, cost of a call, model resolution.
 
-Money is Decimal throughout. Missing usage gives no cost (None), never 0.
+Money is Decimal throughout. Missing usage gives no cost (None), never 0. The database
+keeps money as whole nano-USD (:func:`to_nano`), so its sums are exact integer arithmetic.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import datetime as dt
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import yaml
@@ -19,6 +20,7 @@ from evalsite.core.problems import SuiteError
 from evalsite.core.yamlsafe import load_yaml
 
 MTOK = Decimal(1_000_000)
+NANO_PER_USD = 10**9
 # Providers whose models cost nothing unless the table has a row for them.
 UNPRICED_PROVIDERS = frozenset({"scripted", "command"})
 
@@ -73,6 +75,19 @@ def call_cost(row: PriceRow, usage: Usage | None) -> Decimal | None:
         + usage.cached_input_tokens * cached_rate
     )
     return total / MTOK
+
+
+def to_nano(usd: Decimal | int | str) -> int:
+    """`usd` in whole nano-USD (1e-9 USD), rounded half-even: how money is stored.
+
+    Rounding is monotonic, so a cost at or below its reservation stays at or below it.
+    """
+    return int((Decimal(usd) * NANO_PER_USD).to_integral_value(ROUND_HALF_EVEN))
+
+
+def from_nano(nano: int | Decimal) -> Decimal:
+    """Whole nano-USD back to USD, exactly (``from_nano(to_nano(x))`` is `x` to the nano)."""
+    return Decimal(nano) / NANO_PER_USD
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.db import models
 from django.db.models import Avg
 
-from runs.models.run import Run
+from runs.models.run import MoneyField, Run
 
 
 class CallQuerySet(models.QuerySet):
@@ -42,9 +44,7 @@ class Call(models.Model):
     claimed_by = models.CharField(max_length=64, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
-    reserved_usd = models.DecimalField(
-        max_digits=14, decimal_places=8, default=0, help_text="Held against the cap for its call."
-    )
+    reserved_usd = MoneyField(default=Decimal(0), help_text="Held against the cap for its call.")
     request = models.JSONField(help_text="The rendered messages and params.")
     request_hash = models.CharField(max_length=64)
     text = models.TextField(blank=True)
@@ -53,10 +53,9 @@ class Call(models.Model):
     input_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     cached_input_tokens = models.PositiveIntegerField(null=True, blank=True)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
-    cost_if_uncached_usd = models.DecimalField(
-        max_digits=14, decimal_places=8, null=True, blank=True
-    )
+    # Summed with Sum() in reports and progress: whole nano-USD in the database.
+    cost_usd = MoneyField(null=True, blank=True)
+    cost_if_uncached_usd = MoneyField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     cached = models.BooleanField(default=False)
     error_kind = models.CharField(max_length=20, blank=True)

@@ -3,17 +3,67 @@
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, ExpressionWrapper, F, OuterRef, Q
+from django.db.models.lookups import GreaterThanOrEqual, LessThan, LessThanOrEqual
 from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
+from evalsite.core.pricing import from_nano, to_nano
 from runs.models.pricing import PriceTable
 from runs.models.suites import Suite, SuiteVersion
+
+
+class MoneyField(models.BigIntegerField):
+    """USD: a Decimal in Python, whole nano-USD (1e-9 USD) in the database.
+
+    A DecimalField is a REAL on SQLite, and ``F()`` arithmetic and ``Sum()`` there run in
+    binary floating point (a reservation ended at -2e-17, a spend 3e-14 off). Integers add
+    exactly on every backend. Values are rounded half-even to the nano when stored; reads,
+    ``values()`` and ``Sum()`` give Decimal USD. An expression that writes one of these
+    columns (``F("x") + n``) must add whole nano-USD: see :meth:`Run.reserve`.
+    """
+
+    description = "USD, stored as whole nano-USD"
+
+    def from_db_value(self, value, expression, connection):
+        return None if value is None else from_nano(value)
+
+    def to_python(self, value):
+        if value is None or isinstance(value, Decimal):
+            return value
+        try:
+            return Decimal(str(value))
+        except InvalidOperation:
+            raise ValidationError(f"{value!r} is not an amount of USD", code="invalid") from None
+
+    def get_prep_value(self, value):
+        value = models.Field.get_prep_value(self, value)
+        return None if value is None else to_nano(self.to_python(value))
+
+    def formfield(self, **kwargs):
+        return models.Field.formfield(
+            self, **{"form_class": forms.DecimalField, "decimal_places": 9, **kwargs}
+        )
+
+
+# IntegerField's own >= and < round a float bound up to a whole number: of USD, here.
+MoneyField.register_lookup(GreaterThanOrEqual)
+MoneyField.register_lookup(LessThan)
+
+
+def _nano_sum(*names: str, plus: int = 0) -> ExpressionWrapper:
+    """Money columns added in SQL as the integers they are."""
+    total = F(names[0])
+    for name in names[1:]:
+        total = total + F(name)
+    return ExpressionWrapper(total + plus, output_field=models.BigIntegerField())
 
 
 class RunQuerySet(models.QuerySet):
@@ -162,10 +212,12 @@ class Run(models.Model):
     cancel_requested = models.BooleanField(default=False)
     estimate = models.JSONField(null=True, blank=True)
     cap_usd = models.DecimalField(max_digits=12, decimal_places=6)
-    reserved_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    spent_answers_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    spent_judge_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
-    uncached_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    # Summed and updated with F(): whole nano-USD in the database (MoneyField). The cap is
+    # only read, and compared in Python units (Run.reserve), so it stays a decimal.
+    reserved_usd = MoneyField(default=Decimal(0))
+    spent_answers_usd = MoneyField(default=Decimal(0))
+    spent_judge_usd = MoneyField(default=Decimal(0))
+    uncached_usd = MoneyField(default=Decimal(0))
     cost_incomplete = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -278,11 +330,18 @@ class Run(models.Model):
     # --- spend: a reservation, not a check (SPEC §6.4) -----------------------------------
 
     def reserve(self, amount: Decimal) -> bool:
-        """Reserve `amount` against the cap in one conditional UPDATE; False if it won't fit."""
-        committed = F("reserved_usd") + F("spent_answers_usd") + F("spent_judge_usd")
+        """Reserve `amount` against the cap in one conditional UPDATE; False if it won't fit
+        or the run is no longer active (after an overrun nothing new is reserved).
+
+        Integer arithmetic in nano-USD, so a reservation that exactly fills the cap fits.
+        The cap is the one the run was planned with (it never changes afterwards).
+        """
+        nano = to_nano(amount)
+        after = _nano_sum("reserved_usd", "spent_answers_usd", "spent_judge_usd", plus=nano)
+        fits = LessThanOrEqual(after, to_nano(self.cap_usd))
         return (
-            Run.objects.filter(pk=self.pk, cap_usd__gte=committed + amount).update(
-                reserved_usd=F("reserved_usd") + amount
+            Run.objects.filter(fits, pk=self.pk, status__in=self.ACTIVE).update(
+                reserved_usd=F("reserved_usd") + nano
             )
             == 1
         )
@@ -290,11 +349,18 @@ class Run(models.Model):
     def settle(
         self, reserved: Decimal, spent: Decimal | None, uncached: Decimal | None, *, judge: bool
     ) -> None:
-        """Release a reservation and record what the call cost (None: unknown usage)."""
+        """Release a reservation and record what the call cost (None: unknown usage).
+
+        The cost is recorded as reported even when it is above the reservation: what was
+        billed was billed. The runner stops the run when that happens.
+        """
         spent_field = "spent_judge_usd" if judge else "spent_answers_usd"
-        changes = {"reserved_usd": F("reserved_usd") - reserved}
+        changes = {}
+        if reserved:
+            changes["reserved_usd"] = F("reserved_usd") - to_nano(reserved)
         if spent:
-            changes[spent_field] = F(spent_field) + spent
+            changes[spent_field] = F(spent_field) + to_nano(spent)
         if uncached:
-            changes["uncached_usd"] = F("uncached_usd") + uncached
-        Run.objects.filter(pk=self.pk).update(**changes)
+            changes["uncached_usd"] = F("uncached_usd") + to_nano(uncached)
+        if changes:
+            Run.objects.filter(pk=self.pk).update(**changes)

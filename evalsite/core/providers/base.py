@@ -290,6 +290,8 @@ class Provider(Protocol):
 
     def reply_source(self, request: Request) -> str | None: ...
 
+    def output_token_limit(self, request: Request) -> int | None: ...
+
     def prepare(self, request: Request) -> Request: ...
 
     async def complete(self, request: Request, client: httpx.AsyncClient) -> Completion: ...
@@ -303,4 +305,10 @@ class CacheDefaults:
     cacheable = True
 
     def reply_source(self, request: Request) -> str | None:
+        return None
+
+    def output_token_limit(self, request: Request) -> int | None:
+        """The most output tokens a reply can report, when the provider knows better than
+        ``max_tokens`` (a scripted or fake reply, a command's capped output); None: a model
+        behind an API, trusted to keep to ``max_tokens`` (and stopped when it does not)."""
         return None

@@ -12,7 +12,10 @@ Environment: the program inherits evalsite's environment minus secrets: every va
 whose name ends in KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIALS, the database and
 Redis URLs, and each endpoint's key variable. ``EVALSITE_COMMAND_<NAME>_PASS_ENV`` lists
 (space- or comma-separated) variables to pass through anyway, e.g. ``OPENAI_API_KEY`` for a
-harness that calls a model itself. Usage is estimated as characters ÷ 4, like scripted.
+harness that calls a model itself. Usage is estimated as characters ÷ 4, like scripted; a
+reply is at most :data:`MAX_OUTPUT_BYTES` bytes, so at most that many characters, and its
+output tokens at most :meth:`CommandProvider.output_token_limit` — what a spend
+reservation holds for a call, since a program need not keep to ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import signal
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from evalsite.core.keys import SECRET_NAME, SECRET_VARIABLES
 from evalsite.core.providers.base import (
     Completion,
     ErrorKind,
@@ -42,8 +46,6 @@ if TYPE_CHECKING:
 
 MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 STDERR_TAIL_CHARS = 2000
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
-_SECRET_VARIABLES = {"DATABASE_URL", "EVALSITE_REDIS_URL"}
 
 
 def command_variable(name: str) -> str:
@@ -56,11 +58,11 @@ def child_environment(
 ) -> dict[str, str]:
     """``env`` without secret-looking variables, plus those ``…_PASS_ENV`` lets through."""
     passed = set(re.split(r"[\s,]+", env.get(command_variable(name) + "_PASS_ENV", "")))
-    secret = _SECRET_VARIABLES | {v for v in also_secret if v}
+    secret = SECRET_VARIABLES | {v for v in also_secret if v}
     return {
         key: value
         for key, value in env.items()
-        if key in passed or not (_SECRET_NAME.search(key) or key in secret)
+        if key in passed or not (SECRET_NAME.search(key) or key in secret)
     }
 
 
@@ -83,6 +85,12 @@ class CommandProvider(SchemaModes):
 
     def __repr__(self) -> str:
         return f"<CommandProvider {self.model_name}>"
+
+    def output_token_limit(self, request: Request) -> int:
+        """The most output tokens a reply can be counted at, whatever ``max_tokens`` says:
+        the estimate of a reply of :data:`MAX_OUTPUT_BYTES` characters (decoding never
+        makes more characters than bytes; a longer reply is refused as malformed)."""
+        return (MAX_OUTPUT_BYTES + 3) // 4  # estimate_tokens of that many characters
 
     @classmethod
     def from_env(

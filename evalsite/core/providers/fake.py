@@ -14,7 +14,9 @@ Nothing is random outside that hash.
   bias toward "1", so the two orders of a pair disagree and flips occur);
   :data:`JUDGE_PARSE_FAILURE_RATE` are prose. Other judge schemas (single-answer grading)
   get schema-valid JSON, with the same share of prose.
-- Usage: input ≈ characters of the messages ÷ 4, output ≈ characters of the text ÷ 4.
+- Usage: input ≈ characters of the messages ÷ 4, output ≈ characters of the text ÷ 4; the
+  text is known before the call, so a spend reservation holds its real size
+  (:meth:`FakeProvider.output_token_limit`).
 - ``simulated_latency_ms`` in :data:`LATENCY_MS`; slept only when built with ``sleep=True``.
 """
 
@@ -29,7 +31,13 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from evalsite.core.providers import fake_json
-from evalsite.core.providers.base import Completion, Request, estimated_completion
+from evalsite.core.providers.base import (
+    Completion,
+    Request,
+    clean_text,
+    estimate_tokens,
+    estimated_completion,
+)
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, SchemaModes
 
 if TYPE_CHECKING:
@@ -100,6 +108,11 @@ class FakeProvider(SchemaModes):
         if roll < self.rates.parse_failure + self.rates.schema_failure:
             return "schema_failure"
         return "json"
+
+    def output_token_limit(self, request: Request) -> int:
+        """The output tokens the completion of `request` will be counted at."""
+        request = self.prepare(request)
+        return estimate_tokens(clean_text(self._text(request, _seed(request))))
 
     async def complete(
         self, request: Request, client: httpx.AsyncClient | None = None

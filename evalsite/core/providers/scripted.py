@@ -19,7 +19,9 @@ numbered by repeat. The one retry after an unreadable reply is read from
 it gets the same item again. A single string stands for a one-item list.
 
 Usage is estimated like the fake's (characters ÷ 4), so a scripted model that has a price
-row can be costed; without a row it costs nothing. Schema mode is "prompted".
+row can be costed; without a row it costs nothing. The reply is known before the call, so a
+spend reservation holds its real size (:meth:`ScriptedProvider.output_token_limit`), not
+``max_tokens``. Schema mode is "prompted".
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from evalsite.core.providers.base import (
     ErrorKind,
     ProviderError,
     Request,
+    clean_text,
+    estimate_tokens,
     estimated_completion,
 )
 from evalsite.core.providers.prompted import SchemaModes
@@ -153,6 +157,15 @@ class ScriptedProvider(SchemaModes):
         if isinstance(item, ScriptedError):
             return f"error: {item.kind.value}: {item.message}: {item.retry_after}"
         return f"reply: {item}"
+
+    def output_token_limit(self, request: Request) -> int:
+        """The output tokens the reply to `request` will be counted at (0 for a scripted
+        failure or a missing entry: neither is a completion)."""
+        try:
+            item = self.replies.item(self.prepare(request))
+        except ProviderError:
+            return 0
+        return 0 if isinstance(item, ScriptedError) else estimate_tokens(clean_text(item))
 
     async def complete(
         self, request: Request, client: httpx.AsyncClient | None = None
