@@ -15,12 +15,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from evalsite.core import yamlsafe
 from evalsite.core.input_limits import MAX_INT_DIGITS
-from evalsite.core.problems import SuiteError
 from evalsite.core.yamlsafe import load_yaml
 from runs.models import Suite
 from runs.prices import ensure_default_table
+from tests.conftest import yaml_problems
 from tests.factories import make_price_table, make_suite_version, make_user, small_suite_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,29 +28,13 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 BIG = "9" * 5000
 TOO_LONG = "integer of 5,000 digits is too long (at most 4,300)"
 
-LOADERS = [yamlsafe.PureLoader]
-if hasattr(yamlsafe, "LibyamlLoader"):
-    LOADERS.append(yamlsafe.LibyamlLoader)
-
-
-@pytest.fixture(params=LOADERS, ids=lambda loader: loader.__name__)
-def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
-    monkeypatch.setattr(yamlsafe, "LOADER", request.param)
-    return request.param
-
-
-def _problems(data: bytes) -> list[str]:
-    with pytest.raises(SuiteError) as caught:
-        load_yaml(data, filename="s.yaml")
-    return [str(problem) for problem in caught.value.problems]
-
 
 # --- 11. integers over Python's 4,300-digit limit ---------------------------------------
 
 
 def test_an_over_long_integer_names_its_file_line_and_key(loader):
     data = f"suite: x\ntasks:\n  - id: a\n    vars: {{n: {BIG}}}\n".encode()
-    assert _problems(data) == [
+    assert yaml_problems(data) == [
         f"s.yaml:4: tasks[0].vars.n: {TOO_LONG}; quote it to keep it as text"
     ]
 
@@ -76,7 +59,7 @@ def test_an_integer_of_exactly_the_limit_still_loads(loader):
     ids=["negative", "underscores", "tagged", "hex", "binary", "sexagesimal"],
 )
 def test_every_spelling_of_an_over_long_integer_is_refused_before_it_is_built(loader, text):
-    [problem] = _problems(f"n: {text}\n".encode())
+    [problem] = yaml_problems(f"n: {text}\n".encode())
     assert re.fullmatch(
         r"s\.yaml:1: n: integer of [\d,]+ digits is too long \(at most 4,300\).*", problem
     )
@@ -87,7 +70,7 @@ def test_every_spelling_of_an_over_long_integer_is_refused_before_it_is_built(lo
     [("!!int abc", "int"), ("!!int ''", "int"), ("!!float x", "float"), ("!!bool maybe", "bool")],
 )
 def test_a_tagged_scalar_yaml_cannot_build_is_a_problem_not_a_crash(loader, text, kind):
-    [problem] = _problems(f"a:\n  b: {text}\n".encode())
+    [problem] = yaml_problems(f"a:\n  b: {text}\n".encode())
     assert problem.startswith("s.yaml:2: a.b: ") and f"is not a valid !!{kind}" in problem
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from evalsite.core import yamlsafe
 from evalsite.core.input_limits import MAX_BYTES, MAX_NODES
-from evalsite.core.problems import SuiteError
 from evalsite.core.yamlsafe import load_yaml
+from tests.conftest import yaml_problems
 
 BILLION_LAUGHS = b"""\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
@@ -23,23 +23,6 @@ h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
 i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 """
 
-LOADERS = [yamlsafe.PureLoader]
-if hasattr(yamlsafe, "LibyamlLoader"):
-    LOADERS.append(yamlsafe.LibyamlLoader)
-
-
-@pytest.fixture(params=LOADERS, ids=lambda loader: loader.__name__)
-def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
-    """Run a test under libyaml's parser and PyYAML's pure one: both must hold the bounds."""
-    monkeypatch.setattr(yamlsafe, "LOADER", request.param)
-    return request.param
-
-
-def problems(data: bytes) -> list[str]:
-    with pytest.raises(SuiteError) as caught:
-        load_yaml(data, filename="s.yaml")
-    return [str(problem) for problem in caught.value.problems]
-
 
 def test_lines_are_recorded_for_every_key_and_item(loader: type) -> None:
     doc = load_yaml(b"suite: x\ntasks:\n  - id: a\n    cases:\n      - id: b\n", filename="s.yaml")
@@ -52,7 +35,7 @@ def test_lines_are_recorded_for_every_key_and_item(loader: type) -> None:
 def test_billion_laughs_is_refused_in_milliseconds(loader: type) -> None:
     assert len(BILLION_LAUGHS) < 400
     started = time.perf_counter()
-    found = problems(BILLION_LAUGHS)
+    found = yaml_problems(BILLION_LAUGHS)
     assert time.perf_counter() - started < 0.5
     assert len(found) == 1
     assert "aliases expand past the limit" in found[0]
@@ -66,7 +49,7 @@ def test_small_aliases_and_merge_keys_load(loader: type) -> None:
 
 
 def test_alias_to_its_own_parent_is_refused(loader: type) -> None:
-    assert "refers to a node that contains it" in problems(b"a: &a [1, *a]\n")[0]
+    assert "refers to a node that contains it" in yaml_problems(b"a: &a [1, *a]\n")[0]
 
 
 @pytest.mark.parametrize(
@@ -77,7 +60,7 @@ def test_alias_to_its_own_parent_is_refused(loader: type) -> None:
 def test_ten_thousand_levels_of_nesting_are_refused_without_recursion(
     loader: type, data: bytes
 ) -> None:
-    found = problems(data)
+    found = yaml_problems(data)
     assert found == ["s.yaml:1: nesting is deeper than 64 levels"]
 
 
@@ -88,19 +71,19 @@ def test_nesting_at_the_limit_loads(loader: type) -> None:
 
 
 def test_a_file_over_the_size_bound_is_refused_before_decoding() -> None:
-    found = problems(b"\xff" * (MAX_BYTES + 1))  # invalid UTF-8 too: size is checked first
+    found = yaml_problems(b"\xff" * (MAX_BYTES + 1))  # invalid UTF-8 too: size is checked first
     assert found == [
         f"s.yaml: file is {MAX_BYTES + 1:,} bytes; the limit is {MAX_BYTES:,} bytes (5 MiB)"
     ]
 
 
 def test_duplicate_keys_name_both_lines(loader: type) -> None:
-    found = problems(b"suite: a\nversion: 1\nsuite: b\n")
+    found = yaml_problems(b"suite: a\nversion: 1\nsuite: b\n")
     assert found == ["s.yaml:3: suite: duplicate key 'suite' (lines 1 and 3)"]
 
 
 def test_duplicate_keys_in_nested_mappings_are_found(loader: type) -> None:
-    found = problems(b"tasks:\n  - id: a\n    prompt: x\n    prompt: y\n")
+    found = yaml_problems(b"tasks:\n  - id: a\n    prompt: x\n    prompt: y\n")
     assert found == ["s.yaml:4: tasks[0].prompt: duplicate key 'prompt' (lines 3 and 4)"]
 
 
@@ -110,31 +93,31 @@ def test_a_merged_key_overridden_explicitly_is_not_a_duplicate(loader: type) -> 
 
 
 def test_invalid_utf8_names_line_and_column() -> None:
-    found = problems(b"suite: a\nversion: 1\ndescription: caf\xe9\n")
+    found = yaml_problems(b"suite: a\nversion: 1\ndescription: caf\xe9\n")
     assert found == ["s.yaml:3: not valid UTF-8: byte 0xe9 at column 17"]
 
 
 def test_a_nul_byte_names_its_line() -> None:
-    assert problems(b"suite: a\ndescription: x\x00y\n") == [
+    assert yaml_problems(b"suite: a\ndescription: x\x00y\n") == [
         "s.yaml:2: NUL byte at column 15: suite files must be text"
     ]
 
 
 def test_an_escaped_nul_in_a_string_is_refused(loader: type) -> None:
-    assert problems(b'a: 1\nb: "x\\0y"\n') == [
+    assert yaml_problems(b'a: 1\nb: "x\\0y"\n') == [
         "s.yaml:2: b: text contains a NUL character (U+0000)"
     ]
 
 
 def test_a_lone_surrogate_escape_is_refused_with_its_line(loader: type) -> None:
-    found = problems(b'suite: a\ndescription: "bad \\ud800 here"\n')
+    found = yaml_problems(b'suite: a\ndescription: "bad \\ud800 here"\n')
     assert len(found) == 1
     assert found[0].startswith("s.yaml:2:")
     assert "surrogate" in found[0]
 
 
 def test_a_syntax_error_is_a_problem_with_line_and_column(loader: type) -> None:
-    found = problems(b"suite: a\ntasks: [1, 2\nversion: 1\n")
+    found = yaml_problems(b"suite: a\ntasks: [1, 2\nversion: 1\n")
     assert len(found) == 1
     assert found[0].startswith("s.yaml:")
     assert "YAML syntax error" in found[0]
@@ -143,13 +126,13 @@ def test_a_syntax_error_is_a_problem_with_line_and_column(loader: type) -> None:
 
 
 def test_python_tags_are_refused(loader: type) -> None:
-    found = problems(b"a: !!python/object/apply:os.system ['true']\n")
+    found = yaml_problems(b"a: !!python/object/apply:os.system ['true']\n")
     assert "could not determine a constructor" in found[0]
     assert found[0].startswith("s.yaml:1:")
 
 
 def test_keys_must_be_text(loader: type) -> None:
-    found = problems(b"vars:\n  yes: 1\n  2: x\n")
+    found = yaml_problems(b"vars:\n  yes: 1\n  2: x\n")
     assert found == [
         "s.yaml:2: vars: key 'yes' is read by YAML as bool; quote it to use it as a name",
         "s.yaml:3: vars: key '2' is read by YAML as int; quote it to use it as a name",
@@ -161,7 +144,7 @@ def test_timestamps_stay_as_the_text_written(loader: type) -> None:
 
 
 def test_non_json_values_are_refused(loader: type) -> None:
-    found = problems(b"a: .nan\nb: !!binary aGk=\n")
+    found = yaml_problems(b"a: .nan\nb: !!binary aGk=\n")
     assert found[0].startswith("s.yaml:1: a:")
     assert found[1].startswith("s.yaml:2: b: unsupported YAML value (bytes)")
 
@@ -180,7 +163,7 @@ def test_a_file_with_too_many_values_is_refused_before_it_is_built() -> None:
     # Only under the default loader: the pure-Python scanner alone takes seconds here.
     data = b"tasks: [" + b"1," * MAX_NODES + b"1]\n"
     started = time.perf_counter()
-    assert problems(data) == [
+    assert yaml_problems(data) == [
         "s.yaml:1: the file holds more than 200,000 values; split it or move cases to a file"
     ]
     assert time.perf_counter() - started < 10
