@@ -41,13 +41,13 @@ def failure_line(error: BaseException) -> str:
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         where = f" writing {error.filename}" if error.filename else ""
         return (
-            f"no space left on the disk{where}; free some space, and the run is finished "
-            "by the next `evalsite worker` (nothing finished is lost)"
+            f"no space left on the disk{where}; free some space: a run that had started is "
+            "finished by the next `evalsite worker` (nothing finished is lost)"
         )
     if "disk is full" in str(error) or "disk I/O error" in str(error):
         return (
-            f"the database could not be written ({error}); free some space, and the run is "
-            "finished by the next `evalsite worker` (nothing finished is lost)"
+            f"the database could not be written ({error}); free some space: a run that had "
+            "started is finished by the next `evalsite worker` (nothing finished is lost)"
         )
     return f"unexpected {type(error).__name__}: {error} (EVALSITE_TRACEBACK=1 shows where)"
 

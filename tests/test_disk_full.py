@@ -78,3 +78,19 @@ def test_a_full_disk_while_reporting_is_one_line_and_the_next_worker_finishes_th
             worker.wait(timeout=30)
         assert sqlite_rows(data, "select status from runs_run")[0][0] == "done"
         assert (disk / "support-desk" / run_id / "report.md").exists()
+
+
+def test_a_full_disk_under_the_database_is_one_line_and_exit_3(tmp_path):
+    with small_disk(tmp_path / "disk", size="6m") as disk:
+        env = cli_env(disk / "data")
+        assert subprocess.run([str(EVALSITE), "validate", DEMO], cwd=ROOT, env=env,
+                              capture_output=True).returncode == 0  # fmt: skip
+        fill(disk)
+        result = subprocess.run(
+            [str(EVALSITE), "run", DEMO, "--fake"], cwd=ROOT, env=env, capture_output=True,
+            text=True, timeout=300,
+        )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "free some space" in result.stderr
