@@ -51,9 +51,7 @@ def parse_cap(value: Any, *, what: str = "the cap") -> Decimal:
         raise MoneyError(f"{what} must be a positive number of USD")
     if amount > MAX_CAP_USD:
         raise MoneyError(f"{what} ${_shown(value)} is over the largest cap, ${MAX_CAP_USD:f}")
-    if amount != amount.quantize(_STEP):
-        raise MoneyError(f"{what} has more than {PLACES} decimal places: {_shown(value)}")
-    return amount.quantize(_STEP)
+    return _whole_micros(amount, value, what)
 
 
 def parse_rate(value: Any, *, what: str = "the price") -> Decimal:
@@ -63,6 +61,10 @@ def parse_rate(value: Any, *, what: str = "the price") -> Decimal:
         raise MoneyError(f"{what} must be 0 or more USD per million tokens")
     if amount > MAX_RATE_USD:
         raise MoneyError(f"{what} ${_shown(value)} per million tokens is over ${MAX_RATE_USD:f}")
+    return _whole_micros(amount, value, what)
+
+
+def _whole_micros(amount: Decimal, value: Any, what: str) -> Decimal:
     if amount != amount.quantize(_STEP):
         raise MoneyError(f"{what} has more than {PLACES} decimal places: {_shown(value)}")
     return amount.quantize(_STEP)
