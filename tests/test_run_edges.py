@@ -19,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EVALSITE = Path(sys.executable).parent / "evalsite"
 DEMO = "examples/support-desk.yaml"
+ACTIVE = ("queued", "running", "judging", "reporting")
 KEY_NAMES = ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
 
 SLOW_SUITE = """\
@@ -221,7 +222,7 @@ def test_a_sigkilled_cli_run_is_finished_or_closed_by_a_worker(tmp_path, cancel_
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 240  # a loaded machine: each call starts a python
-        while run_status(tmp_path, run_id) == "running" and time.monotonic() < deadline:
+        while run_status(tmp_path, run_id) in ACTIVE and time.monotonic() < deadline:
             time.sleep(0.5)
     finally:
         os.killpg(worker.pid, signal.SIGKILL)  # how a worker stops is tested elsewhere
