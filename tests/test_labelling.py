@@ -236,7 +236,10 @@ def test_members_labelling_at_once_lose_nothing_and_duplicate_nothing(run):
     def work(member):
         try:
             client = _client(member)
-            for _ in range(5):
+            # 4 members × 4 labels + 4 pairs open at once leave slack in the 24 pairs for
+            # two members racing to the same pair (both may label it; the overlap share the
+            # secret key picks can be small): at 5 each the queue could run dry
+            for _ in range(4):
                 page = client.get("/label/blind/").content.decode()
                 token = _token(page)
                 for _ in range(2):  # and a double submit each time
@@ -255,7 +258,7 @@ def test_members_labelling_at_once_lose_nothing_and_duplicate_nothing(run):
 
     assert not errors
     for member in members:
-        assert Label.objects.filter(labeller=member).count() == 5
+        assert Label.objects.filter(labeller=member).count() == 4
     per_member = Counter(
         Label.objects.values_list("labeller_id", "task_id", "case_id", "baseline_sha")
     )
