@@ -40,7 +40,7 @@ from evalsite.core.pairsets import (
     pairset_name,
     parse_pairset,
 )
-from evalsite.core.plan import EstimateLine, input_tokens, max_output_tokens
+from evalsite.core.plan import EstimateLine, call_hash, input_tokens, max_output_tokens
 from evalsite.core.pricing import Usage, call_cost, suggest, unknown_model_message
 from evalsite.core.problems import Problem
 from evalsite.core.prompts import render_messages
@@ -56,7 +56,7 @@ from evalsite.core.suite_schema import MODEL
 from evalsite.core.suites import Suite, SuiteError, parse_suite
 from labels.models import PairSet, PairSetItem, PairSetJudgeRun
 from runs.calibration import run_calibration
-from runs.judging import judge_hash, pair_requests, task_text
+from runs.judging import pair_requests, task_text
 from runs.models import (
     Answer,
     CachedResponse,
@@ -265,7 +265,7 @@ def judge_requests(
 def _estimate(requests: list[Request], provider: Provider, row) -> dict:
     """The pre-flight estimate of the judge calls not already cached: prompt characters ÷ 4
     in, ``max_tokens`` out (the planner's rule), priced by the judge's row."""
-    hashes = [judge_hash(request, provider) for request in requests]
+    hashes = [call_hash(request, provider) for request in requests]
     cached = set(
         CachedResponse.objects.filter(request_hash__in=hashes).values_list(
             "request_hash", flat=True

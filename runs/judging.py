@@ -43,11 +43,6 @@ DEFAULT_JUDGE_MAX_TOKENS = 400
 RATIONALE_CHARS = 4000
 
 
-def judge_hash(request: Request, provider: Provider) -> str:
-    """The cache key of a judge call, computed as for answers."""
-    return call_hash(request, provider)
-
-
 def prepare_judging(run: Run, judge: Provider | None) -> None:
     """Score the answers, form the pairs and queue the judge calls of `run`."""
     score_run(run)
@@ -219,7 +214,7 @@ def _judgement(run, request: Request, judge: Provider, judge_model: str, **field
         case_id=request.case_id,
         repeat=request.repeat,
         request=request.to_json(),
-        request_hash=judge_hash(request, judge),
+        request_hash=call_hash(request, judge),
         **fields,
     )
 

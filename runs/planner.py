@@ -118,7 +118,7 @@ def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
         raise PlanError(f"--only: {error}") from None
     _check_sandbox(suite, cells)
     providers = _providers(contestants, endpoints, replies, options, keys)
-    hashes = [cell_hash(cell, providers[cell.contestant]) for cell in cells]
+    hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
     cached = _cached(hashes, options.no_cache, [providers[c.contestant] for c in cells])
     estimate = _estimate(suite, cells, contestants, cached, rows, providers, judge_model)
     cap = options.max_cost or _suite_cap(suite) or options.default_cap
@@ -279,10 +279,6 @@ def _providers(contestants, endpoints, replies, options: RunOptions, keys) -> di
         except ProviderError as error:
             raise PlanError(str(error)) from None
     return providers
-
-
-def cell_hash(cell: Cell, provider: Provider) -> str:
-    return call_hash(cell.request, provider)
 
 
 def _cached(hashes: list[str], no_cache: bool, providers: list[Provider]) -> list[bool]:

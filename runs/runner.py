@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from evalsite.core.keys import held_secrets, without_secrets
 from evalsite.core.pacing import MAX_ATTEMPTS, Limits, ModelGate, backoff_delay
-from evalsite.core.plan import WorstCase, worst_case
+from evalsite.core.plan import WorstCase, call_hash, worst_case
 from evalsite.core.pricing import PriceRow, Usage, call_cost, to_nano
 from evalsite.core.providers import (
     Completion,
@@ -49,7 +49,7 @@ from evalsite.core.providers import (
     make_client,
 )
 from evalsite.core.providers.base import Request
-from runs.judging import finish_judging, judge_hash, prepare_judging, read_judgement
+from runs.judging import finish_judging, prepare_judging, read_judgement
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.planner import endpoint_configs
 from runs.reporting import write_partial_report, write_report
@@ -464,7 +464,7 @@ class Shard:
             return {}
         fields = read_judgement(call, text)
         if fields.get("status") == Call.Status.PENDING:
-            fields["request_hash"] = judge_hash(Request(**fields["request"]), self._provider(call))
+            fields["request_hash"] = call_hash(Request(**fields["request"]), self._provider(call))
             fields["first_cached"] = cached
         return fields
 
