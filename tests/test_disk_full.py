@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.conftest import EVALSITE, ROOT, cli_env, sqlite_rows
+from tests.engine.conftest import EVALSITE, ROOT, cli_env, evalsite, sqlite_rows
 
 DEMO = "examples/support-desk.yaml"
 
@@ -45,15 +45,11 @@ def fill(disk: Path) -> Path:
 def test_a_full_disk_while_reporting_is_one_line_and_the_next_worker_finishes_the_run(tmp_path):
     data = tmp_path / "data"
     env = cli_env(data)
-    assert subprocess.run([str(EVALSITE), "validate", DEMO], cwd=ROOT, env=env,
-                          capture_output=True).returncode == 0  # fmt: skip
+    assert evalsite(data, "validate", DEMO).returncode == 0
     with small_disk(tmp_path / "disk") as disk:
         (data / "reports").symlink_to(disk)
         filler = fill(disk)
-        result = subprocess.run(
-            [str(EVALSITE), "run", DEMO, "--fake"], cwd=ROOT, env=env, capture_output=True,
-            text=True, timeout=300,
-        )  # fmt: skip
+        result = evalsite(data, "run", DEMO, "--fake", timeout=300)
 
         assert result.returncode == 3, result.stderr
         assert "Traceback" not in result.stderr
@@ -82,14 +78,9 @@ def test_a_full_disk_while_reporting_is_one_line_and_the_next_worker_finishes_th
 
 def test_a_full_disk_under_the_database_is_one_line_and_exit_3(tmp_path):
     with small_disk(tmp_path / "disk", size="6m") as disk:
-        env = cli_env(disk / "data")
-        assert subprocess.run([str(EVALSITE), "validate", DEMO], cwd=ROOT, env=env,
-                              capture_output=True).returncode == 0  # fmt: skip
+        assert evalsite(disk / "data", "validate", DEMO).returncode == 0
         fill(disk)
-        result = subprocess.run(
-            [str(EVALSITE), "run", DEMO, "--fake"], cwd=ROOT, env=env, capture_output=True,
-            text=True, timeout=300,
-        )  # fmt: skip
+        result = evalsite(disk / "data", "run", DEMO, "--fake", timeout=300)
     assert result.returncode == 3, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("error: ")
