@@ -19,22 +19,12 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from evalsite.core.calibration import SUITE_FILE, PairIndex, match_labels
-from evalsite.core.report.build import calibration_summary
+from evalsite.core.calibration import SUITE_FILE
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
-from evalsite.core.stats import seed_from
-from evalsite.core.stats.record import jsonable
 from labels import queue
 from labels.lab import LabError, import_suite_pairs
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.calibration import (
-    DEFAULT_MIN_KAPPA,
-    DEFAULT_MIN_LABELS,
-    pair_rows,
-    pair_view,
-    run_labels,
-    suite_calibration,
-)
+from runs.calibration import calibration_of, suite_calibration
 from runs.judging import task_text
 from runs.models import Label, Run, Suite
 from runs.scoring import stored_suite
@@ -218,19 +208,13 @@ def _still_to_label(request: HttpRequest, suite: Suite, run: Run | None) -> froz
 def _tables_as_seen(run: Run, user, hidden: frozenset) -> dict:
     """The per-labeller and human-human tables over the labels `user` may see: all but
     other people's labels of the pairs in `hidden` (suite-file labels are in the file)."""
-    core = stored_suite(run.suite_version)
     me = user.get_username()
-    labels = [
-        label
-        for label in run_labels(run, core)
-        if label.source == SUITE_FILE or label.labeller == me or _key(label) not in hidden
-    ]
-    index = PairIndex(pair_view(row) for row in pair_rows(run))
-    seen = calibration_summary(
-        match_labels(index, labels), min_kappa=DEFAULT_MIN_KAPPA,
-        min_labels=DEFAULT_MIN_LABELS, seed=seed_from(run.suite_version.sha256),
-    )  # fmt: skip
-    return jsonable({"labellers": seen["labellers"], "humans": seen["humans"]})
+
+    def visible(label) -> bool:
+        return label.source == SUITE_FILE or label.labeller == me or _key(label) not in hidden
+
+    seen = calibration_of(run, keep=visible)
+    return {"labellers": seen["labellers"], "humans": seen["humans"]}
 
 
 def _key(label) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ and the :class:`~runs.models.Label` rows members give in the browser or import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import transaction
@@ -67,11 +67,15 @@ def pair_view(row: dict) -> PairView:
     )
 
 
-def run_calibration(run: Run, suite: CoreSuite | None = None) -> Calibration:
-    """The labels that apply to `run`'s pairs, matched (SPEC §10.1): each judgement once."""
+def run_calibration(
+    run: Run, suite: CoreSuite | None = None, *, keep: Callable[[LabelView], bool] | None = None
+) -> Calibration:
+    """The labels that apply to `run`'s pairs, matched (SPEC §10.1): each judgement once;
+    with `keep`, only the labels it keeps (what one member may see)."""
     suite = suite or stored_suite(run.suite_version)
     index = _INDEXES.get(run, lambda: PairIndex(pair_view(row) for row in pair_rows(run)))
-    return match_labels(index, run_labels(run, suite))
+    labels = run_labels(run, suite)
+    return match_labels(index, labels if keep is None else filter(keep, labels))
 
 
 def run_labels(run: Run, suite: CoreSuite) -> list[LabelView]:
@@ -166,13 +170,15 @@ def is_stale(run: Run, current: dict[str, str] | None) -> bool:
     return current is not None and run.judge_config != current
 
 
-def calibration_of(run: Run, *, brief: bool = False) -> dict[str, Any]:
+def calibration_of(
+    run: Run, *, brief: bool = False, keep: Callable[[LabelView], bool] | None = None
+) -> dict[str, Any]:
     """The calibration section of `run` with every label given so far (the report's own,
     recomputed), with the judge configuration it measures."""
     core = stored_suite(run.suite_version)
     judge = core.judge
     summary = calibration_summary(
-        run_calibration(run, core),
+        run_calibration(run, core, keep=keep),
         min_kappa=judge.min_kappa if judge else DEFAULT_MIN_KAPPA,
         min_labels=judge.min_labels if judge else DEFAULT_MIN_LABELS,
         seed=seed_from(run.suite_version.sha256),
