@@ -61,10 +61,7 @@ def launch(plan: Plan, *, user, form_nonce: str = "") -> tuple[Run, bool]:
             ).first()
             if earlier is not None:
                 return earlier, False
-        run = store_plan(plan, user=user)
-        if submission:
-            run.options["form_submission"] = submission
-            Run.objects.filter(pk=run.pk).update(options=run.options)
+        run = store_plan(plan, user=user, form_submission=submission)
         if run.status != Run.Status.REFUSED:
             enqueue_run(run, shards=MAX_SHARDS)
     return run, True

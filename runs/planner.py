@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import os
 import secrets
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -40,6 +41,7 @@ from evalsite.core.providers import (
 from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suites import Suite, parse_contestant
 from runs.models import Answer, CachedResponse, Endpoint, PriceTable, Run, SuiteVersion
+from runs.models.run import StoredOptions
 from runs.prices import NoActivePriceTable, active_table
 from runs.scoring import sandbox_or_none
 
@@ -269,16 +271,31 @@ def _providers(contestants, endpoints, replies, options: RunOptions, keys) -> di
         env = {name: "dry-run: not set" for name in keys} | {
             name: value for name, value in env.items() if value.strip()
         }
-    providers = {}
-    for contestant in contestants:
-        model = parse_contestant(contestant).model
-        try:
-            providers[contestant] = build_provider(
-                model, env=env, endpoints=endpoints, replies=replies, fake=options.fake
-            )
-        except ProviderError as error:
-            raise PlanError(str(error)) from None
-    return providers
+    models = {contestant: parse_contestant(contestant).model for contestant in contestants}
+    try:
+        built = build_providers(
+            models.values(), env=env, endpoints=endpoints, replies=replies, fake=options.fake
+        )
+    except ProviderError as error:
+        raise PlanError(str(error)) from None
+    return {contestant: built[model] for contestant, model in models.items()}
+
+
+def build_providers(
+    models: Iterable[str],
+    *,
+    env: Mapping[str, str],
+    endpoints: Mapping[str, EndpointConfig],
+    replies: ScriptedReplies | None,
+    fake: bool,
+) -> dict[str, Provider]:
+    """One provider per model, as the planner hashes its calls and the runner makes them
+    (the same arguments, so the same cache keys); ProviderError(CONFIG) if one cannot be
+    built here (a missing key, a scripted model without replies)."""
+    return {
+        model: build_provider(model, env=env, endpoints=endpoints, replies=replies, fake=fake)
+        for model in dict.fromkeys(models)
+    }
 
 
 def _cached(hashes: list[str], no_cache: bool, providers: list[Provider]) -> list[bool]:
@@ -339,8 +356,9 @@ def new_run_id(suite_hash: str, contestants: list[str]) -> str:
 
 
 @transaction.atomic
-def store_plan(plan: Plan, *, user=None) -> Run:
-    """The Run and its pending Answer rows; a run over its cap is stored as refused."""
+def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
+    """The Run and its pending Answer rows; a run over its cap is stored as refused.
+    `form_submission` is the launch form's token (runs.launch), when it came from one."""
     options = plan.options
     run = Run.objects.create(
         id=new_run_id(plan.version.sha256, plan.contestants),
@@ -349,7 +367,7 @@ def store_plan(plan: Plan, *, user=None) -> Run:
         judge=judge_config(plan.suite, plan.judge_model) if plan.judge_model else {},
         repeats=options.repeats or plan.suite.repeats,
         price_table=plan.table,
-        options=_stored_options(plan),
+        options=_stored_options(plan, form_submission),
         label=options.label,
         estimate=plan.estimate,
         cap_usd=plan.cap,
@@ -373,17 +391,18 @@ def store_plan(plan: Plan, *, user=None) -> Run:
     return run
 
 
-def _stored_options(plan: Plan) -> dict:
+def _stored_options(plan: Plan, form_submission: str) -> dict:
     """What a worker needs to redo the plan; never a key (keys come from its environment)."""
     options = plan.options
     replies = options.replies or (str(plan.suite.replies_path) if plan.suite.replies_path else "")
-    return {
-        "fake": options.fake,
-        "no_cache": options.no_cache,
-        "replies": str(Path(replies).resolve()) if replies else "",
-        "only": ",".join(options.only),
-        "concurrency": options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
-    }
+    return StoredOptions(
+        fake=options.fake,
+        no_cache=options.no_cache,
+        replies=str(Path(replies).resolve()) if replies else "",
+        only=tuple(options.only),
+        concurrency=options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
+        form_submission=form_submission,
+    ).to_json()
 
 
 def _over_cap_message(plan: Plan) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -64,6 +65,36 @@ def _nano_sum(*names: str, plus: int = 0) -> ExpressionWrapper:
     for name in names[1:]:
         total = total + F(name)
     return ExpressionWrapper(total + plus, output_field=models.BigIntegerField())
+
+
+@dataclass(frozen=True)
+class StoredOptions:
+    """How a run was asked to go, as stored on it (``Run.options``): what any worker needs to
+    redo its plan, and what the report says to reproduce it. Never a key: keys come from the
+    environment of the process that makes the calls."""
+
+    fake: bool = False
+    no_cache: bool = False
+    replies: str = ""  # the absolute path of the scripted replies file, or ""
+    only: tuple[str, ...] = ()  # task or task/case selectors; () for the whole suite
+    concurrency: int | None = None  # calls in flight per model across the run's shards
+    form_submission: str = ""  # the launch form's token, so a resubmission is one run
+
+    @classmethod
+    def from_json(cls, data: dict) -> StoredOptions:
+        concurrency = data.get("concurrency")
+        return cls(
+            fake=bool(data.get("fake")),
+            no_cache=bool(data.get("no_cache")),
+            replies=data.get("replies") or "",
+            only=tuple(filter(None, (data.get("only") or "").split(","))),
+            concurrency=int(concurrency) if concurrency else None,
+            form_submission=data.get("form_submission") or "",
+        )
+
+    def to_json(self) -> dict:
+        # `only` is stored comma-joined, "" for the whole suite (RunQuerySet.whole_suite).
+        return asdict(self) | {"only": ",".join(self.only)}
 
 
 class RunQuerySet(models.QuerySet):
@@ -219,6 +250,11 @@ class Run(models.Model):
     spent_judge_usd = MoneyField(default=Decimal(0))
     uncached_usd = MoneyField(default=Decimal(0))
     cost_incomplete = models.BooleanField(default=False)
+    stopped_models = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Models that refused a call of this run (auth, bad request): not called again.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -263,8 +299,12 @@ class Run(models.Model):
         }
 
     @property
+    def stored_options(self) -> StoredOptions:
+        return StoredOptions.from_json(self.options)
+
+    @property
     def simulated(self) -> bool:
-        return bool(self.options.get("fake"))
+        return self.stored_options.fake
 
     @property
     def exit_code(self) -> ExitCode:
@@ -326,6 +366,16 @@ class Run(models.Model):
         )
         self.refresh_from_db(fields=["cancel_requested"])
         return changed == 1
+
+    def stop_models(self, models: set[str]) -> None:
+        """Record that `models` refused a call (auth, bad request), so no shard calls them
+        again in this run. Read, merged and written under the row's lock (the caller's
+        transaction: IMMEDIATE on SQLite, the row lock on PostgreSQL)."""
+        current = Run.objects.select_for_update().values_list("stopped_models", flat=True)
+        known = set(current.get(pk=self.pk))
+        if not models <= known:
+            self.stopped_models = sorted(known | models)
+            Run.objects.filter(pk=self.pk).update(stopped_models=self.stopped_models)
 
     # --- spend: a reservation, not a check (SPEC §6.4) -----------------------------------
 

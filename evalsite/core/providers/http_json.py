@@ -83,14 +83,21 @@ class HttpAdapter(SchemaModes):
 def make_client(
     *, transport: httpx.AsyncBaseTransport | None = None, max_connections: int = 64
 ) -> httpx.AsyncClient:
-    """The shared AsyncClient. Tests pass ``httpx.MockTransport``.
+    """The shared AsyncClient, at most ``max_connections`` open at once. Tests pass
+    ``httpx.MockTransport``; otherwise requests go through aiohttp's connection pool.
 
-    Keep ``max_connections`` at 64 or below: httpx 0.28 degrades sharply above that
-    (FIELD-NOTES "Throughput"). Redirects are not followed; each call sets its own timeout.
+    httpx's own pool (httpcore) scans every connection for every queued request and
+    collapses above about 64 connections: 17 × the ideal time at 256 on this machine,
+    against 1.27 × through aiohttp's pool behind the same httpx API (docs/performance.md).
+    Redirects are not followed; each call sets its own timeout.
     """
     limits = httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=max_connections
     )
+    if transport is None:
+        from httpx_aiohttp import AiohttpTransport  # aiohttp: 55 ms of import, for calls only
+
+        transport = AiohttpTransport(limits=limits)
     return httpx.AsyncClient(
         transport=transport,
         limits=limits,
@@ -140,7 +147,10 @@ async def _send(
     try:
         async with asyncio.timeout(timeout_s):
             return await client.post(url, headers=dict(headers), json=body, timeout=timeout_s)
-    except (TimeoutError, httpx.TimeoutException):
+    except (TimeoutError, httpx.TimeoutException) as error:
+        if _dropped(error):
+            message = scrub(f"{provider}: connection lost: {error.__cause__}", secrets)
+            raise ProviderError(ErrorKind.NETWORK, message) from None
         message = f"{provider}: no reply within {timeout_s:g}s"
         raise ProviderError(ErrorKind.TIMEOUT, message) from None
     except httpx.UnsupportedProtocol:
@@ -151,6 +161,17 @@ async def _send(
         raise ProviderError(ErrorKind.NETWORK, message) from None
     except httpx.InvalidURL as error:
         raise ProviderError(ErrorKind.CONFIG, f"{provider}: bad URL: {error}") from None
+
+
+def _dropped(error: Exception) -> bool:
+    """A connection aiohttp lost (refused, reset, closed by the server) that the transport
+    reports as httpx's ConnectTimeout: a network error, not a timeout."""
+    import aiohttp  # already imported by the transport when it raised this
+
+    cause = error.__cause__
+    return isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(
+        cause, aiohttp.ServerTimeoutError | TimeoutError
+    )
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

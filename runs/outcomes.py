@@ -1,0 +1,196 @@
+"""What a finished call writes: its row's new fields and what it does to the run's money.
+
+The runner builds an :class:`Outcome` the moment a call ends (a reply, an error, a cache
+hit, a skip, a call given back unsent); the shard's writer (:mod:`runs.writer`) stores
+many of them in one transaction. Building them is plain Python: nothing here touches the
+database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from evalsite.core.keys import without_secrets
+from evalsite.core.plan import WorstCase, call_hash
+from evalsite.core.pricing import PriceRow, Usage, call_cost, to_nano
+from evalsite.core.providers import Completion, Provider, ProviderError
+from evalsite.core.providers.base import Request
+from runs.judging import read_judgement
+from runs.models import CachedResponse, Call
+
+
+@dataclass
+class Outcome:
+    """One call's end. ``values`` is None for a call given back unsent (it goes back to
+    pending with its reservation returned); otherwise the fields its row gets while the
+    shard still holds its claim.
+
+    ``reserved`` is released when the row is written. ``spent`` was billed by the
+    provider, so it is recorded even when the claim was lost meanwhile (what was billed
+    was billed); ``uncached`` (what it would have cost without the cache) only with the
+    row. ``overrun`` is the abort detail of a call that cost more than was reserved for it.
+    """
+
+    call: Call
+    values: dict | None
+    reserved: Decimal = Decimal(0)
+    spent: Decimal | None = None
+    uncached: Decimal | None = None
+    cache_row: CachedResponse | None = None
+    incomplete: bool = False  # a priced call whose usage could not be costed
+    overrun: str = ""
+    stops_model: str = ""  # the model that refused this call: not called again this run
+    urgent: bool = field(default=False)  # written at once: it stops the run or a model
+
+
+def given_back(call: Call) -> Outcome:
+    return Outcome(call, None)
+
+
+def done(
+    call: Call,
+    provider: Provider,
+    completion: Completion,
+    *,
+    latency_ms: int,
+    worst: WorstCase,
+    row: PriceRow | None,
+    secrets: tuple[str, ...],
+) -> Outcome:
+    usage = completion.usage
+    cost, incomplete = _cost(row, usage)
+    values = _usage_fields(usage) | {
+        # an answer echoing a key this process holds is stored without it
+        "text": without_secrets(completion.text, secrets),
+        "finish_reason": completion.finish_reason or "",
+        "schema_mode": completion.schema_mode or "",
+        "latency_ms": latency_ms,
+    }
+    cache_row = None
+    if provider.cacheable:
+        cache_row = CachedResponse(
+            request_hash=call.request_hash,
+            provider=provider.name,
+            model=call.model,
+            task_id=call.task_id,
+            provider_model=completion.provider_model or "",
+            **values,
+        )
+    values |= {"cost_usd": cost, "cost_if_uncached_usd": cost, "status": Call.Status.DONE}
+    values |= _earlier_attempt(call, cost, values)
+    values |= _read(call, values["text"], provider)
+    overrun = ""
+    if cost is not None and to_nano(cost) > to_nano(worst.cost_usd):
+        overrun = _overrun_detail(call.model, usage, cost, worst)
+    return Outcome(
+        call,
+        values,
+        reserved=worst.cost_usd,
+        spent=cost,
+        uncached=cost,
+        cache_row=cache_row,
+        incomplete=incomplete,
+        overrun=overrun,
+        urgent=bool(overrun),
+    )
+
+
+def cached(call: Call, hit: CachedResponse, provider: Provider, row: PriceRow | None) -> Outcome:
+    usage = (
+        None
+        if hit.input_tokens is None
+        else Usage(hit.input_tokens, hit.output_tokens or 0, hit.cached_input_tokens or 0)
+    )
+    cost, _ = _cost(row, usage)
+    values = _usage_fields(usage) | {
+        "status": Call.Status.DONE,
+        "text": hit.text,
+        "finish_reason": hit.finish_reason,
+        "schema_mode": hit.schema_mode,
+        "latency_ms": hit.latency_ms,
+        "cached": True,
+        "cost_usd": Decimal(0) if cost is not None else None,
+        "cost_if_uncached_usd": cost,
+    }
+    values |= _read(call, hit.text, provider, cached=True)
+    return Outcome(call, values, uncached=cost)
+
+
+def failed(call: Call, error: ProviderError, reserved: Decimal) -> Outcome:
+    values = {
+        "status": Call.Status.ERROR,
+        "error_kind": error.kind.value,
+        "error_message": str(error.message)[:2000],
+    }
+    stops = call.model if error.stops_model else ""
+    return Outcome(call, values, reserved=reserved, stops_model=stops, urgent=bool(stops))
+
+
+def skipped(call: Call, reserved: Decimal) -> Outcome:
+    message = f"not called: {call.model} refused an earlier call of this run (auth or bad request)"
+    values = {"status": Call.Status.ERROR, "error_kind": "skipped", "error_message": message}
+    return Outcome(call, values, reserved=reserved)
+
+
+def _cost(row: PriceRow | None, usage: Usage | None) -> tuple[Decimal | None, bool]:
+    if row is None:
+        return None, False  # not priced (scripted/command without a row)
+    cost = call_cost(row, usage)
+    return cost, cost is None
+
+
+def _read(call: Call, text: str, provider: Provider, *, cached: bool = False) -> dict:
+    """A judge reply read into its fields; an unreadable first reply sends the call back
+    to pending as its one retry: a new request (the reply and a reminder appended), so
+    the cached unreadable reply can never come back, while an identical later run still
+    finds the retry's own reply in the cache."""
+    if not call.is_judge_call:
+        return {}
+    fields = read_judgement(call, text)
+    if fields.get("status") == Call.Status.PENDING:
+        fields["request_hash"] = call_hash(Request(**fields["request"]), provider)
+        fields["first_cached"] = cached
+    return fields
+
+
+def _earlier_attempt(call: Call, cost: Decimal | None, fields: dict) -> dict:
+    """A judge call asked again keeps the first reply's cost and tokens on its row, added to
+    the retry's, so the row accounts for both calls."""
+    if not getattr(call, "retried", False):
+        return {}
+    summed = {}
+    for name, now in (("cost_usd", cost), ("input_tokens", fields.get("input_tokens")),
+                      ("output_tokens", fields.get("output_tokens"))):  # fmt: skip
+        before = getattr(call, name)
+        if before is not None and now is not None:
+            summed[name] = before + now
+    if "cost_usd" in summed:
+        summed["cost_if_uncached_usd"] = summed["cost_usd"]
+    return summed
+
+
+def _overrun_detail(model: str, usage: Usage, cost: Decimal, worst: WorstCase) -> str:
+    if usage.output_tokens > worst.output_tokens:
+        what = (
+            f"{usage.output_tokens} output tokens, more than the "
+            f"{worst.output_tokens} it was allowed"
+        )
+    else:
+        reported = usage.input_tokens + usage.cached_input_tokens
+        what = f"{reported} input tokens, more than the {worst.input_tokens} it could send"
+    return (
+        f"stopped: a call to {model} reported {what}; it cost ${cost:.6f} against the "
+        f"${worst.cost_usd:.6f} reserved. No call is reserved after it; the calls already "
+        "in flight are kept and paid for, as are the finished answers"
+    )
+
+
+def _usage_fields(usage: Usage | None) -> dict:
+    if usage is None:
+        return {"input_tokens": None, "output_tokens": None, "cached_input_tokens": None}
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+    }

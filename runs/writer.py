@@ -1,0 +1,115 @@
+"""A shard's finished calls, written behind the calls in small batches.
+
+Each call's outcome is kept in memory for at most ``FLUSH_S`` (or until ``FLUSH_ROWS`` are
+waiting) and then written with the others in one transaction: the cache rows, each row's
+fields (only while this shard still holds its claim), the reservations released and the
+spend recorded on the run, models that refused a call, an overrun's abort. A call that
+stops the run or a model is written at once.
+
+The crash window this adds: a shard killed outright loses the outcomes it had not written
+yet, at most ``FLUSH_S`` worth of calls (and never more than ``FLUSH_ROWS``). Their rows are
+still claimed, with their reservations; when the lease runs out they go back to pending and
+are called again, the reservations returned, so the run's accounting stays exact: a lost
+call is neither counted nor paid for twice in the database (the provider may have billed
+it, as it would a call in flight at the kill).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+
+from runs.models import CachedResponse, Run
+from runs.outcomes import Outcome
+
+if TYPE_CHECKING:
+    from runs.runner import Shard
+
+FLUSH_S = 0.02
+FLUSH_ROWS = 200
+
+
+class Writer:
+    def __init__(self, shard: Shard) -> None:
+        self.shard = shard
+        self.waiting: list[Outcome] = []
+        self.failure: BaseException | None = None
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._task = asyncio.create_task(self._write_behind())
+
+    def add(self, outcome: Outcome) -> None:
+        self.waiting.append(outcome)
+        if outcome.urgent or len(self.waiting) >= FLUSH_ROWS:
+            self._wake.set()
+
+    async def flush(self) -> None:
+        """Write what is waiting now; raises what writing raised (here or behind)."""
+        async with self._lock:
+            if self.failure is not None:
+                raise self.failure
+            batch, self.waiting = self.waiting, []
+            if batch:
+                try:
+                    await self.shard.db(self.write)(batch)
+                except BaseException as error:
+                    self.failure = error
+                    raise
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        await self._task
+        await self.flush()
+
+    async def _write_behind(self) -> None:
+        while not self._closed and self.failure is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), FLUSH_S)
+            self._wake.clear()
+            try:
+                await self.flush()
+            except BaseException:  # noqa: BLE001 - kept in self.failure, raised by the shard
+                return
+
+    @transaction.atomic
+    def write(self, batch: list[Outcome]) -> None:
+        shard = self.shard
+        run: Run = shard.run_row
+        calls = shard.calls.objects.filter(run_id=run.pk)
+        judge = shard.judging
+        caches = [o.cache_row for o in batch if o.cache_row is not None]
+        if caches:
+            CachedResponse.objects.bulk_create(caches, ignore_conflicts=True)
+        back = [o.call.pk for o in batch if o.values is None]
+        if back:
+            calls.filter(pk__in=back).give_back(run, shard.token, judge=judge)
+        finished = [o for o in batch if o.values is not None]
+        kept = calls.finish_claimed(shard.token, {o.call.pk: o.values for o in finished})
+        # A lost claim's reservation was returned by whoever reclaimed it; the spend stands,
+        # as reported even above the reservation: what was billed was billed.
+        mine = [o for o in finished if o.call.pk in kept]
+        run.settle(
+            _total(o.reserved for o in mine),
+            _total(o.spent for o in finished),
+            _total(o.uncached for o in mine),
+            judge=judge,
+        )
+        if any(o.incomplete for o in finished):
+            Run.objects.filter(pk=run.pk).update(cost_incomplete=True)
+        stopped = {o.stops_model for o in finished if o.stops_model}
+        if stopped:
+            run.stop_models(stopped)
+        overrun = next((o.overrun for o in finished if o.overrun), "")
+        if overrun:
+            # In the same transaction as the spend, so no shard reserves after it.
+            run.finish(Run.Status.ABORTED_OVER_BUDGET, overrun)
+
+
+def _total(amounts) -> Decimal:
+    return sum((amount for amount in amounts if amount), Decimal(0))
