@@ -337,13 +337,14 @@ class Shard:
             try:
                 return await self._attempts(call, provider, request, client, worst)
             finally:
-                first.set()
-        if not first.is_set():
-            await first.wait()
-            # It waited for that first call: has the run stopped meanwhile (an overrun in
-            # any shard, a cancel)? Then it is given back unsent.
-            self._checked_at = 0.0
-            await self._check_stop()
+                # The calls waiting for it go on only if the run has not stopped meanwhile
+                # (an overrun in any shard, a cancel): looked up once, for all of them.
+                self._checked_at = 0.0
+                try:
+                    await self._check_stop()
+                finally:
+                    first.set()
+        await first.wait()
         if call.model in self.stopped_models:
             return outcomes.skipped(call, worst.cost_usd)
         if self.stopping:
