@@ -156,7 +156,9 @@ Q_CLUSTER = {
     "max_attempts": 3,
     "save_limit": 0,
     "catch_up": False,
-    "poll": 0.5,
+    # How often an idle worker asks the ORM broker for a task: a run waits up to this long
+    # to start (one cheap query a poll per worker process).
+    "poll": 0.1,
     "label": "Background tasks",
 }
 # Calls in flight per model across a run (split between its shards).

@@ -27,6 +27,7 @@ import os
 import random
 import time
 import uuid
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 
@@ -40,11 +41,13 @@ from evalsite.core.pacing import MAX_ATTEMPTS, Limits, ModelGate, backoff_delay
 from evalsite.core.plan import WorstCase, worst_case
 from evalsite.core.pricing import PriceRow
 from evalsite.core.providers import (
+    Completion,
     Provider,
     ProviderError,
     RepliesFileError,
     ScriptedReplies,
     make_client,
+    prepare_client,
 )
 from evalsite.core.providers.base import Request
 from runs import outcomes
@@ -61,6 +64,18 @@ POLL_S = 0.25
 RESERVE_WAIT_S = 300.0
 
 
+@dataclass
+class Claim:
+    """A call this shard claimed, with its request, its cache hit if any, its worst case
+    and what is reserved for it (None until it is reserved)."""
+
+    call: Call
+    request: Request
+    hit: CachedResponse | None = None
+    worst: WorstCase | None = None
+    reserved: Decimal | None = None
+
+
 def execute(
     run_id: str,
     *,
@@ -69,6 +84,8 @@ def execute(
 ) -> Run:
     """Run one shard of `run_id` to the end of the run's pending work; return the run."""
     shard = Shard(run_id, transport=transport, shards=shards)
+    if transport is None:
+        prepare_client()
     try:
         asyncio.run(shard.run())
     finally:
@@ -124,20 +141,29 @@ class Shard:
         phase = await db(self._prepare)()
         if phase is not None and self.run_row.cancel_requested:
             phase = None  # asked to cancel while nobody worked on it: close it below
-        if phase == Run.Status.RUNNING:
-            await self._loop()
-            phase = await db(self._finish_answers)()
-        elif phase == Run.Status.JUDGING:
-            # resuming a run that stopped while judging: complete its preparation
-            # (idempotent), then the judge calls still pending
-            await db(prepare_judging)(self.run_row, self.judge)
-        if phase == Run.Status.JUDGING:
-            self.calls = Judgement
-            await self._loop()
-            phase = await db(self._finish_judging)()
+        if phase in (Run.Status.RUNNING, Run.Status.JUDGING):
+            async with make_client(
+                transport=self.transport, max_connections=self.concurrency
+            ) as client:
+                phase = await self._calls(phase, client)
         if phase == Run.Status.REPORTING:
             await db(self._report)()
         await db(self._close_stopped)()
+
+    async def _calls(self, phase: str, client: httpx.AsyncClient) -> str | None:
+        """The answers, then the judge calls: the phase after them, or None."""
+        if phase == Run.Status.RUNNING:
+            await self._loop(client)
+            phase = await db(self._finish_answers)()
+        else:
+            # resuming a run that stopped while judging: complete its preparation
+            # (idempotent), then the judge calls still pending
+            await db(prepare_judging)(self.run_row, self.judge)
+        if phase != Run.Status.JUDGING:
+            return phase
+        self.calls = Judgement
+        await self._loop(client)
+        return await db(self._finish_judging)()
 
     def _prepare(self) -> str | None:
         self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
@@ -183,12 +209,14 @@ class Shard:
     def _provider(self, call: Call) -> Provider:
         return self.judge if call.is_judge_call else self.providers[call.contestant]
 
-    async def _loop(self) -> None:
+    async def _loop(self, client: httpx.AsyncClient) -> None:
         """Keep every model's slots busy with claimed calls, a few claimed ahead, until
         nothing is pending here or in another shard."""
         in_flight: set[asyncio.Task] = set()
-        ahead = self.concurrency + max(2, self.concurrency // 4)
-        low = self.concurrency + max(1, self.concurrency // 8)
+        # Claimed ahead of the free slots, so a slot never waits for a claim: a quarter to
+        # a half of the slots again (a batch of at least a quarter of them per claim).
+        ahead = self.concurrency + max(4, self.concurrency // 2)
+        low = self.concurrency + max(2, self.concurrency // 4)
         changed = asyncio.Event()
 
         def finished(task: asyncio.Task) -> None:
@@ -197,33 +225,30 @@ class Shard:
                 self.failure = task.exception()
             changed.set()
 
-        async with make_client(
-            transport=self.transport, max_connections=self.concurrency
-        ) as client:
-            self.writer = Writer(self)
-            try:
-                while self.failure is None:
-                    await self._check_stop()
-                    if not self.stopping and len(in_flight) <= low and self._may_claim():
-                        for task in await self._claim_calls(ahead - len(in_flight), client):
-                            in_flight.add(task)
-                            task.add_done_callback(finished)
-                    if in_flight:
-                        changed.clear()
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(changed.wait(), POLL_S)
-                        continue
-                    await self.writer.flush()
-                    if self.stopping or not await db(self._others_working)():
-                        break
-                    await asyncio.sleep(POLL_S)
-                if self.failure is not None:
-                    raise self.failure
-            finally:
-                for task in list(in_flight):
-                    task.cancel()
-                await asyncio.gather(*in_flight, return_exceptions=True)
-                await self.writer.close()
+        self.writer = Writer(self)
+        try:
+            while self.failure is None:
+                changed.clear()  # before the claim: calls that end during it wake the wait
+                await self._check_stop()
+                if not self.stopping and len(in_flight) <= low and self._may_claim():
+                    for task in await self._claim_calls(ahead - len(in_flight), client):
+                        in_flight.add(task)
+                        task.add_done_callback(finished)
+                if in_flight:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait(), POLL_S)
+                    continue
+                await self.writer.flush()
+                if self.stopping or not await db(self._others_working)():
+                    break
+                await asyncio.sleep(POLL_S)
+            if self.failure is not None:
+                raise self.failure
+        finally:
+            for task in list(in_flight):
+                task.cancel()
+            await asyncio.gather(*in_flight, return_exceptions=True)
+            await self.writer.close()
 
     def _may_claim(self) -> bool:
         """Not while the last claim found nothing more, for a poll (nothing pending)."""
@@ -234,12 +259,12 @@ class Shard:
         if len(claimed) < limit:
             self._exhausted_at = time.monotonic()
         tasks = []
-        for call, hit, worst, reserved in claimed:
-            if hit is not None:
-                provider = self._provider(call)
-                self.writer.add(outcomes.cached(call, hit, provider, self.rows.get(call.model)))
+        for claim in claimed:
+            if claim.hit is not None:
+                provider, row = self._provider(claim.call), self.rows.get(claim.call.model)
+                self.writer.add(outcomes.cached(claim.call, claim.hit, provider, row))
             else:
-                tasks.append(asyncio.create_task(self._answer(call, client, worst, reserved)))
+                tasks.append(asyncio.create_task(self._answer(claim, client)))
         return tasks
 
     async def _check_stop(self) -> None:
@@ -262,36 +287,34 @@ class Shard:
     # --- claims ----------------------------------------------------------------------------
 
     @transaction.atomic
-    def _claim(self, limit: int) -> list[tuple[Call, CachedResponse | None, WorstCase, Decimal]]:
+    def _claim(self, limit: int) -> list[Claim]:
         """Claim up to `limit` pending calls; look up their cache hits, and reserve the
         worst case of the rest against the cap in one conditional UPDATE. When the batch
         does not fit under the cap, each call reserves for itself before it is made
         (:meth:`_reserve`), waiting for the calls in flight to settle."""
         self._reclaim_now_and_then()
         calls = self.calls.objects.filter(run_id=self.run_id)
-        claimed = calls.claim(self.token, limit)
-        if not claimed:
-            return []
-        hits = {}
-        if not self.options.no_cache:
-            hashes = [c.request_hash for c in claimed if self._provider(c).cacheable]
+        claims = [Claim(call, Request(**call.request)) for call in calls.claim(self.token, limit)]
+        if claims and not self.options.no_cache:
+            hashes = [c.call.request_hash for c in claims if self._provider(c.call).cacheable]
             hits = CachedResponse.objects.in_bulk(hashes, field_name="request_hash")
-        worst = {c.pk: self._worst_case(c) for c in claimed if c.request_hash not in hits}
-        reserved = {pk: case.cost_usd for pk, case in worst.items()}
-        if not self.run_row.reserve(sum(reserved.values(), Decimal(0))):
-            reserved = {}
-        elif reserved:
+            for claim in claims:
+                claim.hit = hits.get(claim.call.request_hash)
+        to_call = [claim for claim in claims if claim.hit is None]
+        for claim in to_call:
+            claim.worst = self._worst_case(claim)
+        reserved = {claim.call.pk: claim.worst.cost_usd for claim in to_call}
+        if to_call and self.run_row.reserve(sum(reserved.values(), Decimal(0))):
             calls.note_reserved(reserved)
-        return [
-            (c, hits.get(c.request_hash), worst.get(c.pk), reserved.get(c.pk, Decimal(0)))
-            for c in claimed
-        ]
+            for claim in to_call:
+                claim.reserved = claim.worst.cost_usd
+        return claims
 
-    def _worst_case(self, call: Call) -> WorstCase:
-        provider, request = self._provider(call), Request(**call.request)
+    def _worst_case(self, claim: Claim) -> WorstCase:
+        provider, request = self._provider(claim.call), claim.request
         return worst_case(
             provider.prepare(request),
-            self.rows.get(call.model),
+            self.rows.get(claim.call.model),
             output_tokens=provider.output_token_limit(request),
         )
 
@@ -311,31 +334,43 @@ class Shard:
 
     # --- one call ----------------------------------------------------------------------------
 
-    async def _answer(
-        self, call: Call, client: httpx.AsyncClient, worst: WorstCase, reserved: Decimal
-    ) -> None:
-        provider = self._provider(call)
-        request = Request(**call.request)
+    async def _answer(self, claim: Claim, client: httpx.AsyncClient) -> None:
+        call, worst = claim.call, claim.worst
         if call.model in self.stopped_models:
-            return self.writer.add(outcomes.skipped(call, reserved))
+            return self.writer.add(outcomes.skipped(call, claim.reserved or Decimal(0)))
         async with self.gates[call.model]:
-            if self.stopping:
-                return self.writer.add(outcomes.given_back(call))
-            if not reserved:
-                if not await self._reserve(call, worst):
-                    return self.writer.add(outcomes.given_back(call))
-                if self.stopping:
-                    return self.writer.add(outcomes.given_back(call))
-            self.writer.add(await self._call(call, provider, request, client, worst))
+            reply = await self._call(claim, client)
+        # the slot is free again before the outcome is built and handed to the writer
+        if isinstance(reply, Outcome):
+            return self.writer.add(reply)
+        completion, latency = reply
+        outcome = outcomes.done(
+            call,
+            self._provider(call),
+            completion,
+            latency_ms=latency,
+            worst=worst,
+            row=self.rows.get(call.model),
+            secrets=self.secrets,
+        )
+        if outcome.overrun:
+            self.stopping = True  # nothing more starts here; the writer aborts the run
+        self.writer.add(outcome)
 
-    async def _call(self, call, provider, request, client, worst: WorstCase) -> Outcome:
-        """The call with its retries. A model's first call goes alone: if it is refused
-        (401, 400), no other call to that model has started."""
+    async def _call(self, claim: Claim, client) -> Outcome | tuple[Completion, int]:
+        """The call with its retries, once it has its reservation: its completion and
+        latency, or the outcome without one. A model's first call goes alone: if it is
+        refused (401, 400), no other call to that model has started."""
+        call = claim.call
+        if claim.reserved is None and not self.stopping and await self._reserve(call, claim.worst):
+            claim.reserved = claim.worst.cost_usd
+        if self.stopping or claim.reserved is None:
+            return outcomes.given_back(call)
         first = self.first_calls.get(call.model)
         if first is None:
             self.first_calls[call.model] = first = asyncio.Event()
             try:
-                return await self._attempts(call, provider, request, client, worst)
+                return await self._attempts(claim, client)
             finally:
                 # The calls waiting for it go on only if the run has not stopped meanwhile
                 # (an overrun in any shard, a cancel): looked up once, for all of them.
@@ -346,16 +381,17 @@ class Shard:
                     first.set()
         await first.wait()
         if call.model in self.stopped_models:
-            return outcomes.skipped(call, worst.cost_usd)
+            return outcomes.skipped(call, claim.worst.cost_usd)
         if self.stopping:
             return outcomes.given_back(call)
-        return await self._attempts(call, provider, request, client, worst)
+        return await self._attempts(claim, client)
 
-    async def _attempts(self, call, provider, request, client, worst: WorstCase) -> Outcome:
+    async def _attempts(self, claim: Claim, client) -> Outcome | tuple[Completion, int]:
+        call, provider = claim.call, self._provider(claim.call)
         for attempt in range(1, MAX_ATTEMPTS + 1):
             started = time.monotonic()
             try:
-                completion = await provider.complete(request, client)
+                completion = await provider.complete(claim.request, client)
             except ProviderError as error:
                 if error.retryable and attempt < MAX_ATTEMPTS and not self.stopping:
                     await asyncio.sleep(backoff_delay(attempt, error.retry_after, rng=self.rng))
@@ -366,20 +402,9 @@ class Shard:
                     return outcomes.given_back(call)
                 if error.stops_model:
                     self.stopped_models.add(call.model)
-                return outcomes.failed(call, error, worst.cost_usd)
+                return outcomes.failed(call, error, claim.worst.cost_usd)
             latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
-            outcome = outcomes.done(
-                call,
-                provider,
-                completion,
-                latency_ms=latency,
-                worst=worst,
-                row=self.rows.get(call.model),
-                secrets=self.secrets,
-            )
-            if outcome.overrun:
-                self.stopping = True  # nothing more starts here; the writer aborts the run
-            return outcome
+            return completion, latency
 
     @transaction.atomic
     def _reserve_for(self, call: Call, amount: Decimal) -> bool:

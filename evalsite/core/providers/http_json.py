@@ -11,7 +11,9 @@ is not a JSON object is ``malformed``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -95,9 +97,7 @@ def make_client(
         max_connections=max_connections, max_keepalive_connections=max_connections
     )
     if transport is None:
-        from httpx_aiohttp import AiohttpTransport  # aiohttp: 55 ms of import, for calls only
-
-        transport = AiohttpTransport(limits=limits)
+        transport = _aiohttp_transport()(limits=limits, verify=_tls_context())
     return httpx.AsyncClient(
         transport=transport,
         limits=limits,
@@ -105,6 +105,25 @@ def make_client(
         follow_redirects=False,
         headers={"user-agent": USER_AGENT},
     )
+
+
+def prepare_client() -> None:
+    """Do now, once a process, what the first client would otherwise do when a run has
+    already started: import aiohttp (~55 ms) and load the CA bundle (~35 ms)."""
+    _aiohttp_transport()
+    _tls_context()
+
+
+@functools.cache
+def _aiohttp_transport() -> type[httpx.AsyncBaseTransport]:
+    from httpx_aiohttp import AiohttpTransport  # imported by processes that make calls only
+
+    return AiohttpTransport
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
 
 
 async def post_json(
