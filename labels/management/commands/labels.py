@@ -16,12 +16,14 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
 from labels.transfer import LabelImportError, export_yaml, import_yaml
+from runs.management.commands import MODEL_CHECKS
 from runs.models import Suite
 from runs.setup import prepare_database
 
 
 class Command(BaseCommand):
     help = "Labels in and out as the suite file's labels: YAML."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True)

@@ -30,6 +30,7 @@ from labels.lab import (
     start_judge_run,
 )
 from labels.models import PairSet
+from runs.management.commands import MODEL_CHECKS
 from runs.models import Suite
 from runs.runner import execute
 from runs.setup import prepare_database
@@ -37,6 +38,7 @@ from runs.setup import prepare_database
 
 class Command(BaseCommand):
     help = "The judge lab: import pair sets, run judges over them, compare the judges."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True)

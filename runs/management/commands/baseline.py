@@ -7,6 +7,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
+from runs.management.commands import MODEL_CHECKS
 from runs.management.commands.report import find_run
 from runs.models import Suite
 from runs.setup import prepare_database
@@ -14,6 +15,7 @@ from runs.setup import prepare_database
 
 class Command(BaseCommand):
     help = "Pin the run that a suite's max_regression_points gate compares against."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True)

@@ -9,12 +9,14 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.compare import compare_reports
+from runs.management.commands import MODEL_CHECKS
 from runs.management.commands.report import find_run
 from runs.setup import prepare_database
 
 
 class Command(BaseCommand):
     help = "Compare two runs of a suite: movers by task, schema, checks and cost."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("a", help="The earlier run (id, prefix, label or 'latest').")

@@ -11,12 +11,14 @@ from django.core.management.base import BaseCommand, CommandParser
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.suites import SuiteError, load_suite
+from runs.management.commands import MODEL_CHECKS
 from runs.models import Run, Suite
 from runs.setup import prepare_database
 
 
 class Command(BaseCommand):
     help = "Print the summary of the latest finished run of a suite (by name or file)."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("suite", help="Suite name, or the path to its YAML file.")

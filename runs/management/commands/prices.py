@@ -13,6 +13,7 @@ from evalsite.core.pricing import PriceFileError, Resolution, unknown_model_mess
 from evalsite.core.suite_files import UnreadableFile, read_bounded
 from evalsite.core.suites import SuiteError, load_suite
 from evalsite.core.yamlsafe import load_yaml
+from runs.management.commands import MODEL_CHECKS
 from runs.models import PriceTable
 from runs.prices import (
     NoActivePriceTable,
@@ -26,6 +27,7 @@ from runs.setup import prepare_database
 
 class Command(BaseCommand):
     help = "Show the active price table, or import / export a price table in evalmine's YAML."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(

@@ -10,12 +10,14 @@ from django.core.management.base import BaseCommand, CommandParser
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
+from runs.management.commands import MODEL_CHECKS
 from runs.models import Run
 from runs.setup import prepare_database
 
 
 class Command(BaseCommand):
     help = "Print a run's report (Markdown by default)."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("run", help="Run id, unique id prefix, label, or 'latest'.")

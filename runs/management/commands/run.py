@@ -16,6 +16,7 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.report.summary import summary_lines as report_summary
 from evalsite.core.suites import SuiteError, load_suite
+from runs.management.commands import MODEL_CHECKS
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
@@ -27,6 +28,7 @@ MAX_CONCURRENCY = 1024  # calls in flight per model
 
 class Command(BaseCommand):
     help = "Run a suite: answer every case with each contestant and price it."
+    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("suite", help="Path to the suite YAML file.")
