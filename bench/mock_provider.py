@@ -9,9 +9,17 @@ It listens on 127.0.0.1 only (never another interface), prints one line
   echoing the request's model, with one choice and a ``usage`` block (prompt tokens ≈ body
   bytes ÷ 4, a fixed number of completion tokens). A body that is not a JSON object gets a
   400 in OpenAI's error shape.
-- ``GET /stats``: ``{"requests", "in_flight", "max_in_flight", "errors", "connections"}``
-  since the last reset; ``POST /stats/reset`` zeroes them. The benchmark uses them to see
-  how many calls a client really had in flight and how many connections it opened.
+- A request for a model whose name ends in ``judge`` (``mock/judge`` on the Endpoint
+  ``mock`` sends ``judge``) is a judge call: its reply is the verdict evalsite's judge prompt
+  asks for, ``{"reason": "…", "winner": "1" | "2" | "tie"}`` (what
+  ``evalsite.core.judging.parse_verdict`` reads). The winner is a pure function of the
+  request's messages: 1 for half of them, 2 for 30 %, tie for 20 %, so both orders of a pair
+  and their flips vary, and the same request always gets the same verdict.
+- ``GET /stats``: ``{"requests", "judge_requests", "in_flight", "max_in_flight",
+  "max_judge_in_flight", "errors", "connections"}`` since the last reset (judge requests in
+  flight are counted on their own too); ``POST /stats/reset`` zeroes them. The benchmark
+  uses them to see how many calls a client really had in flight and how many connections
+  it opened.
 
 It is a minimal HTTP/1.1 server on ``asyncio.start_server`` (standard library only): keep-alive,
 ``Content-Length`` bodies (chunked request bodies get 501, which no client used here sends),
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import os
@@ -48,16 +57,33 @@ class Stats:
 
     def reset(self) -> None:
         self.requests = 0
+        self.judge_requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.judge_in_flight = 0
+        self.max_judge_in_flight = 0
         self.errors = 0
         self.connections = 0
+
+    @contextlib.asynccontextmanager
+    async def in_flight_of(self, judge: bool):
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        self.judge_in_flight += judge
+        self.max_judge_in_flight = max(self.max_judge_in_flight, self.judge_in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self.judge_in_flight -= judge
 
     def as_dict(self) -> dict:
         return {
             "requests": self.requests,
+            "judge_requests": self.judge_requests,
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
+            "max_judge_in_flight": self.max_judge_in_flight,
             "errors": self.errors,
             "connections": self.connections,
         }
@@ -124,31 +150,31 @@ class MockProvider:
 
     async def _completion(self, body: bytes) -> tuple[int, dict]:
         stats = self.stats
-        stats.requests += 1
-        stats.in_flight += 1
-        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
-        try:
-            await asyncio.sleep(self.latency_s)
-        finally:
-            stats.in_flight -= 1
         try:
             request = json.loads(body)
         except ValueError:
             request = None
+        judge = isinstance(request, dict) and str(request.get("model") or "").endswith("judge")
+        stats.requests += 1
+        stats.judge_requests += judge
+        async with stats.in_flight_of(judge):
+            await asyncio.sleep(self.latency_s)
         if not isinstance(request, dict):
             stats.errors += 1
             return 400, _error("the body is not a JSON object")
         number = next(self.ids)
+        model = str(request.get("model") or "mock")
+        content = _verdict(request.get("messages")) if judge else f"mock answer {number}"
         prompt_tokens = max(1, len(body) // 4)
         return 200, {
             "id": f"chatcmpl-mock-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": str(request.get("model") or "mock"),
+            "model": model,
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": f"mock answer {number}"},
+                    "message": {"role": "assistant", "content": content},
                     "finish_reason": "stop",
                 }
             ],
@@ -170,6 +196,15 @@ class MockProvider:
         ).encode()
         writer.write(head + data)
         await writer.drain()
+
+
+def _verdict(messages) -> str:
+    """A judge reply for `messages`: the same messages always get the same winner."""
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
+    roll = digest[0] % 10
+    winner = "1" if roll < 5 else "2" if roll < 8 else "tie"
+    reason = "Both read alike." if winner == "tie" else f"Answer {winner} reads better."
+    return json.dumps({"reason": f"{reason} (mock verdict)", "winner": winner})
 
 
 def _keep_alive(version: str, connection: str) -> bool:

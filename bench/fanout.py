@@ -1,0 +1,142 @@
+"""The same requests without the engine: plain fan-outs in this process, and the raw floor.
+
+Each sends the JSON bodies the engine sent for a run (built by the same adapter) to the mock
+at concurrency C and returns its wall time, errors, CPU per request and the most requests
+the mock saw at once:
+
+- ``httpx``: one ``httpx.AsyncClient`` with C pooled connections, a semaphore of C;
+- ``aiohttp``: one ``aiohttp.ClientSession`` on a ``TCPConnector(limit=C)``, a semaphore of C;
+- ``raw``: C keep-alive connections written by hand over asyncio streams, no HTTP library:
+  the floor this machine and the mock allow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass
+
+from procs import own_cpu_s
+
+KINDS = ("httpx", "aiohttp", "raw")
+
+
+@dataclass
+class FanOutResult:
+    requests: int
+    wall_s: float
+    errors: int
+    cpu_ms_per_request: float
+    peak_in_flight: int
+
+
+def mock_stats(base: str, *, reset: bool = False) -> dict:
+    import httpx
+
+    if reset:
+        return httpx.post(f"{base}/stats/reset", timeout=10).json()
+    return httpx.get(f"{base}/stats", timeout=10).json()
+
+
+def request_bodies(run_id: str, model: str) -> tuple[str, list[dict]]:
+    """The URL and JSON bodies the engine sent for the answers of `run_id`."""
+    from evalsite.core.providers import Request, build_provider
+    from runs.models import Answer
+    from runs.planner import endpoint_configs
+
+    provider = build_provider(model, env=os.environ, endpoints=endpoint_configs())
+    bodies, url = [], ""
+    for stored in Answer.objects.filter(run_id=run_id).values_list("request", flat=True):
+        request = provider.prepare(Request(**stored))
+        url = provider.url(request)
+        bodies.append(provider.body(request))
+    return url, bodies
+
+
+def measure_fan_out(kind: str, url: str, bodies: list[dict], concurrency: int, mock: str):
+    mock_stats(mock, reset=True)
+    before = own_cpu_s()
+    wall, errors = asyncio.run(_CLIENTS[kind](url, bodies, concurrency))
+    cpu = own_cpu_s() - before
+    stats = mock_stats(mock)
+    per_request_ms = cpu / len(bodies) * 1000
+    return FanOutResult(len(bodies), wall, errors, per_request_ms, stats["max_in_flight"])
+
+
+async def _gather(one, bodies: list[dict]) -> tuple[float, int]:
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(b) for b in bodies), return_exceptions=True)
+    return time.perf_counter() - started, sum(isinstance(r, BaseException) for r in results)
+
+
+async def _httpx(url: str, bodies: list[dict], concurrency: int) -> tuple[float, int]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    slots = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+
+        async def one(body: dict) -> None:
+            async with slots:
+                response = await client.post(url, json=body)
+                response.raise_for_status()
+                response.json()
+
+        return await _gather(one, bodies)
+
+
+async def _aiohttp(url: str, bodies: list[dict], concurrency: int) -> tuple[float, int]:
+    import aiohttp
+
+    slots = asyncio.Semaphore(concurrency)
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+        async def one(body: dict) -> None:
+            async with slots, session.post(url, json=body) as response:
+                response.raise_for_status()
+                await response.json()
+
+        return await _gather(one, bodies)
+
+
+async def _raw(url: str, bodies: list[dict], concurrency: int) -> tuple[float, int]:
+    """`concurrency` keep-alive connections written by hand: no HTTP library at all."""
+    host_port = url.split("//", 1)[1].split("/", 1)
+    host, port = host_port[0].rsplit(":", 1)
+    path = "/" + host_port[1]
+    queue = iter(bodies)
+    errors = 0
+
+    async def connection() -> None:
+        nonlocal errors
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            for body in queue:
+                data = json.dumps(body).encode()
+                head = (
+                    f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+                    f"content-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+                )
+                writer.write(head.encode() + data)
+                reply = await reader.readuntil(b"\r\n\r\n")
+                lines = reply.decode("latin-1").split("\r\n")
+                length = next(
+                    int(line.split(":", 1)[1])
+                    for line in lines
+                    if line.lower().startswith("content-length:")
+                )
+                json.loads(await reader.readexactly(length))
+                errors += " 200 " not in lines[0] + " "
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(connection() for _ in range(min(concurrency, len(bodies)))))
+    return time.perf_counter() - started, errors
+
+
+_CLIENTS = {"httpx": _httpx, "aiohttp": _aiohttp, "raw": _raw}

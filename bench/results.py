@@ -1,0 +1,124 @@
+"""What the engine benchmark measured, each figure against its target (SPEC §17, issue 14)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from fanout import FanOutResult
+from paths import EngineResult
+from startup import StartupResult
+
+ANSWER_TARGETS = {8: 1.05, 64: 1.15, 256: 1.5}  # SPEC §17, wall ÷ ideal
+PIPELINE_TARGET = 1.25
+MEMORY_TARGET_MB = 400.0
+
+
+@dataclass
+class Measurement:
+    """One engine run measured against its ideal: ``calls × latency ÷ C``."""
+
+    part: str  # answers / pipeline
+    concurrency: int
+    latency_s: float
+    engine: EngineResult
+    target: float | None = None
+
+    @property
+    def calls(self) -> int:
+        return self.engine.answers + (self.engine.judge_calls if self.part == "pipeline" else 0)
+
+    @property
+    def ideal_s(self) -> float:
+        return self.calls * self.latency_s / self.concurrency
+
+    @property
+    def wall_s(self) -> float | None:
+        return self.engine.answers_s if self.part == "answers" else self.engine.done_s
+
+    @property
+    def ratio(self) -> float | None:
+        wall = self.wall_s
+        return None if wall is None or not self.ideal_s else wall / self.ideal_s
+
+    @property
+    def failed(self) -> bool:
+        e = self.engine
+        return e.errors > 0 or e.timed_out or e.status != "done" or bool(e.returncode)
+
+    @property
+    def verdict(self) -> str:
+        if self.failed:
+            return "FAIL"
+        return mark(self.ratio, self.target)
+
+    @property
+    def cpu_ms_per_call(self) -> float | None:
+        """CPU of the engine processes per call: the answer phase's for answers, the whole
+        run's (scoring, judging, reporting included) for the pipeline."""
+        cpu = self.engine.cpu_answers_s if self.part == "answers" else self.engine.cpu_run_s
+        return cpu / self.calls * 1000 if self.calls else None
+
+
+@dataclass
+class MemoryResult:
+    path: str
+    engine: EngineResult
+    planner_rss_mb: float | None = None  # worker path: this process planned and stored it
+
+    @property
+    def processes(self) -> dict[str, float]:
+        found = dict(self.engine.peak_rss_mb)
+        if self.planner_rss_mb is not None:
+            found["planner (this bench)"] = self.planner_rss_mb
+        return found
+
+    @property
+    def verdict(self) -> str:
+        if self.engine.errors or self.engine.timed_out or self.engine.status != "done":
+            return "FAIL"
+        return mark(max(self.processes.values(), default=math.inf), MEMORY_TARGET_MB)
+
+
+@dataclass
+class Results:
+    config: dict
+    answers: list[Measurement] = field(default_factory=list)
+    pipeline: list[Measurement] = field(default_factory=list)
+    fan_outs: dict[int, dict[str, FanOutResult]] = field(default_factory=dict)
+    startup: list[StartupResult] = field(default_factory=list)
+    memory: list[MemoryResult] = field(default_factory=list)
+    worker_rss_mb: dict[str, float] = field(default_factory=dict)
+
+    def verdicts(self) -> dict[str, str]:
+        """Each target's verdict (ok, MISS, FAIL for a run that did not end well) by name."""
+        found = {
+            f"{m.part} {m.engine.path} C={m.concurrency}": m.verdict
+            for m in (*self.answers, *self.pipeline)
+        }
+        found |= {s.command: mark(s.median_s, s.target_s) for s in self.startup}
+        return found | {f"memory {m.path}": m.verdict for m in self.memory}
+
+    def as_json(self) -> dict:
+        """Every figure: the measured fields and what the tables compute from them."""
+        data = asdict(self)
+        for key in ("answers", "pipeline"):
+            for item, m in zip(data[key], getattr(self, key), strict=True):
+                item |= {"calls": m.calls, "ideal_s": m.ideal_s, "wall_s": m.wall_s,
+                         "ratio": m.ratio, "verdict": m.verdict,
+                         "cpu_ms_per_call": m.cpu_ms_per_call}  # fmt: skip
+        latency_s = self.config["latency_ms"] / 1000
+        for level, clients in data["fan_outs"].items():
+            for item in clients.values():
+                item["ratio"] = item["wall_s"] / (item["requests"] * latency_s / level)
+        for item, s in zip(data["startup"], self.startup, strict=True):
+            item |= {"median_s": s.median_s, "verdict": mark(s.median_s, s.target_s)}
+        for item, m in zip(data["memory"], self.memory, strict=True):
+            item |= {"processes_rss_mb": m.processes, "verdict": m.verdict}
+        return data | {"verdicts": self.verdicts()}
+
+
+def mark(value: float | None, target: float | None) -> str:
+    if target is None or value is None:
+        return ""
+    return "ok" if value <= target else "MISS"
