@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import os
 import secrets
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,7 @@ from runs.prices import NoActivePriceTable, active_table
 from runs.scoring import sandbox_or_none
 
 DEFAULT_CAP_USD = Decimal("2.00")
+ANSWER_BATCH = 2000
 
 
 class PlanError(Exception):
@@ -376,18 +378,22 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
     if plan.over_cap:
         run.finish(Run.Status.REFUSED, _over_cap_message(plan))
         return run
-    Answer.objects.bulk_create(
-        Answer(
-            run=run,
-            task_id=cell.task_id,
-            case_id=cell.case_id,
-            contestant=cell.contestant,
-            repeat=cell.repeat,
-            request=cell.request.to_json(),
-            request_hash=digest,
+    # In batches: bulk_create makes a list of whatever it is given, and 100,000 answers
+    # with their requests as model instances took 390 MB at once.
+    rows = zip(plan.cells, plan.hashes, strict=True)
+    for batch in itertools.batched(rows, ANSWER_BATCH):
+        Answer.objects.bulk_create(
+            Answer(
+                run=run,
+                task_id=cell.task_id,
+                case_id=cell.case_id,
+                contestant=cell.contestant,
+                repeat=cell.repeat,
+                request=cell.request.to_json(),
+                request_hash=digest,
+            )
+            for cell, digest in batch
         )
-        for cell, digest in zip(plan.cells, plan.hashes, strict=True)
-    )
     return run
 
 

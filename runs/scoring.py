@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
@@ -18,6 +19,7 @@ from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
 from evalsite.core.suites import Suite, parse_suite
 from runs.models import Answer, Run, SuiteVersion
+from runs.models.answer import update_each
 
 # Suites read from a file on this machine (SPEC §7.2: python checks allowed): the CLI's and
 # the suites directory's (path), the demo's, and MCP's, which come from files under
@@ -85,17 +87,19 @@ def sandbox_or_none() -> Sandbox | None:
         return None
 
 
+SCORE_BATCH = 1000
+
+
 def score_run(run: Run) -> int:
-    """Score every done answer not scored yet; returns how many were scored."""
+    """Score every done answer not scored yet; returns how many were scored. In batches by
+    id, so a run of 100,000 answers never holds them all."""
     version = run.suite_version
     suite = stored_suite(version)
     tasks = {task.id: task for task in suite.tasks}
-    answers = list(
-        Answer.objects.filter(run=run, status=Answer.Status.DONE, scored_at__isnull=True)
-    )
-    needs_sandbox = any(tasks[a.task_id].case(a.case_id).check for a in answers)
-    sandbox = sandbox_or_none() if needs_sandbox else None
     folders = python_path(version)
+    sandbox: Sandbox | None = None
+    unscored = Answer.objects.filter(run=run, status=Answer.Status.DONE, scored_at__isnull=True)
+    unscored = unscored.only("pk", "task_id", "case_id", "text").order_by("pk")
 
     def score(answer: Answer) -> tuple[Answer, AnswerScore]:
         task = tasks[answer.task_id]
@@ -108,22 +112,31 @@ def score_run(run: Run) -> int:
             python_path=folders,
         )
 
+    scored, after = 0, 0
     with ThreadPoolExecutor(max_workers=settings.EVALSITE_CHECK_CONCURRENCY) as pool:
-        for answer, result in pool.map(score, answers):
-            _store(answer, result)
-    return len(answers)
+        while batch := list(unscored.filter(pk__gt=after)[:SCORE_BATCH]):
+            if sandbox is None and any(tasks[a.task_id].case(a.case_id).check for a in batch):
+                sandbox = sandbox_or_none()
+            _store(dict(pool.map(score, batch)))
+            scored, after = scored + len(batch), batch[-1].pk
+    return scored
 
 
-def _store(answer: Answer, result: AnswerScore) -> None:
-    execution = result.execution
-    Answer.objects.filter(pk=answer.pk).update(
-        schema_verdict=result.schema.verdict,
-        schema_error=result.schema.error or "",
-        parsed_json=result.schema.parsed if result.schema.verdict == "pass" else None,
-        checks=result.checks.to_dict(),
-        checks_passed=result.checks.passed,
-        exec_check=execution.to_dict() if execution else None,
-        exec_verdict=execution.verdict if execution else "",
-        passed=result.passed,
-        scored_at=timezone.now(),
-    )
+def _store(results: dict[Answer, AnswerScore]) -> None:
+    now = timezone.now()
+    changes = {}
+    for answer, result in results.items():
+        execution = result.execution
+        changes[answer.pk] = {
+            "schema_verdict": result.schema.verdict,
+            "schema_error": result.schema.error or "",
+            "parsed_json": result.schema.parsed if result.schema.verdict == "pass" else None,
+            "checks": result.checks.to_dict(),
+            "checks_passed": result.checks.passed,
+            "exec_check": execution.to_dict() if execution else None,
+            "exec_verdict": execution.verdict if execution else "",
+            "passed": result.passed,
+            "scored_at": now,
+        }
+    with transaction.atomic():
+        update_each(Answer.objects.all(), changes, {})
