@@ -8,9 +8,9 @@ unique constraints, and combining touches pairs without a score.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from collections.abc import Iterable
-from itertools import combinations
+from itertools import combinations, groupby
 
 from django.db import transaction
 
@@ -50,11 +50,17 @@ def prepare_judging(run: Run, judge: Provider | None) -> None:
     judge_model = run.judge.get("model")
     if not judge_model or judge is None:
         return
-    answers = list(Answer.objects.filter(run=run))
-    _form_pairs(run, suite, answers)
+    _form_pairs(run, suite)
     with transaction.atomic():
         _queue_pair_calls(run, suite, judge, judge_model)
-        _queue_grades(run, suite, judge, judge_model, answers)
+        _queue_grades(run, suite, judge, judge_model)
+
+
+# What pairing and grading read of an answer: never its request (a run of 100,000 answers
+# is read in chunks, a cell at a time, so memory does not grow with the run).
+_SIDE_FIELDS = ("id", "task_id", "case_id", "repeat", "contestant", "status", "text",
+                "schema_verdict", "exec_verdict", "exec_check")  # fmt: skip
+BATCH = 500
 
 
 def _contestant_pairs(run: Run, suite: Suite) -> list[tuple[str, str]]:
@@ -66,36 +72,46 @@ def _contestant_pairs(run: Run, suite: Suite) -> list[tuple[str, str]]:
     return [(contestants[0], candidate) for candidate in contestants[1:]]
 
 
-def _form_pairs(run: Run, suite: Suite, answers: list[Answer]) -> None:
-    judged_tasks = {task.id for task in suite.tasks if task.judge}
-    by_cell: dict[tuple[str, str, int], dict[str, Answer]] = defaultdict(dict)
-    for answer in answers:
-        if answer.task_id in judged_tasks:
-            by_cell[answer.task_id, answer.case_id, answer.repeat][answer.contestant] = answer
-    pairs = []
-    for (task_id, case_id, repeat), sides in by_cell.items():
-        for base, cand in _contestant_pairs(run, suite):
-            if base not in sides or cand not in sides:
-                continue
-            baseline, candidate = sides[base], sides[cand]
-            excluded = exclusion_reason(_verdicts(baseline), _verdicts(candidate))
-            pairs.append(
-                Pair(
-                    run=run,
-                    task_id=task_id,
-                    case_id=case_id,
-                    repeat=repeat,
-                    baseline=baseline,
-                    candidate=candidate,
-                    baseline_contestant=base,
-                    candidate_contestant=cand,
-                    baseline_sha=text_sha(baseline.text) if baseline.status == "done" else "",
-                    candidate_sha=text_sha(candidate.text) if candidate.status == "done" else "",
-                    excluded_reason=excluded[0] if excluded else "",
-                    excluded_side=excluded[1] if excluded else "",
-                )
-            )
-    Pair.objects.bulk_create(pairs, ignore_conflicts=True, batch_size=500)
+def _form_pairs(run: Run, suite: Suite) -> None:
+    judged_tasks = [task.id for task in suite.tasks if task.judge]
+    answers = (
+        Answer.objects.filter(run=run, task_id__in=judged_tasks)
+        .only(*_SIDE_FIELDS)
+        .order_by("task_id", "case_id", "repeat")
+    )
+    cells = groupby(
+        answers.iterator(chunk_size=2000), key=lambda a: (a.task_id, a.case_id, a.repeat)
+    )
+    pairs = (
+        pair
+        for key, answers in cells
+        for pair in _cell_pairs(run, suite, key, {a.contestant: a for a in answers})
+    )
+    for batch in itertools.batched(pairs, BATCH):
+        Pair.objects.bulk_create(batch, ignore_conflicts=True)
+
+
+def _cell_pairs(run: Run, suite: Suite, key: tuple[str, str, int], sides: dict[str, Answer]):
+    task_id, case_id, repeat = key
+    for base, cand in _contestant_pairs(run, suite):
+        if base not in sides or cand not in sides:
+            continue
+        baseline, candidate = sides[base], sides[cand]
+        excluded = exclusion_reason(_verdicts(baseline), _verdicts(candidate))
+        yield Pair(
+            run=run,
+            task_id=task_id,
+            case_id=case_id,
+            repeat=repeat,
+            baseline_id=baseline.pk,
+            candidate_id=candidate.pk,
+            baseline_contestant=base,
+            candidate_contestant=cand,
+            baseline_sha=text_sha(baseline.text) if baseline.status == "done" else "",
+            candidate_sha=text_sha(candidate.text) if candidate.status == "done" else "",
+            excluded_reason=excluded[0] if excluded else "",
+            excluded_side=excluded[1] if excluded else "",
+        )
 
 
 def _verdicts(answer: Answer) -> dict:
@@ -158,14 +174,27 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
         Pair.objects.included()
         .filter(run=run, judgements__isnull=True)
         .select_related("baseline", "candidate")
+        .only(
+            "pk",
+            "task_id",
+            "case_id",
+            "repeat",
+            *(f"{side}__{name}" for side in ("baseline", "candidate") for name in _SIDE_FIELDS),
+        )
     )
-    calls = []
-    for pair in pending.iterator(chunk_size=500):
-        key = (pair.task_id, pair.case_id, pair.repeat)
-        sides = _side(pair.baseline), _side(pair.candidate)
-        for order, request in pair_requests(suite, judge_model, key, *sides):
-            calls.append(_judgement(run, request, judge, judge_model, pair=pair, order=order))
-    Judgement.objects.bulk_create(calls, ignore_conflicts=True, batch_size=500)
+    calls = (
+        _judgement(run, request, judge, judge_model, pair=pair, order=order)
+        for pair in pending.iterator(chunk_size=BATCH)
+        for order, request in pair_requests(
+            suite,
+            judge_model,
+            (pair.task_id, pair.case_id, pair.repeat),
+            _side(pair.baseline),
+            _side(pair.candidate),
+        )
+    )
+    for batch in itertools.batched(calls, BATCH):
+        Judgement.objects.bulk_create(batch, ignore_conflicts=True)
 
 
 def _side(answer: Answer) -> PairSide:
@@ -173,37 +202,42 @@ def _side(answer: Answer) -> PairSide:
     return PairSide(answer.text, answer.exec_verdict or None, check.get("output_tail") or "")
 
 
-def _queue_grades(
-    run: Run, suite: Suite, judge: Provider, judge_model: str, answers: Iterable[Answer]
-) -> None:
+def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
     graded = {task.id: task for task in suite.tasks if task.grade}
     if not graded:
         return
-    already = set(
-        Judgement.objects.filter(run=run, kind=Judgement.Kind.GRADE).values_list(
-            "answer_id", flat=True
-        )
+    answers = (
+        Answer.objects.filter(run=run, task_id__in=graded, status=Call.Status.DONE)
+        .exclude(grades__kind=Judgement.Kind.GRADE)
+        .only(*_SIDE_FIELDS)
     )
     params = _judge_params(suite)
-    calls = []
-    for answer in answers:
-        task = graded.get(answer.task_id)
-        if task is None or answer.status != Call.Status.DONE or answer.pk in already:
-            continue
-        rubric = str(task.grade.get("rubric") or task.rubric or suite.judge.rubric or "")
-        request = Request.from_params(
+    calls = (
+        _judgement(
+            run,
+            _grade_request(suite, graded[answer.task_id], answer, judge_model, params),
+            judge,
             judge_model,
-            grade_messages(task_text(suite, task.id, answer.case_id), answer.text, rubric),
-            params,
-            purpose="judge",
-            task_id=answer.task_id,
-            case_id=answer.case_id,
-            repeat=answer.repeat,
+            answer=answer,
+            kind=Judgement.Kind.GRADE,
         )
-        calls.append(
-            _judgement(run, request, judge, judge_model, answer=answer, kind=Judgement.Kind.GRADE)
-        )
-    Judgement.objects.bulk_create(calls, ignore_conflicts=True, batch_size=500)
+        for answer in answers.iterator(chunk_size=BATCH)
+    )
+    for batch in itertools.batched(calls, BATCH):
+        Judgement.objects.bulk_create(batch, ignore_conflicts=True)
+
+
+def _grade_request(suite: Suite, task, answer: Answer, judge_model: str, params: dict) -> Request:
+    rubric = str(task.grade.get("rubric") or task.rubric or suite.judge.rubric or "")
+    return Request.from_params(
+        judge_model,
+        grade_messages(task_text(suite, task.id, answer.case_id), answer.text, rubric),
+        params,
+        purpose="judge",
+        task_id=answer.task_id,
+        case_id=answer.case_id,
+        repeat=answer.repeat,
+    )
 
 
 def _judgement(run, request: Request, judge: Provider, judge_model: str, **fields) -> Judgement:
@@ -259,7 +293,8 @@ def finish_judging(run: Run) -> None:
     """Combine the two orders of every pair not yet combined, and copy grades to answers."""
     open_pairs = Pair.objects.included().filter(run=run, score__isnull=True)
     calls = defaultdict(dict)
-    for call in Judgement.objects.filter(pair__in=open_pairs, kind=Judgement.Kind.PAIR):
+    pair_calls = Judgement.objects.filter(pair__in=open_pairs, kind=Judgement.Kind.PAIR)
+    for call in pair_calls.only("pair_id", "order", "status", "parse_status", "side").iterator():
         calls[call.pair_id][call.order] = call
     updates = []
     for pair in open_pairs:

@@ -154,7 +154,7 @@ class Shard:
         """The answers, then the judge calls: the phase after them, or None."""
         if phase == Run.Status.RUNNING:
             await self._loop(client)
-            phase = await db(self._finish_answers)()
+            phase = await db(self._finish_answers)() or await self._join_judging()
         else:
             # resuming a run that stopped while judging: complete its preparation
             # (idempotent), then the judge calls still pending
@@ -479,6 +479,26 @@ class Shard:
             return None
         prepare_judging(run, self.judge)
         return Run.Status.JUDGING
+
+    async def _join_judging(self) -> str | None:
+        """JUDGING once the shard that moved the run there has queued the judge calls, so
+        every shard judges with its share of the concurrency; None when the run goes
+        nowhere this shard is needed (no judge calls, stopped, or waited a lease)."""
+        deadline = time.monotonic() + settings.EVALSITE_CLAIM_LEASE_S
+        while time.monotonic() < deadline:
+            state = await db(self._judging_state)()
+            if state != "preparing":
+                return state
+            await asyncio.sleep(POLL_S / 2)
+        return None
+
+    def _judging_state(self) -> str | None:
+        run = Run.objects.filter(pk=self.run_id).values("status", "cancel_requested").first()
+        if run is None or run["status"] != Run.Status.JUDGING or run["cancel_requested"]:
+            return None
+        if Judgement.objects.filter(run_id=self.run_id).unfinished().exists():
+            return Run.Status.JUDGING
+        return "preparing"  # the judge calls are queued in one transaction, all at once
 
     def _finish_judging(self) -> str | None:
         """REPORTING for the shard that wins the move there; None else."""

@@ -1,0 +1,54 @@
+"""Several shards on one run: every phase is shared, so each shard works with its share."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from runs.models import Judgement, Pair, Run
+from tests.engine.conftest import (
+    MockLLM,
+    make_endpoint,
+    make_mock_prices,
+    plan_run,
+    reply,
+    suite_text,
+)
+from tests.engine.test_spend import run_shards_in_threads
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+VERDICT = '{"reason": "r", "winner": "1"}'
+
+
+def most_at_once(calls) -> int:
+    """The most of `calls` in flight at one moment."""
+    edges = sorted([(c.started, 1) for c in calls] + [(c.ended, -1) for c in calls])
+    level = peak = 0
+    for _, step in edges:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+def test_two_shards_both_judge_so_the_judge_phase_uses_the_whole_concurrency():
+    make_endpoint()
+    make_mock_prices(("mock/a", "mock/b", "mock/judge"))
+    text = suite_text(cases=12).replace("tasks:\n", "judge: {model: mock/judge}\ntasks:\n")
+    run = plan_run(text, concurrency=4, max_cost=Decimal("100"))
+
+    def respond(call):
+        return reply(VERDICT if call.model == "mock/judge" else f"answer to {call.content}")
+
+    mock = MockLLM(respond, latency=0.1)
+
+    assert run_shards_in_threads(run.id, mock.transport, shards=2) == []
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.DONE, run.detail
+    judge_calls = [c for c in mock.calls if c.model == "mock/judge"]
+    assert len(judge_calls) == Judgement.objects.filter(run=run).count() == 24
+    # Each shard has 2 of the 4 slots; the shard that lost the move to judging joins in.
+    assert most_at_once(judge_calls) == 4
+    assert Pair.objects.filter(run=run, score__isnull=False).count() == 12
