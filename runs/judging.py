@@ -37,6 +37,7 @@ from evalsite.core.scoring.grading import (
 from evalsite.core.stats import pair_score
 from evalsite.core.suites import Suite
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
+from runs.models.answer import update_each
 from runs.scoring import score_run, stored_suite
 
 DEFAULT_JUDGE_MAX_TOKENS = 400
@@ -296,21 +297,20 @@ def finish_judging(run: Run) -> None:
     pair_calls = Judgement.objects.filter(pair__in=open_pairs, kind=Judgement.Kind.PAIR)
     for call in pair_calls.only("pair_id", "order", "status", "parse_status", "side").iterator():
         calls[call.pair_id][call.order] = call
-    updates = []
-    for pair in open_pairs:
-        pair_calls = calls.get(pair.pk, {})
+    changes = {}
+    for pk in open_pairs.values_list("pk", flat=True):
+        pair_calls = calls.get(pk, {})
         first, second = pair_calls.get(1), pair_calls.get(2)
         if first is None or second is None or Call.Status.ERROR in (first.status, second.status):
-            pair.excluded_reason = "judge_error"
+            changes[pk] = {"excluded_reason": "judge_error"}
         elif Judgement.Parse.UNPARSEABLE in (first.parse_status, second.parse_status):
-            pair.excluded_reason = "judge_unparseable"
+            changes[pk] = {"excluded_reason": "judge_unparseable"}
         else:
             combined = pair_score(first.side, second.side)
-            pair.score, pair.flip, pair.category = combined.score, combined.flip, combined.category
-        updates.append(pair)
-    Pair.objects.bulk_update(
-        updates, ["excluded_reason", "score", "flip", "category"], batch_size=500
-    )
+            changes[pk] = {
+                "score": combined.score, "flip": combined.flip, "category": combined.category
+            }  # fmt: skip
+    update_each(Pair.objects.all(), changes, {})
     _copy_grades(run)
 
 
