@@ -29,7 +29,7 @@ from runs.outcomes import Outcome
 if TYPE_CHECKING:
     from runs.runner import Shard
 
-FLUSH_S = 0.02
+FLUSH_S = 0.05
 FLUSH_ROWS = 200
 
 
