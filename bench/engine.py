@@ -19,9 +19,10 @@ What it does, start to finish (the parts and paths chosen run in this order):
    ``runs.tasks.enqueue_run(run, shards=--shards)``:
    - *answers only*, at each ``--concurrency`` C: ``--answers`` answers (answers/2 cases ×
      ``mock/bench`` and ``mock/bench@alt``, one model, so C limits the whole run; every task
-     ``judge: false``), timed from the enqueue to the last answer stored;
+     ``judge: false``), timed from the run's ``started_at`` to the last answer stored (the
+     pickup, enqueue to ``started_at``, is in the details);
    - *full pipeline*, at each ``--pipeline-concurrency`` C: the same with ``judge: true`` and
-     ``mock/judge`` (two judge calls per pair), timed from the enqueue to the run's
+     ``mock/judge`` (two judge calls per pair), timed from ``started_at`` to the run's
      ``finished_at``;
    - *memory* (``--memory`` only, long): a ``--fake`` run of ``--memory-answers`` answers
      (cases × 2 contestants × 20 repeats); every worker process's VmHWM.

@@ -2,8 +2,8 @@
 
 - **worker**: the bench plans and stores the run in this process (as the web page does),
   queues it with ``runs.tasks.enqueue_run(run, shards=…)`` and real ``evalsite worker``
-  processes execute it. Times are from just before the enqueue, so the queue's pickup is
-  included (and also given on its own).
+  processes execute it. Times are from the run's ``started_at``, as SPEC §17 measures
+  ("from run started"); the queue's pickup (enqueue to ``started_at``) is given on its own.
 - **cli**: ``evalsite run SUITE --no-cache --concurrency C --max-cost 1000 --label L`` as a
   subprocess with this process's environment (``EVALSITE_DATA_DIR``, and ``DATABASE_URL`` /
   ``EVALSITE_REDIS_URL`` when set). The command plans, stores and runs the run's one shard on
@@ -130,9 +130,10 @@ def _read_run(result: EngineResult, run_id: str, mock: str | None) -> None:
     result.answers, result.judge_calls = answers["n"], judged["n"]
     result.errors = answers["n"] - answers["done"] + judged["n"] - judged["done"]
     result.resumed = run.resumed_at is not None
-    zero = result.start_s
     if run.started_at and result.path == "worker":
-        result.pickup_s = run.started_at.timestamp() - zero
+        result.pickup_s = run.started_at.timestamp() - result.start_s
+        result.start_s = run.started_at.timestamp()  # SPEC §17: from "run started"
+    zero = result.start_s
     if answers["last"]:
         result.answers_s = answers["last"].timestamp() - zero
     if judged["first"]:

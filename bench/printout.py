@@ -88,7 +88,8 @@ def _answers_table(results: Results) -> list[str]:
               "CPU ms/answer", "in flight", "errors"]  # fmt: skip
     return [
         "Answers only. ideal = answers x latency / C. Engine wall ends at the last answer "
-        "stored; it starts at the enqueue (workers) or the run's started_at (evalsite run). "
+        "stored; it starts at the run's started_at on both paths (SPEC §17; the workers' pickup "
+        "is in the details). "
         "CPU: the engine processes' in the answer phase, or this process's for a fan-out",
         *_table(header, rows),
     ]
@@ -181,7 +182,7 @@ def _engine_detail(e: EngineResult) -> str:
     if e.path == "worker":
         parts.append(f"pickup {_f(e.pickup_s)} s")
         if e.pickup_s is not None and e.answers_s is not None:
-            parts.append(f"answers from started_at {_f(e.answers_s - e.pickup_s)} s")
+            parts.append(f"answers from the enqueue {_f(e.answers_s + e.pickup_s)} s")
         parts.append(f"plan {_f(e.plan_s)} s + store {_f(e.store_s)} s in this process")
     else:
         parts.append(f"process wall {_f(e.process_wall_s)} s, exit {e.returncode}")
