@@ -1,4 +1,5 @@
-"""Several shards on one run: every phase is shared, so each shard works with its share."""
+"""Several shards on one run: every phase is shared, so each shard works with its share, and
+what one shard learns of a model (it refused a call) every later one knows."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ from decimal import Decimal
 
 import pytest
 
-from runs.models import Judgement, Pair, Run
+from runs.models import Answer, Judgement, Pair, Run
 from tests.engine.conftest import (
     MockLLM,
+    error,
+    execute,
     make_endpoint,
     make_mock_prices,
+    mock_run,
     plan_run,
     reply,
     suite_text,
@@ -52,3 +56,28 @@ def test_two_shards_both_judge_so_the_judge_phase_uses_the_whole_concurrency():
     # Each shard has 2 of the 4 slots; the shard that lost the move to judging joins in.
     assert most_at_once(judge_calls) == 4
     assert Pair.objects.filter(run=run, score__isnull=False).count() == 12
+
+
+def test_a_model_that_refused_a_call_is_kept_on_the_run_and_no_later_shard_calls_it():
+    # A shard resumed after a crash (or any shard joining later) reads the refusal from the
+    # run, not from a scan of its answers, and makes no call to that model.
+    run = mock_run(cases=3, concurrency=1)
+    refuse = MockLLM(
+        lambda call: error(401, "invalid api key") if call.model == "mock/a" else reply()
+    )
+
+    execute(run.id, refuse.transport)
+
+    run.refresh_from_db()
+    assert run.stopped_models == ["mock/a"]
+    assert refuse.count("mock/a") == 1
+
+    again = mock_run(cases=3, concurrency=1, no_cache=True)
+    Run.objects.filter(pk=again.id).update(stopped_models=["mock/a"])
+    mock = MockLLM()
+
+    execute(again.id, mock.transport)
+
+    assert mock.count("mock/a") == 0 and mock.count("mock/b") == 3
+    skipped = Answer.objects.filter(run=again, contestant="mock/a")
+    assert set(skipped.values_list("error_kind", flat=True)) == {"skipped"}
