@@ -50,12 +50,11 @@ from evalsite.core.providers import (
     prepare_client,
 )
 from evalsite.core.providers.base import Request
-from runs import outcomes
-from runs.judging import finish_judging, prepare_judging
+from runs import outcomes, phases
+from runs.judging import prepare_judging
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.outcomes import Outcome
 from runs.planner import build_providers, endpoint_configs
-from runs.reporting import write_partial_report, write_report
 from runs.writer import Writer
 
 db = partial(sync_to_async, thread_sensitive=True)
@@ -436,49 +435,12 @@ class Shard:
 
     def _abort_over_budget(self, worst: WorstCase, model: str) -> None:
         self.stopping = True
-        run = Run.objects.get(pk=self.run_id)
-        amount, cap = worst.cost_usd, run.cap_usd
-        if amount > cap:
-            detail = (
-                f"stopped: a call to {model} may cost up to ${amount:.6f} "
-                f"({worst.input_tokens} input and {worst.output_tokens} output tokens at "
-                f"most), more than the whole cap ${cap:.4f}; finished answers are kept"
-            )
-        else:
-            detail = (
-                f"stopped: the next call (up to ${amount:.6f}) no longer fit under the cap "
-                f"${cap:.4f} (spent ${run.spent_usd:.6f}); finished answers are kept"
-            )
-        run.finish(Run.Status.ABORTED_OVER_BUDGET, detail)
+        phases.abort_over_budget(self.run_id, worst, model)
 
-    # --- the end -----------------------------------------------------------------------------
-
-    def _phase_over(self) -> Run | None:
-        """The run, when this phase's calls are all finished and the run goes on; None
-        when it was cancelled, stopped, or another shard is still working."""
-        run = Run.objects.get(pk=self.run_id)
-        if not run.is_active or run.cancel_requested:
-            return None
-        if self.calls.objects.filter(run=run).unfinished().exists():
-            return None
-        return run
+    # --- between the phases: the moves themselves are in runs.phases ------------------------
 
     def _finish_answers(self) -> str | None:
-        """JUDGING for the shard that wins the move there (it prepares judging); None else."""
-        run = self._phase_over()
-        if run is None or run.status != Run.Status.RUNNING:
-            return None
-        answers = Answer.objects.filter(run=run)
-        if not answers.filter(status=Call.Status.DONE).exists() and answers.exists():
-            first = answers.filter(status=Call.Status.ERROR).first()
-            run.finish(
-                Run.Status.FAILED, f"every answer failed; first error: {first.error_message}"
-            )
-            return None
-        if not run.advance(Run.Status.RUNNING, Run.Status.JUDGING):
-            return None
-        prepare_judging(run, self.judge)
-        return Run.Status.JUDGING
+        return phases.answers_over(self.run_id, self.judge)
 
     async def _join_judging(self) -> str | None:
         """JUDGING once the shard that moved the run there has queued the judge calls, so
@@ -486,46 +448,19 @@ class Shard:
         nowhere this shard is needed (no judge calls, stopped, or waited a lease)."""
         deadline = time.monotonic() + settings.EVALSITE_CLAIM_LEASE_S
         while time.monotonic() < deadline:
-            state = await db(self._judging_state)()
-            if state != "preparing":
+            state = await db(phases.judging_state)(self.run_id)
+            if state != phases.PREPARING:
                 return state
             await asyncio.sleep(POLL_S / 2)
         return None
 
-    def _judging_state(self) -> str | None:
-        run = Run.objects.filter(pk=self.run_id).values("status", "cancel_requested").first()
-        if run is None or run["status"] != Run.Status.JUDGING or run["cancel_requested"]:
-            return None
-        if Judgement.objects.filter(run_id=self.run_id).unfinished().exists():
-            return Run.Status.JUDGING
-        return "preparing"  # the judge calls are queued in one transaction, all at once
-
     def _finish_judging(self) -> str | None:
-        """REPORTING for the shard that wins the move there; None else."""
-        run = self._phase_over()
-        if run is None or run.status != Run.Status.JUDGING:
-            return None
-        return Run.Status.REPORTING if run.advance(run.status, Run.Status.REPORTING) else None
+        return phases.judging_over(self.run_id)
 
     def _close_stopped(self) -> None:
-        """A run asked to cancel is closed once no shard holds a claim on it; a run that
-        stopped (cancelled, aborted over budget) gets a partial report of what it kept."""
-        run = Run.objects.get(pk=self.run_id)
-        if run.is_active and run.cancel_requested:
-            self._reclaimed_at = 0.0
-            self._reclaim_now_and_then()
-            if self.calls.objects.filter(run=run, status=Call.Status.CLAIMED).exists():
-                return  # another shard is finishing its calls in flight; it closes the run
-            # the report first, so a cancelled run always has one
-            write_partial_report(run, status=Run.Status.CANCELLED)
-            run.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
-        elif run.status in Run.STOPPED and run.report is None:
-            write_partial_report(run)
+        self._reclaimed_at = 0.0
+        self._reclaim_now_and_then()
+        phases.close_stopped(self.run_id, self.calls)
 
     def _report(self) -> None:
-        run = Run.objects.get(pk=self.run_id)
-        if run.status != Run.Status.REPORTING:
-            return
-        finish_judging(run)  # idempotent: a resumed run may have stopped half-way through
-        write_report(run)
-        run.finish(Run.Status.DONE)
+        phases.report(self.run_id)
