@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import signal
 import sys
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("EVALSITE_TRACEBACK"):
             traceback.print_exc()
         sys.exit(RUNTIME_ERROR)
+    finally:
+        # The process ends here, and the exit frees what the verb built: frozen, the heap is
+        # not scanned again by each collection of the interpreter's teardown (0.1 s of it).
+        gc.freeze()
 
 
 RUNTIME_ERROR = 3  # evalsite.core.exitcodes.ExitCode.RUNTIME_ERROR (1 means a gate failed)
