@@ -50,6 +50,7 @@ from evalsite.core.providers import (
     prepare_client,
 )
 from evalsite.core.providers.base import Request
+from evalsite.core.providers.http_json import HttpAdapter
 from runs import outcomes, phases
 from runs.judging import prepare_judging
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
@@ -83,8 +84,6 @@ def execute(
 ) -> Run:
     """Run one shard of `run_id` to the end of the run's pending work; return the run."""
     shard = Shard(run_id, transport=transport, shards=shards)
-    if transport is None:
-        prepare_client()
     try:
         asyncio.run(shard.run())
     finally:
@@ -168,7 +167,6 @@ class Shard:
         self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
         if not self.run_row.is_active:
             return None
-        self.run_row.mark_running()
         self.options = self.run_row.stored_options
         self.stopped_models = set(self.run_row.stopped_models)
         self.secrets = held_secrets(
@@ -184,6 +182,11 @@ class Shard:
             # run with the reason rather than leave it running with nobody to finish it.
             self.run_row.finish(Run.Status.FAILED, f"this worker cannot run it: {error}")
             return None
+        if self.transport is None and any(
+            isinstance(provider, HttpAdapter) for provider in self.all_providers
+        ):
+            prepare_client()  # ready to call before the run is marked running
+        self.run_row.mark_running()
         return self.run_row.status
 
     def _build_providers(self) -> None:
@@ -198,6 +201,7 @@ class Shard:
             replies=replies,
             fake=options.fake,
         )
+        self.all_providers = list(built.values())
         self.providers: dict[str, Provider] = {c: built[m] for c, m in contestants.items()}
         self.judge = built[judge_model] if judge_model else None
         limits = Limits(options.concurrency or settings.EVALSITE_MAX_CONCURRENCY)
@@ -237,6 +241,8 @@ class Shard:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(changed.wait(), POLL_S)
                     continue
+                if self._may_claim() and not self.stopping:
+                    continue  # the last batch was all cache hits: more may be pending
                 await self.writer.flush()
                 if self.stopping or not await db(self._others_working)():
                     break
