@@ -97,7 +97,7 @@ def make_client(
         max_connections=max_connections, max_keepalive_connections=max_connections
     )
     if transport is None:
-        transport = _aiohttp_transport()(limits=limits, verify=_tls_context())
+        transport = _AiohttpPool(limits)
     return httpx.AsyncClient(
         transport=transport,
         limits=limits,
@@ -105,6 +105,24 @@ def make_client(
         follow_redirects=False,
         headers={"user-agent": USER_AGENT},
     )
+
+
+class _AiohttpPool(httpx.AsyncBaseTransport):
+    """httpx-aiohttp's transport, made on the first request: a run of local providers only
+    (fake, scripted, command) sends none and never loads aiohttp."""
+
+    def __init__(self, limits: httpx.Limits) -> None:
+        self._limits = limits
+        self._transport: httpx.AsyncBaseTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._transport is None:
+            self._transport = _aiohttp_transport()(limits=self._limits, verify=_tls_context())
+        return await self._transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
 
 
 def prepare_client() -> None:
