@@ -1,0 +1,152 @@
+"""The client the engine really uses (httpx's API over aiohttp's pool), against servers this
+test starts on 127.0.0.1: a reply, a refused connection, a dropped one, a silent one, and
+more connections at once than httpx's own pool handles well."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+
+import pytest
+
+from evalsite.core.providers import ErrorKind, ProviderError, make_client
+from evalsite.core.providers.openai import compatible_provider
+from tests.core.providers.conftest import make_request
+
+CHAT = {
+    "id": "chatcmpl-1",
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}  # fmt: skip
+
+
+class Server:
+    """An HTTP/1.1 keep-alive server: `behave(reader, writer)` answers each connection."""
+
+    def __init__(self, behave):
+        self.behave = behave
+        self.in_flight = self.most_in_flight = 0
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=1024)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1"
+
+    async def __aexit__(self, *exc) -> None:
+        self.server.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.server.wait_closed(), 2)
+
+    async def _connection(self, reader, writer) -> None:
+        try:
+            await self.behave(self, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+
+async def read_request(reader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
+    )
+    return await reader.readexactly(length)
+
+
+async def answer(server: Server, reader, writer, delay: float = 0.0) -> None:
+    while True:
+        await read_request(reader)
+        server.in_flight += 1
+        server.most_in_flight = max(server.most_in_flight, server.in_flight)
+        await asyncio.sleep(delay)
+        server.in_flight -= 1
+        body = json.dumps(CHAT).encode()
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+
+
+async def complete(base_url: str, *, timeout_s: float = 5, connections: int = 8, times: int = 1):
+    provider = compatible_provider("local", base_url, None)
+    request = make_request("local/m", timeout_s=timeout_s)
+    async with make_client(max_connections=connections) as client:
+        return await asyncio.gather(*(provider.complete(request, client) for _ in range(times)))
+
+
+def failure(coroutine) -> ProviderError:
+    with pytest.raises(ProviderError) as info:
+        asyncio.run(coroutine)
+    return info.value
+
+
+def test_a_reply_comes_back_through_the_aiohttp_pool():
+    async def go():
+        async with Server(answer) as url:
+            return await complete(url)
+
+    [completion] = asyncio.run(go())
+
+    assert completion.text == "hi"
+    assert completion.usage.input_tokens == 3
+
+
+def test_150_calls_at_once_are_all_in_flight_together_and_all_complete():
+    server = Server(lambda s, r, w: answer(s, r, w, delay=0.2))
+
+    async def go():
+        async with server as url:
+            return await complete(url, connections=150, times=150)
+
+    completions = asyncio.run(go())
+
+    assert len(completions) == 150 and {c.text for c in completions} == {"hi"}
+    assert server.most_in_flight == 150
+
+
+def test_a_refused_connection_is_a_network_error():
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    error = failure(complete(f"http://127.0.0.1:{port}/v1"))
+
+    assert error.kind == ErrorKind.NETWORK and error.retryable
+    assert error.message.startswith("local: ")
+
+
+def test_a_connection_the_server_drops_is_a_network_error_not_a_timeout():
+    async def drop(server, reader, writer):
+        await read_request(reader)  # then close without a reply
+
+    async def go():
+        async with Server(drop) as url:
+            await complete(url)
+
+    error = failure(go())
+
+    assert error.kind == ErrorKind.NETWORK and error.retryable
+    assert "no reply within" not in error.message
+
+
+def test_a_server_that_never_answers_is_a_timeout_at_the_requests_deadline():
+    async def silent(server, reader, writer):
+        await read_request(reader)
+        await asyncio.sleep(30)
+
+    async def go():
+        async with Server(silent) as url:
+            await complete(url, timeout_s=0.5)
+
+    error = failure(go())
+
+    assert error.kind == ErrorKind.TIMEOUT
+    assert "no reply within 0.5s" in error.message
