@@ -211,18 +211,18 @@ def _cache_state(answers: list[AnswerRow], judge_calls: dict) -> str:
 
 def reproduce_command(run: Run) -> str:
     version = run.suite_version
-    options = run.options
+    options = run.stored_options
     parts = ["evalsite", "run", version.source_path or version.suite.name]
     parts += ["--models", ",".join(run.contestants)]
-    if options.get("fake"):
+    if options.fake:
         parts.append("--fake")
-    if options.get("replies"):
-        parts += ["--replies", options["replies"]]
+    if options.replies:
+        parts += ["--replies", options.replies]
     if run.repeats != 1:
         parts += ["--repeats", str(run.repeats)]
-    for selector in filter(None, (options.get("only") or "").split(",")):
+    for selector in options.only:
         parts += ["--only", selector]
-    if options.get("no_cache"):
+    if options.no_cache:
         parts.append("--no-cache")
     parts += ["--max-cost", f"{run.cap_usd:f}"]
     return shlex.join(parts)
