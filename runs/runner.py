@@ -230,7 +230,7 @@ class Shard:
 
         self.writer = Writer(self)
         try:
-            while self.failure is None:
+            while self.failure is None and self.writer.failure is None:
                 changed.clear()  # before the claim: calls that end during it wake the wait
                 await self._check_stop()
                 if not self.stopping and len(in_flight) <= low and self._may_claim():
@@ -247,8 +247,8 @@ class Shard:
                 if self.stopping or not await db(self._others_working)():
                     break
                 await asyncio.sleep(POLL_S)
-            if self.failure is not None:
-                raise self.failure
+            if self.failure is not None or self.writer.failure is not None:
+                raise self.failure or self.writer.failure  # the writer's: the database's
         finally:
             for task in list(in_flight):
                 task.cancel()
