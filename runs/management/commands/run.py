@@ -77,6 +77,7 @@ class Command(BaseCommand):
         if run.status == Run.Status.REFUSED:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake, out=self.stderr)
             self._finish(run, opts["json"])
+        del plan  # its cells are stored: the run's later steps reuse their memory
         run = self._execute(run, quiet=opts["json"])
         self._finish(run, opts["json"])
 
