@@ -92,6 +92,10 @@ def execute(
 
 
 class Shard:
+    """One shard of a run: the asyncio loop that claims calls, makes them under per-model
+    limits, and hands their outcomes to its writer; between phases it makes the moves in
+    :mod:`runs.phases`."""
+
     def __init__(self, run_id: str, *, transport=None, shards: int = 1):
         self.run_id = run_id
         self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -105,7 +109,7 @@ class Shard:
         self._exhausted_at = -POLL_S
         self.calls: type[Call] = Answer
         self.judge: Provider | None = None
-        self.db = db
+        self.db = db  # the one thread the shard's database work runs on (the writer's too)
         self.writer: Writer | None = None
         self.failure: BaseException | None = None
 
