@@ -59,12 +59,17 @@ async def read_request(reader) -> bytes:
     return await reader.readexactly(length)
 
 
-async def answer(server: Server, reader, writer, delay: float = 0.0) -> None:
+async def answer(server: Server, reader, writer, hold_until: int = 0) -> None:
+    """Answer each request; with `hold_until`, only once that many are in flight at once
+    (or after 10 s), so the test sees whether the client really holds them all open."""
     while True:
         await read_request(reader)
         server.in_flight += 1
         server.most_in_flight = max(server.most_in_flight, server.in_flight)
-        await asyncio.sleep(delay)
+        for _ in range(1000):
+            if server.most_in_flight >= hold_until:
+                break
+            await asyncio.sleep(0.01)
         server.in_flight -= 1
         body = json.dumps(CHAT).encode()
         writer.write(
@@ -100,7 +105,7 @@ def test_a_reply_comes_back_through_the_aiohttp_pool():
 
 
 def test_150_calls_at_once_are_all_in_flight_together_and_all_complete():
-    server = Server(lambda s, r, w: answer(s, r, w, delay=0.2))
+    server = Server(lambda s, r, w: answer(s, r, w, hold_until=150))
 
     async def go():
         async with server as url:
