@@ -45,7 +45,7 @@ def test_two_shards_both_judge_so_the_judge_phase_uses_the_whole_concurrency():
     def respond(call):
         return reply(VERDICT if call.model == "mock/judge" else f"answer to {call.content}")
 
-    mock = MockLLM(respond, latency=0.1)
+    mock = MockLLM(respond, latency=0.2)  # long enough for the second shard to join in
 
     assert run_shards_in_threads(run.id, mock.transport, shards=2) == []
 
