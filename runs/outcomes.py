@@ -8,7 +8,7 @@ database.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 
 from evalsite.core.keys import without_secrets
@@ -41,7 +41,7 @@ class Outcome:
     incomplete: bool = False  # a priced call whose usage could not be costed
     overrun: str = ""
     stops_model: str = ""  # the model that refused this call: not called again this run
-    urgent: bool = field(default=False)  # written at once: it stops the run or a model
+    urgent: bool = False  # written at once: it stops the run or a model
 
 
 def given_back(call: Call) -> Outcome:

@@ -34,6 +34,8 @@ FLUSH_ROWS = 200
 
 
 class Writer:
+    """One shard's outcomes waiting to be written, and the task that writes them behind."""
+
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
         self.waiting: list[Outcome] = []
