@@ -37,7 +37,7 @@ from evalsite.core.scoring.grading import (
 from evalsite.core.stats import pair_score
 from evalsite.core.suites import Suite
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
-from runs.models.answer import update_each
+from runs.models.rows import update_each
 from runs.scoring import score_run, stored_suite
 
 DEFAULT_JUDGE_MAX_TOKENS = 400
@@ -310,7 +310,7 @@ def finish_judging(run: Run) -> None:
             changes[pk] = {
                 "score": combined.score, "flip": combined.flip, "category": combined.category
             }  # fmt: skip
-    update_each(Pair.objects.all(), changes, {})
+    update_each(Pair, changes)
     _copy_grades(run)
 
 

@@ -149,14 +149,15 @@ class Shard:
             ) as client:
                 phase = await self._calls(phase, client)
         if phase == Run.Status.REPORTING:
-            await db(self._report)()
+            await db(phases.report)(self.run_id)
         await db(self._close_stopped)()
 
     async def _calls(self, phase: str, client: httpx.AsyncClient) -> str | None:
         """The answers, then the judge calls: the phase after them, or None."""
         if phase == Run.Status.RUNNING:
             await self._loop(client)
-            phase = await db(self._finish_answers)() or await self._join_judging()
+            phase = await db(phases.answers_over)(self.run_id, self.judge)
+            phase = phase or await self._join_judging()
         else:
             # resuming a run that stopped while judging: complete its preparation
             # (idempotent), then the judge calls still pending
@@ -165,7 +166,7 @@ class Shard:
             return phase
         self.calls = Judgement
         await self._loop(client)
-        return await db(self._finish_judging)()
+        return await db(phases.judging_over)(self.run_id)
 
     def _prepare(self) -> str | None:
         self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
@@ -186,9 +187,8 @@ class Shard:
             # run with the reason rather than leave it running with nobody to finish it.
             self.run_row.finish(Run.Status.FAILED, f"this worker cannot run it: {error}")
             return None
-        if self.transport is None and any(
-            isinstance(provider, HttpAdapter) for provider in self.all_providers
-        ):
+        providers = [*self.providers.values(), self.judge]
+        if self.transport is None and any(isinstance(p, HttpAdapter) for p in providers):
             prepare_client()  # ready to call before the run is marked running
         self.run_row.mark_running()
         return self.run_row.status
@@ -205,7 +205,6 @@ class Shard:
             replies=replies,
             fake=options.fake,
         )
-        self.all_providers = list(built.values())
         self.providers: dict[str, Provider] = {c: built[m] for c, m in contestants.items()}
         self.judge = built[judge_model] if judge_model else None
         limits = Limits(options.concurrency or settings.EVALSITE_MAX_CONCURRENCY)
@@ -301,7 +300,7 @@ class Shard:
         worst case of the rest against the cap in one conditional UPDATE. When the batch
         does not fit under the cap, each call reserves for itself before it is made
         (:meth:`_reserve`), waiting for the calls in flight to settle."""
-        self._reclaim_now_and_then()
+        self._reclaim()
         calls = self.calls.objects.filter(run_id=self.run_id)
         claims = [Claim(call, Request(**call.request)) for call in calls.claim(self.token, limit)]
         if claims and not self.options.no_cache:
@@ -327,18 +326,17 @@ class Shard:
             output_tokens=provider.output_token_limit(request),
         )
 
-    def _reclaim_now_and_then(self) -> None:
-        """Claims of dead shards back to pending, looked for a few times a lease."""
+    def _reclaim(self, *, now: bool = False) -> None:
+        """Claims of dead shards back to pending: looked for a few times a lease, or `now`."""
         lease = settings.EVALSITE_CLAIM_LEASE_S
-        if time.monotonic() - self._reclaimed_at < min(lease / 10, 5.0):
+        if not now and time.monotonic() - self._reclaimed_at < min(lease / 10, 5.0):
             return
         self._reclaimed_at = time.monotonic()
         calls = self.calls.objects.filter(run_id=self.run_id)
         calls.reclaim_expired(self.run_row, lease, judge=self.judging)
 
     def _others_working(self) -> bool:
-        self._reclaimed_at = 0.0
-        self._reclaim_now_and_then()
+        self._reclaim(now=True)
         return self.calls.objects.filter(run_id=self.run_id).unfinished().exists()
 
     # --- one call ----------------------------------------------------------------------------
@@ -438,19 +436,13 @@ class Shard:
                 self.stopping = True
                 return False
             if state["reserved_usd"] <= 0 or time.monotonic() > deadline:
-                await db(self._abort_over_budget)(worst, call.model)
+                self.stopping = True
+                await db(phases.abort_over_budget)(self.run_id, worst, call.model)
                 return False
             await asyncio.sleep(POLL_S / 2)
         return False
 
-    def _abort_over_budget(self, worst: WorstCase, model: str) -> None:
-        self.stopping = True
-        phases.abort_over_budget(self.run_id, worst, model)
-
     # --- between the phases: the moves themselves are in runs.phases ------------------------
-
-    def _finish_answers(self) -> str | None:
-        return phases.answers_over(self.run_id, self.judge)
 
     async def _join_judging(self) -> str | None:
         """JUDGING once the shard that moved the run there has queued the judge calls, so
@@ -464,13 +456,6 @@ class Shard:
             await asyncio.sleep(POLL_S / 2)
         return None
 
-    def _finish_judging(self) -> str | None:
-        return phases.judging_over(self.run_id)
-
     def _close_stopped(self) -> None:
-        self._reclaimed_at = 0.0
-        self._reclaim_now_and_then()
+        self._reclaim(now=True)
         phases.close_stopped(self.run_id, self.calls)
-
-    def _report(self) -> None:
-        phases.report(self.run_id)

@@ -19,7 +19,7 @@ from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
 from evalsite.core.suites import Suite, parse_suite
 from runs.models import Answer, Run, SuiteVersion
-from runs.models.answer import update_each
+from runs.models.rows import update_each
 
 # Suites read from a file on this machine (SPEC §7.2: python checks allowed): the CLI's and
 # the suites directory's (path), the demo's, and MCP's, which come from files under
@@ -139,4 +139,4 @@ def _store(results: dict[Answer, AnswerScore]) -> None:
             "scored_at": now,
         }
     with transaction.atomic():
-        update_each(Answer.objects.all(), changes, {})
+        update_each(Answer, changes)

@@ -7,10 +7,11 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
-from django.db import connections, models, transaction
+from django.db import models, transaction
 from django.db.models import Avg, Exists, F, OuterRef
 from django.utils import timezone
 
+from runs.models.rows import update_each
 from runs.models.run import MoneyField, Run
 
 
@@ -84,42 +85,8 @@ class CallQuerySet(models.QuerySet):
         ids written. A call whose claim was lost keeps what its reclaimer gave it."""
         guard = {"claimed_by": token, "status": Call.Status.CLAIMED}
         done = {"claimed_by": "", "reserved_usd": Decimal(0), "finished_at": timezone.now()}
-        return update_each(self, {pk: done | values for pk, values in changes.items()}, guard)
-
-
-def update_each(
-    queryset: models.QuerySet, changes: dict[int, dict[str, Any]], guard: dict[str, Any]
-) -> set[int]:
-    """One UPDATE per row of `queryset`'s model by id (its filters are not applied), each
-    with its own values and the same `guard`; the ids whose row matched. Prepared once per
-    set of columns and sent through one cursor: the engine finishes hundreds of calls a
-    second, and building each UPDATE with the ORM cost more CPU than the database spent
-    running it (docs/performance.md)."""
-    model, connection = queryset.model, connections[queryset.db]
-    quote = connection.ops.quote_name
-    statements: dict[tuple[str, ...], str] = {}
-    written = set()
-    with connection.cursor() as cursor:
-        for pk, values in changes.items():
-            names = tuple(values)
-            sql = statements.get(names)
-            if sql is None:
-                sets = ", ".join(f"{quote(_field(model, n).column)} = %s" for n in names)
-                where = " AND ".join(
-                    f"{quote(_field(model, n).column)} = %s" for n in ("pk", *guard)
-                )
-                table = quote(model._meta.db_table)
-                # Column names from the model's own fields, quoted; values are parameters.
-                sql = statements[names] = f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
-            row = (*values.items(), ("pk", pk), *guard.items())
-            cursor.execute(sql, [_field(model, n).get_db_prep_save(v, connection) for n, v in row])
-            if cursor.rowcount == 1:
-                written.add(pk)
-    return written
-
-
-def _field(model: type[models.Model], name: str) -> models.Field:
-    return model._meta.pk if name == "pk" else model._meta.get_field(name)
+        changes = {pk: done | values for pk, values in changes.items()}
+        return update_each(self.model, changes, guard, using=self.db)
 
 
 class Call(models.Model):

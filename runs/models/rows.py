@@ -1,0 +1,50 @@
+"""Writing many rows, each with values of its own, faster than the ORM builds the statements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections, models
+
+
+def update_each(
+    model: type[models.Model],
+    changes: dict[int, dict[str, Any]],
+    guard: dict[str, Any] | None = None,
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+) -> set[int]:
+    """One UPDATE per row of `model` by id, each with its own values and the same `guard`
+    (field values the row must still have); the ids whose row matched.
+
+    Prepared once per set of columns and sent through one cursor: the engine finishes
+    hundreds of calls a second, and building each UPDATE with the ORM cost more CPU than
+    the database spent running it (docs/performance.md). Values go through each field's
+    own ``get_db_prep_save``, as the ORM's would.
+    """
+    guard = guard or {}
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    statements: dict[tuple[str, ...], str] = {}
+    written = set()
+    with connection.cursor() as cursor:
+        for pk, values in changes.items():
+            names = tuple(values)
+            sql = statements.get(names)
+            if sql is None:
+                sets = ", ".join(f"{quote(_field(model, n).column)} = %s" for n in names)
+                where = " AND ".join(
+                    f"{quote(_field(model, n).column)} = %s" for n in ("pk", *guard)
+                )
+                table = quote(model._meta.db_table)
+                # Column names from the model's own fields, quoted; values are parameters.
+                sql = statements[names] = f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
+            row = (*values.items(), ("pk", pk), *guard.items())
+            cursor.execute(sql, [_field(model, n).get_db_prep_save(v, connection) for n, v in row])
+            if cursor.rowcount == 1:
+                written.add(pk)
+    return written
+
+
+def _field(model: type[models.Model], name: str) -> models.Field:
+    return model._meta.pk if name == "pk" else model._meta.get_field(name)
