@@ -4,10 +4,11 @@ import no view, no URLconf and no MCP server, and validate no numpy and no repor
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.engine.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ("evalsite.urls", "evalsite.views", "labels.views", "labels.views_lab", "runs.views")
@@ -30,12 +31,10 @@ TWO_FAKES = (
 
 def imported_by(tmp_path: Path, *args: str) -> set[str]:
     listing = tmp_path / "modules.txt"
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
-    env["EVALSITE_DATA_DIR"] = str(tmp_path / "data")
     done = subprocess.run(
         [sys.executable, "-c", PROBE, str(listing), *args],
         cwd=ROOT,
-        env=env,
+        env=cli_env(tmp_path / "data"),
         capture_output=True,
         text=True,
         timeout=120,
