@@ -279,7 +279,8 @@ def sqlite_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
 
 
 class LocalServer:
-    """An OpenAI-compatible HTTP server on 127.0.0.1 with a fixed latency, for other processes."""
+    """An OpenAI-compatible HTTP server on 127.0.0.1 with a fixed latency, for other processes
+    (or for a real client in this one); a subclass answers its own way (:meth:`answer`)."""
 
     def __init__(self, latency: float = 0.2):
         self.latency = latency
@@ -300,17 +301,19 @@ class LocalServer:
                 content = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
                 model = f"mock/{body['model']}"
                 with server._lock:
+                    index = len(server.calls)
                     server.calls.append((model, content))
                     server.in_flight += 1
                     server.in_flight_by_model[model] += 1
                     server.max_in_flight_by_model[model] = max(
                         server.max_in_flight_by_model[model], server.in_flight_by_model[model]
                     )
-                time.sleep(server.latency)
-                with server._lock:
-                    server.in_flight -= 1
-                    server.in_flight_by_model[model] -= 1
-                data = reply(f"answer to {content}").content
+                try:
+                    data = server.answer(index, model, content)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                        server.in_flight_by_model[model] -= 1
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
@@ -326,6 +329,11 @@ class LocalServer:
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def answer(self, index: int, model: str, content: str) -> bytes:
+        """The reply body to call number `index` (from 0, in the order calls arrived)."""
+        time.sleep(self.latency)
+        return reply(f"answer to {content}").content
 
     def __enter__(self) -> LocalServer:
         self._thread.start()

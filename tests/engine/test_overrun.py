@@ -13,12 +13,10 @@ reservations.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import threading
 import time
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.db.models import Sum
@@ -35,6 +33,7 @@ from runs.models import Answer, Endpoint, Run
 from tests.engine.conftest import (
     TOKENS_IN,
     TOKENS_OUT,
+    LocalServer,
     MockLLM,
     make_mock_prices,
     mock_run,
@@ -51,66 +50,36 @@ OVER = 1_000_000  # output tokens an over-reporting call claims: $1.00 each at R
 MODELS = ("mock/a", "mock/b")
 
 
-class OverReporting:
+class OverReporting(LocalServer):
     """An OpenAI-compatible server on 127.0.0.1: the first `honest` calls report their real
     usage, every later one `OVER` output tokens. With `hold`, each call waits until the
     test releases it, in the order the calls arrived."""
 
     def __init__(self, *, honest: int = 0, hold: bool = False, latency: float = 0.0):
-        self.honest, self.hold, self.latency = honest, hold, latency
-        self.calls: list[str] = []
-        self.in_flight = 0
+        super().__init__(latency=latency)
+        self.honest, self.hold = honest, hold
         self.released = 0
-        self._state = threading.Condition()
-        server = self
+        self._released = threading.Condition()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                content = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
-                data = server._answer(content)
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def _answer(self, content: str) -> bytes:
-        with self._state:
-            index = len(self.calls)
-            self.calls.append(content)
-            self.in_flight += 1
-            if self.hold:
-                self._state.wait_for(lambda: self.released > index, timeout=60)
+    def answer(self, index: int, model: str, content: str) -> bytes:
+        if self.hold:
+            with self._released:
+                self._released.wait_for(lambda: self.released > index, timeout=60)
         time.sleep(self.latency)
         tokens = TOKENS_OUT if index < self.honest else OVER
-        with self._state:
-            self.in_flight -= 1
         return reply(f"answer to {content}", completion_tokens=tokens).content
 
     def release(self, calls: int = 1) -> None:
-        with self._state:
+        with self._released:
             self.released += calls
-            self._state.notify_all()
+            self._released.notify_all()
 
     def release_all(self) -> None:
         self.release(10**9)
 
-    def __enter__(self) -> OverReporting:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
     def __exit__(self, *exc_info) -> None:
         self.release_all()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__exit__(*exc_info)
 
 
 def capped_run(server: OverReporting, *, cases: int = 64) -> Run:
