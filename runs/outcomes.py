@@ -41,7 +41,11 @@ class Outcome:
     incomplete: bool = False  # a priced call whose usage could not be costed
     overrun: str = ""
     stops_model: str = ""  # the model that refused this call: not called again this run
-    urgent: bool = False  # written at once: it stops the run or a model
+
+    @property
+    def urgent(self) -> bool:
+        """Written at once: it stops the run or a model."""
+        return bool(self.overrun or self.stops_model)
 
 
 def given_back(call: Call) -> Outcome:
@@ -92,7 +96,6 @@ def done(
         cache_row=cache_row,
         incomplete=incomplete,
         overrun=overrun,
-        urgent=bool(overrun),
     )
 
 
@@ -124,7 +127,7 @@ def failed(call: Call, error: ProviderError, reserved: Decimal) -> Outcome:
         "error_message": str(error.message)[:2000],
     }
     stops = call.model if error.stops_model else ""
-    return Outcome(call, values, reserved=reserved, stops_model=stops, urgent=bool(stops))
+    return Outcome(call, values, reserved=reserved, stops_model=stops)
 
 
 def skipped(call: Call, reserved: Decimal) -> Outcome:
