@@ -11,7 +11,6 @@ import hashlib
 import itertools
 import os
 import secrets
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -36,7 +35,7 @@ from evalsite.core.providers import (
     ProviderError,
     RepliesFileError,
     ScriptedReplies,
-    build_provider,
+    build_providers,
     required_key,
 )
 from evalsite.core.scoring import OPT_OUT_SETTING
@@ -281,23 +280,6 @@ def _providers(contestants, endpoints, replies, options: RunOptions, keys) -> di
     except ProviderError as error:
         raise PlanError(str(error)) from None
     return {contestant: built[model] for contestant, model in models.items()}
-
-
-def build_providers(
-    models: Iterable[str],
-    *,
-    env: Mapping[str, str],
-    endpoints: Mapping[str, EndpointConfig],
-    replies: ScriptedReplies | None,
-    fake: bool,
-) -> dict[str, Provider]:
-    """One provider per model, as the planner hashes its calls and the runner makes them
-    (the same arguments, so the same cache keys); ProviderError(CONFIG) if one cannot be
-    built here (a missing key, a scripted model without replies)."""
-    return {
-        model: build_provider(model, env=env, endpoints=endpoints, replies=replies, fake=fake)
-        for model in dict.fromkeys(models)
-    }
 
 
 def _cached(hashes: list[str], no_cache: bool, providers: list[Provider]) -> list[bool]:

@@ -46,6 +46,7 @@ from evalsite.core.providers import (
     ProviderError,
     RepliesFileError,
     ScriptedReplies,
+    build_providers,
     make_client,
     prepare_client,
 )
@@ -55,7 +56,7 @@ from runs import outcomes, phases
 from runs.judging import prepare_judging
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.outcomes import Outcome
-from runs.planner import build_providers, endpoint_configs
+from runs.planner import endpoint_configs
 from runs.writer import Writer
 
 db = partial(sync_to_async, thread_sensitive=True)

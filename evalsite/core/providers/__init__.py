@@ -1,6 +1,7 @@
 """Provider adapters behind one protocol, and the registry that picks one per model string.
 
-``build_provider("openai/gpt-4o-mini", env=os.environ)`` returns the adapter for a model;
+``build_provider("openai/gpt-4o-mini", env=os.environ)`` returns the adapter for a model
+(``build_providers`` one for each of several);
 ``required_key`` names the environment variable a model needs, so a missing key is found
 before the first call; ``make_client`` is the one HTTP seam (tests pass a MockTransport).
 
@@ -13,7 +14,7 @@ provider is ProviderError(CONFIG) with a did-you-mean over the built-ins and end
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from evalsite.core.providers.anthropic import AnthropicProvider
@@ -42,8 +43,8 @@ from evalsite.core.providers.scripted import (
 __all__ = [
     "BUILTIN", "KEY_VARIABLES", "Completion", "EndpointConfig", "ErrorKind", "Provider",
     "ProviderError", "RepliesFileError", "Request", "SCHEMA_INSTRUCTION", "ScriptedError",
-    "ScriptedReplies", "build_provider", "make_client", "prepare_client", "required_key",
-    "schema_instruction",
+    "ScriptedReplies", "build_provider", "build_providers", "make_client", "prepare_client",
+    "required_key", "schema_instruction",
 ]  # fmt: skip
 
 KEY_VARIABLES = {
@@ -116,6 +117,23 @@ def build_provider(
     if problem := host_problem(endpoint.base_url):
         raise ProviderError(ErrorKind.CONFIG, f"{model}: endpoint {provider} refused: {problem}")
     return compatible_provider(endpoint.name, endpoint.base_url, key)
+
+
+def build_providers(
+    models: Iterable[str],
+    *,
+    env: Mapping[str, str],
+    endpoints: Mapping[str, EndpointConfig] = _NO_ENDPOINTS,
+    replies: ScriptedReplies | None = None,
+    fake: bool = False,
+) -> dict[str, Provider]:
+    """One provider per model, as the planner hashes a run's calls and the runner makes
+    them (the same arguments, so the same cache keys); ProviderError(CONFIG) for the first
+    that cannot be built here (a missing key, a scripted model without replies)."""
+    return {
+        model: build_provider(model, env=env, endpoints=endpoints, replies=replies, fake=fake)
+        for model in dict.fromkeys(models)
+    }
 
 
 def required_key(
