@@ -37,7 +37,7 @@ def env_list(name: str, default: str) -> list[str]:
 
 DATA_DIR = Path(env_str("EVALSITE_DATA_DIR", ".evalsite")).expanduser().resolve()
 # Private to its owner: the database holds live session keys and password hashes.
-# `evalsite serve` tightens a data dir made before this (runs/management/commands/serve.py).
+# `evalsite serve` tightens a data dir made before this (evalsite/management/commands/serve.py).
 DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 REPORTS_DIR = DATA_DIR / "reports"
 SUITES_DIR = Path(env_str("EVALSITE_SUITES_DIR", str(BASE_DIR / "examples"))).resolve()
@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "django_q",
+    "evalsite",  # the project's own verbs: serve, worker, mcp
     "runs",
     "labels",
 ]

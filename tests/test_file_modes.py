@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runs.management.commands.serve import tighten_data_dir
+from evalsite.management.commands.serve import tighten_data_dir
 from tests.engine.conftest import ROOT, cli_env, evalsite
 
 SUITE = """\

@@ -28,8 +28,8 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
+from evalsite.management.commands.mcp import MISSING_EXTRA
 from evalsite.mcp.replies import PAGE_SIZE, failures_page, scrub
-from runs.management.commands.mcp import MISSING_EXTRA
 from tests.engine.conftest import sqlite_rows
 
 ROOT = Path(__file__).resolve().parents[1]

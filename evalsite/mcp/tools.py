@@ -323,13 +323,11 @@ def find_run(reference: str, *, with_report: bool = False) -> Run:
     """The run `reference` names (id, unique prefix, label, ``latest`` or ``baseline``), as
     the CLI finds it."""
     try:
-        run = Run.objects.select_related("suite_version__suite").resolve(reference)
+        return Run.objects.resolve(reference, with_report=with_report)
     except Run.DoesNotExist as error:
         raise Refused("no_such_run", str(error)) from None
-    if with_report and run.report is None:
-        state = f"it is {run.status}" + (f": {run.detail}" if run.detail else "")
-        raise Refused("no_report", f"run {run.id} has no report ({state})", run_id=run.id)
-    return run
+    except Run.NoReport as error:
+        raise Refused("no_report", str(error), run_id=error.run.id) from None
 
 
 def run_url(run_id: str) -> str:

@@ -142,14 +142,22 @@ class RunQuerySet(models.QuerySet):
                     return run
         return runs.whole_suite().order_by("-created_at").first()
 
-    def resolve(self, reference: str, suite: Suite | None = None) -> Run:
+    def resolve(
+        self, reference: str, suite: Suite | None = None, *, with_report: bool = False
+    ) -> Run:
         """A run by id, unique id prefix, label (the latest run with it), ``latest`` (the
         latest run with a report, of `suite` when one is implied) or ``baseline`` (the
         pinned baseline of `suite`, or of the only suite that has one).
 
         Run.DoesNotExist with a message saying what was tried, or naming the candidates
-        when a prefix is ambiguous.
+        when a prefix is ambiguous; Run.NoReport when `with_report` and the run has none.
         """
+        run = self.select_related("suite_version__suite")._resolve(reference, suite)
+        if with_report and run.report is None:
+            raise Run.NoReport(run)
+        return run
+
+    def _resolve(self, reference: str, suite: Suite | None) -> Run:
         reference = reference.strip()
         if reference == "latest":
             runs = self.for_suite(suite) if suite is not None else self
@@ -228,6 +236,15 @@ class Run(models.Model):
         ABORTED_OVER_BUDGET = "aborted_over_budget"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.JUDGING, Status.REPORTING)
+
+    class NoReport(Exception):
+        """The run exists but has no report (yet, or ever): what state it is in."""
+
+        def __init__(self, run: Run):
+            self.run = run
+            state = f"it is {run.status}" + (f": {run.detail}" if run.detail else "")
+            super().__init__(f"run {run.id} has no report ({state})")
+
     STOPPED = (Status.CANCELLED, Status.ABORTED_OVER_BUDGET)  # ended early: a partial report
 
     id = models.CharField(max_length=64, primary_key=True)

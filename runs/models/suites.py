@@ -52,6 +52,11 @@ class Suite(models.Model):
         Suite.objects.filter(pk=self.pk).update(baseline_run=run)
         self.baseline_run = run
 
+    def clear_baseline(self) -> None:
+        """Unpin the regression baseline: the gate then has nothing to compare against."""
+        Suite.objects.filter(pk=self.pk).update(baseline_run=None)
+        self.baseline_run = None
+
     def latest_version(self) -> SuiteVersion | None:
         return self.versions.order_by("-created_at", "-pk").first()
 

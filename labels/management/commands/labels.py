@@ -8,22 +8,18 @@ is that user's import, under the rules for that user (docs/labelling.md).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from evalsite.core.exitcodes import ExitCode
+from evalsite.management import EvalsiteCommand
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.management.commands import MODEL_CHECKS
-from runs.models import Suite
 from runs.setup import prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Labels in and out as the suite file's labels: YAML."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True)
@@ -43,40 +39,32 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         prepare_database()
-        suite = Suite.objects.filter(name=opts["suite"]).first()
-        if suite is None:
-            self._fail(f"no suite named {opts['suite']!r}")
+        suite = self.suite_named_or_exit(opts["suite"])
         if opts["verb"] == "export":
             text = export_yaml(suite)
             if opts.get("out"):
                 try:
                     Path(opts["out"]).write_text(text, encoding="utf-8")
                 except OSError as exc:  # a missing folder, a directory, no permission
-                    self._fail(f"{opts['out']}: cannot write: {exc.strerror or exc}")
+                    self.fail(f"{opts['out']}: cannot write: {exc.strerror or exc}")
                 self.stderr.write(f"wrote {opts['out']}")
             else:
                 self.stdout.write(text, ending="")
             return
         path = Path(opts["file"])
         if not path.is_file():
-            self._fail(f"{path}: no such file")
+            self.fail(f"{path}: no such file")
         user = self._user(opts["as_user"]) if opts.get("as_user") else None
         try:
             count = import_yaml(suite, path.read_text("utf-8", "replace"), user=user,
                                 filename=str(path))  # fmt: skip
         except LabelImportError as error:
-            for problem in error.problems:
-                self.stderr.write(f"error: {problem}")
-            sys.exit(ExitCode.INPUT_ERROR)
+            self.fail_all(error.problems)
         self.stdout.write(f"imported {count} label{'s' if count != 1 else ''} into {suite.name}")
 
     def _user(self, name: str):
         User = get_user_model()
         user = User.objects.filter(**{User.USERNAME_FIELD: name}, is_active=True).first()
         if user is None:
-            self._fail(f"--as {name}: no active user of that name")
+            self.fail(f"--as {name}: no active user of that name")
         return user
-
-    def _fail(self, message: str) -> None:
-        self.stderr.write(f"error: {message}")
-        sys.exit(ExitCode.INPUT_ERROR)

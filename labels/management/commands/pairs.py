@@ -13,13 +13,13 @@ import json
 import sys
 from decimal import Decimal
 from pathlib import Path
+from typing import NoReturn
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from evalsite.core.exitcodes import ExitCode
 from evalsite.core.input_limits import MAX_BYTES, size_message
-from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.pairsets import judge_lines, report_lines
+from evalsite.management import EvalsiteCommand
 from labels.lab import (
     JudgeConfig,
     LabError,
@@ -30,15 +30,12 @@ from labels.lab import (
     start_judge_run,
 )
 from labels.models import PairSet
-from runs.management.commands import MODEL_CHECKS
-from runs.models import Suite
 from runs.runner import execute
 from runs.setup import prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "The judge lab: import pair sets, run judges over them, compare the judges."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True)
@@ -67,10 +64,7 @@ class Command(BaseCommand):
         getattr(self, "_" + opts["verb"].replace("-", "_"))(opts)
 
     def _from_suite(self, opts) -> None:
-        suite = Suite.objects.filter(name=opts["suite"]).first()
-        if suite is None:
-            self.stderr.write(f"error: no suite named {opts['suite']!r}")
-            sys.exit(ExitCode.INPUT_ERROR)
+        suite = self.suite_named_or_exit(opts["suite"])
         try:
             pairset = import_suite_pairs(suite, name=opts.get("name"))
         except LabError as error:
@@ -101,7 +95,7 @@ class Command(BaseCommand):
             rubric=rubric,
             fake=opts["fake"],
             replies=opts["replies"],
-            max_cost=self._cap(opts["max_cost"]),
+            max_cost=self.cap_or_exit(opts["max_cost"]),
         )
         try:
             plan = plan_judge_run(pairset, config)
@@ -153,31 +147,17 @@ class Command(BaseCommand):
         pairset = PairSet.objects.filter(name=name).first()
         if pairset is None:
             known = ", ".join(PairSet.objects.order_by("name").values_list("name", flat=True))
-            self._fail(f"no pair set named {name!r}" + (f" (known: {known})" if known else ""))
+            self.fail(f"no pair set named {name!r}" + (f" (known: {known})" if known else ""))
         return pairset
 
     def _read(self, path: Path) -> bytes:
         try:
             size = path.stat().st_size
             if size > MAX_BYTES:
-                self._fail(f"{path}: {size_message(size)}")
+                self.fail(f"{path}: {size_message(size)}")
             return path.read_bytes()
         except OSError as error:
-            self._fail(f"{path}: {error.strerror or 'cannot be read'}")
+            self.fail(f"{path}: {error.strerror or 'cannot be read'}")
 
-    def _cap(self, text: str | None) -> Decimal | None:
-        if not text:
-            return None
-        try:
-            return parse_cap(text, what="--max-cost")
-        except MoneyError as error:
-            self._fail(str(error))
-
-    def _fail_with(self, error: LabError) -> None:
-        for problem in error.problems:
-            self.stderr.write(f"error: {problem}")
-        sys.exit(error.code)
-
-    def _fail(self, message: str) -> None:
-        self.stderr.write(f"error: {message}")
-        sys.exit(ExitCode.INPUT_ERROR)
+    def _fail_with(self, error: LabError) -> NoReturn:
+        self.fail_all(error.problems, error.code)

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import sys
+from django.core.management.base import CommandParser
 
-from django.core.management.base import BaseCommand, CommandParser
-
-from evalsite.core.exitcodes import ExitCode
-from runs.management.commands import MODEL_CHECKS
-from runs.management.commands.report import find_run
-from runs.models import Suite
+from evalsite.management import EvalsiteCommand
 from runs.setup import prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Pin the run that a suite's max_regression_points gate compares against."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True)
@@ -27,16 +21,13 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         prepare_database()
         if opts["verb"] == "set":
-            run = find_run(self, opts["run"])
+            run = self.run_or_exit(opts["run"], with_report=True)
             run.suite.pin_baseline(run)
             self.stdout.write(f"baseline of {run.suite.name}: {run.id}")
             return
-        suite = Suite.objects.select_related("baseline_run").filter(name=opts["suite"]).first()
-        if suite is None:
-            self.stderr.write(f"error: no suite named {opts['suite']!r}")
-            sys.exit(ExitCode.INPUT_ERROR)
+        suite = self.suite_named_or_exit(opts["suite"])
         if opts["verb"] == "clear":
-            Suite.objects.filter(pk=suite.pk).update(baseline_run=None)
+            suite.clear_baseline()
             self.stdout.write(f"baseline of {suite.name}: none")
         else:
             pinned = suite.baseline_run.id if suite.baseline_run else "none"

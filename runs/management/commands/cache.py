@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db.models import Count, Sum
 from django.db.models.functions import Length
 
-from runs.management.commands import MODEL_CHECKS
+from evalsite.management import EvalsiteCommand
 from runs.models import CachedResponse
 from runs.setup import prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Show or clear the response cache shared by every run, user and worker."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["info", "clear"])

@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import sys
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.compare import compare_reports
-from runs.management.commands import MODEL_CHECKS
-from runs.management.commands.report import find_run
+from evalsite.management import EvalsiteCommand
 from runs.setup import prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Compare two runs of a suite: movers by task, schema, checks and cost."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("a", help="The earlier run (id, prefix, label or 'latest').")
@@ -34,9 +32,8 @@ class Command(BaseCommand):
         prepare_database()
         points = opts["fail_on_regression"]
         if points is not None and not 0 <= points <= 100:
-            self.stderr.write("error: --fail-on-regression takes points from 0 to 100")
-            sys.exit(ExitCode.INPUT_ERROR)
-        a, b = find_run(self, opts["a"]), find_run(self, opts["b"])
+            self.fail("--fail-on-regression takes points from 0 to 100")
+        a, b = (self.run_or_exit(opts[k], with_report=True) for k in ("a", "b"))
         comparison = compare_reports(a.report, b.report, threshold=opts["threshold"])
         if opts["json"]:
             self.stdout.write(json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False))

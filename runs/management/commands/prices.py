@@ -6,14 +6,14 @@ import json
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.pricing import PriceFileError, Resolution, unknown_model_message
 from evalsite.core.suite_files import UnreadableFile, read_bounded
-from evalsite.core.suites import SuiteError, load_suite
+from evalsite.core.suites import SuiteError
 from evalsite.core.yamlsafe import load_yaml
-from runs.management.commands import MODEL_CHECKS
+from evalsite.management import EvalsiteCommand
 from runs.models import PriceTable
 from runs.prices import (
     NoActivePriceTable,
@@ -25,9 +25,8 @@ from runs.prices import (
 from runs.setup import prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Show the active price table, or import / export a price table in evalmine's YAML."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -43,7 +42,7 @@ class Command(BaseCommand):
     def handle(self, *args, action: str, file: str | None, **options):
         prepare_database()
         if action in {"import", "export"} and not file:
-            self._fail(f"`evalsite prices {action}` needs a FILE")
+            self.fail(f"`evalsite prices {action}` needs a FILE")
         if action == "import":
             self._import(Path(file), options["name"], options["activate"])
         elif action == "export":
@@ -58,15 +57,15 @@ class Command(BaseCommand):
             # Python cannot read), each problem with its line, before the price rules.
             load_yaml(data, filename=str(path))
         except UnreadableFile as exc:
-            self._fail(f"{path}: cannot read: {exc}")
+            self.fail(f"{path}: cannot read: {exc}")
         except SuiteError as exc:
-            self._fail_with(exc.problems)
+            self.fail_all(exc.problems)
         if name and PriceTable.objects.filter(name=name).exists():
-            self._fail(f"a price table named {name} already exists")
+            self.fail(f"a price table named {name} already exists")
         try:
             table = import_table(data.decode("utf-8"), name=name, activate=activate)
         except PriceFileError as exc:
-            self._fail(f"{path}: {exc}")
+            self.fail(f"{path}: {exc}")
         state = "active" if table.active else "not active"
         self.stdout.write(f"imported {table.name}: {table.prices.count()} models ({state})")
 
@@ -75,21 +74,21 @@ class Command(BaseCommand):
             PriceTable.objects.filter(name=name).first() if name else PriceTable.objects.active()
         )
         if table is None:
-            self._fail(f"no price table named {name}" if name else str(NoActivePriceTable()))
+            self.fail(f"no price table named {name}" if name else str(NoActivePriceTable()))
         tmp = path.with_name(f".{path.name}.tmp")
         try:
             tmp.write_text(export_table(table), "utf-8")
             tmp.replace(path)
         except OSError as exc:  # a missing folder, a directory, no permission, a full disk
             tmp.unlink(missing_ok=True)
-            self._fail(f"{path}: cannot write: {exc.strerror or exc}")
+            self.fail(f"{path}: cannot write: {exc.strerror or exc}")
         self.stdout.write(f"exported {table.name}: {table.prices.count()} models to {path}")
 
     def _show(self, suite_path: str | None, as_json: bool) -> None:
         try:
             table = active_table()
         except NoActivePriceTable as exc:
-            self._fail(str(exc))
+            self.fail(str(exc))
         rows = list(table.prices.all())
         resolution = None
         if suite_path:
@@ -105,11 +104,7 @@ class Command(BaseCommand):
             sys.exit(ExitCode.INPUT_ERROR)
 
     def _resolve_suite(self, suite_path: str, table: PriceTable) -> Resolution:
-        try:
-            loaded = load_suite(suite_path)
-        except SuiteError as exc:
-            self._fail_with(exc.problems)
-        return resolve_against(table, loaded.model_strings())
+        return resolve_against(table, self.suite_or_exit(suite_path).model_strings())
 
     def _print_table(self, table: PriceTable, rows, not_priced, unknown) -> None:
         flag = "verified" if table.verified else "UNVERIFIED"
@@ -125,14 +120,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  {model:<44} {'not priced':>10}")
         for model, hint in unknown.items():
             self.stderr.write(f"error: {unknown_model_message(model, hint, table.name)}")
-
-    def _fail(self, message: str) -> None:
-        self._fail_with([message])
-
-    def _fail_with(self, problems) -> None:
-        for problem in problems:
-            self.stderr.write(f"error: {problem}")
-        sys.exit(ExitCode.INPUT_ERROR)
 
 
 def _fmt(value) -> str:

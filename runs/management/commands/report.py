@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
-from runs.management.commands import MODEL_CHECKS
-from runs.models import Run
+from evalsite.management import EvalsiteCommand
 from runs.setup import prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Print a run's report (Markdown by default)."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("run", help="Run id, unique id prefix, label, or 'latest'.")
@@ -26,7 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         prepare_database()
-        run = find_run(self, opts["run"])
+        run = self.run_or_exit(opts["run"], with_report=True)
         fmt = "json" if opts["json"] else opts["format"]
         if fmt == "json":
             self.stdout.write(json.dumps(run.report, indent=2, ensure_ascii=False))
@@ -34,17 +30,3 @@ class Command(BaseCommand):
             self.stdout.write(render_html(run.report))
         else:
             self.stdout.write(render_markdown(run.report))
-
-
-def find_run(command: BaseCommand, reference: str) -> Run:
-    """The run `reference` names, with its report; exit 2 with the reason otherwise."""
-    try:
-        run = Run.objects.select_related("suite_version__suite").resolve(reference)
-    except Run.DoesNotExist as error:
-        command.stderr.write(f"error: {error}")
-        sys.exit(ExitCode.INPUT_ERROR)
-    if run.report is None:
-        state = f"it is {run.status}" + (f": {run.detail}" if run.detail else "")
-        command.stderr.write(f"error: run {run.id} has no report ({state})")
-        sys.exit(ExitCode.INPUT_ERROR)
-    return run

@@ -10,13 +10,11 @@ import threading
 import time
 from decimal import Decimal
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.report.summary import summary_lines as report_summary
-from evalsite.core.suites import SuiteError, load_suite
-from runs.management.commands import MODEL_CHECKS
+from evalsite.management import EvalsiteCommand
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
@@ -26,9 +24,8 @@ from runs.setup import prepare_database
 MAX_CONCURRENCY = 1024  # calls in flight per model
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Run a suite: answer every case with each contestant and price it."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("suite", help="Path to the suite YAML file.")
@@ -61,14 +58,14 @@ class Command(BaseCommand):
             sys.exit(ExitCode.RUNTIME_ERROR)
 
     def _handle(self, opts) -> None:
-        loaded = self._load(opts["suite"])
+        loaded = self.suite_or_exit(opts["suite"])
         prepare_database()
         version, _ = SuiteVersion.objects.register_file(opts["suite"], loaded)
         options = self._options(opts)
         try:
             plan = make_plan(version, loaded, options)
         except PlanError as error:
-            self._fail(str(error), error.code)
+            self.fail(str(error), error.code)
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
             self.stdout.write(keys_line(plan.keys, plan.options.env))
@@ -81,25 +78,12 @@ class Command(BaseCommand):
         run = self._execute(run, quiet=opts["json"])
         self._finish(run, opts["json"])
 
-    def _load(self, path: str):
-        try:
-            return load_suite(path)
-        except SuiteError as error:
-            for problem in error.problems:
-                self.stderr.write(f"error: {problem}")
-            sys.exit(ExitCode.INPUT_ERROR)
-
     def _options(self, opts) -> RunOptions:
-        max_cost = None
-        if opts["max_cost"]:
-            try:
-                max_cost = parse_cap(opts["max_cost"], what="--max-cost")
-            except MoneyError as error:
-                self._fail(str(error))
+        max_cost = self.cap_or_exit(opts["max_cost"])
         if opts["repeats"] is not None and not 1 <= opts["repeats"] <= 20:
-            self._fail("--repeats must be between 1 and 20")
+            self.fail("--repeats must be between 1 and 20")
         if opts["concurrency"] is not None and not 1 <= opts["concurrency"] <= MAX_CONCURRENCY:
-            self._fail(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+            self.fail(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
         models = (
             [m.strip() for m in opts["models"].split(",") if m.strip()] if opts["models"] else None
         )
@@ -210,10 +194,6 @@ class Command(BaseCommand):
             if run.detail:
                 self.stderr.write(run.detail)
         sys.exit(run.exit_code)
-
-    def _fail(self, message: str, code: ExitCode = ExitCode.INPUT_ERROR) -> None:
-        self.stderr.write(f"error: {message}")
-        sys.exit(code)
 
 
 def run_summary(run: Run, totals: dict) -> dict:

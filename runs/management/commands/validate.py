@@ -5,16 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
-from django.core.management.base import BaseCommand
-
 from evalsite.core.exitcodes import ExitCode
-from runs.management.commands import MODEL_CHECKS
+from evalsite.management import EvalsiteCommand
 from runs.validation import validate
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Validate a suite file: schema, templates, schemas and model strings (exit 2 on errors)."
-    requires_system_checks = MODEL_CHECKS
 
     def add_arguments(self, parser):
         parser.add_argument("suite", help="Path to the suite YAML file.")

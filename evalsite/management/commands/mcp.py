@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from importlib.util import find_spec
 
-from django.core.management.base import BaseCommand
-
-from evalsite.core.exitcodes import ExitCode
+from evalsite.management import EvalsiteCommand
 
 MISSING_EXTRA = "the MCP server needs the mcp extra: pip install 'evalsite[mcp]'"
 OLD_SDK = (
@@ -15,7 +12,7 @@ OLD_SDK = (
 )
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Serve evalsite's MCP tools (run_suite, last_report, compare, get_run) over stdio."
     # stdout carries the protocol only: no system-check output before the server starts.
     requires_system_checks = []
@@ -28,6 +25,5 @@ class Command(BaseCommand):
             if name.partition(".")[0] != "mcp":
                 raise
             missing = find_spec("mcp") is None
-            self.stderr.write("error: " + (MISSING_EXTRA if missing else OLD_SDK.format(name=name)))
-            sys.exit(ExitCode.INPUT_ERROR)
+            self.fail(MISSING_EXTRA if missing else OLD_SDK.format(name=name))
         serve()

@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
 
+from evalsite.management import EvalsiteCommand
 from runs.setup import ensure_admin, ensure_demo_suite, prepare_database
 
 
-class Command(BaseCommand):
+class Command(EvalsiteCommand):
     help = "Start evalsite: the web app on 127.0.0.1:8000 and one background worker."
+    requires_system_checks = "__all__"  # it serves the pages: every check
 
     def add_arguments(self, parser):
         parser.add_argument(

@@ -1,0 +1,97 @@
+"""The base every evalsite verb is written on (`EvalsiteCommand`), and the verbs that are the
+project's rather than an app's: `serve`, `worker` and `mcp`."""
+
+from __future__ import annotations
+
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from django.core.checks import Tags
+from django.core.management.base import BaseCommand
+
+from evalsite.core.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from evalsite.core.suites import LoadedSuite
+    from runs.models import Run, Suite
+
+# The system checks of a verb that serves no pages: the models it reads and writes through.
+# The pages' checks are `serve`'s (and `evalsite check`'s): the URL checks import the URLconf
+# and with it every view, numpy and the report builder included, for a `validate` that
+# needs neither.
+MODEL_CHECKS = [Tags.models]
+
+# Django's own options, accepted by every verb but not evalsite's to explain: a verb's
+# --help lists what that verb does.
+DJANGO_OPTIONS = {
+    "--version",
+    "--verbosity",
+    "--settings",
+    "--pythonpath",
+    "--traceback",
+    "--no-color",
+    "--force-color",
+    "--skip-checks",
+}
+
+
+class EvalsiteCommand(BaseCommand):
+    """A verb of evalsite's: its own options in --help, failures as one `error:` line and
+    an exit code (never a traceback), and the lookups every verb shares."""
+
+    requires_system_checks = MODEL_CHECKS
+    suppressed_base_arguments = DJANGO_OPTIONS
+
+    def fail(self, message: str, code: ExitCode = ExitCode.INPUT_ERROR) -> NoReturn:
+        self.stderr.write(f"error: {message}")
+        sys.exit(code)
+
+    def fail_all(self, problems, code: ExitCode = ExitCode.INPUT_ERROR) -> NoReturn:
+        """Every problem on its own `error:` line, then exit."""
+        for problem in problems:
+            self.stderr.write(f"error: {problem}")
+        sys.exit(code)
+
+    def suite_or_exit(self, path: str | Path) -> LoadedSuite:
+        """The suite file at `path`, loaded and checked; its problems and exit 2 otherwise."""
+        from evalsite.core.suites import SuiteError, load_suite
+
+        try:
+            return load_suite(path)
+        except SuiteError as error:
+            self.fail_all(error.problems)
+
+    def suite_named_or_exit(self, reference: str) -> Suite:
+        """The registered suite `reference` names, by name or by the path of its file."""
+        from runs.models import Suite
+
+        name = self.suite_or_exit(reference).name if Path(reference).is_file() else reference
+        suite = Suite.objects.filter(name=name).first()
+        if suite is None:
+            self.fail(f"no suite named {name!r}")
+        return suite
+
+    def run_or_exit(
+        self, reference: str, *, with_report: bool = False, suite: Suite | None = None
+    ) -> Run:
+        """The run `reference` names (id, unique prefix, label, ``latest``, ``baseline``);
+        the reason and exit 2 when there is none, or none with a report when one is needed."""
+        from runs.models import Run
+
+        try:
+            return Run.objects.resolve(reference, suite, with_report=with_report)
+        except (Run.DoesNotExist, Run.NoReport) as error:
+            self.fail(str(error))
+
+    def cap_or_exit(self, value: str | None, *, what: str = "--max-cost") -> Decimal | None:
+        """A spending cap given on the command line, in USD; None when not given."""
+        from evalsite.core.money import MoneyError, parse_cap
+
+        if not value:
+            return None
+        try:
+            return parse_cap(value, what=what)
+        except MoneyError as error:
+            self.fail(str(error))
