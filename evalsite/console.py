@@ -17,9 +17,27 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     from django.core.management import execute_from_command_line
 
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
         try:
-            execute_from_command_line(["evalsite", *(sys.argv[1:] if argv is None else argv)])
+            if args in ([], ["-h"], ["--help"], ["help"]):
+                from evalsite.management.verbs import print_help
+
+                print_help(sys.stdout)
+            elif args[:1] in (["-V"], ["--version"]):
+                from evalsite.management.verbs import version
+
+                sys.stdout.write(f"evalsite {version()}\n")
+            else:
+                # `evalsite manage …` is Django's own command line (migrate, createsuperuser,
+                # shell, …); those verbs answer by their own name too, unlisted.
+                if args[:1] == ["manage"]:
+                    args = args[1:] or ["help"]
+                elif not args[0].startswith("-"):
+                    from evalsite.management.verbs import refuse_unknown
+
+                    refuse_unknown(args[0])
+                execute_from_command_line(["evalsite", *args])
         finally:
             sys.stdout.flush()  # here, not at exit, where a closed pipe cannot be caught
     except BrokenPipeError:

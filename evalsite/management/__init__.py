@@ -3,6 +3,7 @@ project's rather than an app's: `serve`, `worker` and `mcp`."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -43,6 +44,18 @@ class EvalsiteCommand(BaseCommand):
 
     requires_system_checks = MODEL_CHECKS
     suppressed_base_arguments = DJANGO_OPTIONS
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        for action in parser._actions:  # Django adds --skip-checks outside the base arguments
+            if "--skip-checks" in action.option_strings:
+                action.help = argparse.SUPPRESS
+        return parser
+
+    def get_version(self) -> str:
+        from evalsite.management.verbs import version
+
+        return version()
 
     def fail(self, message: str, code: ExitCode = ExitCode.INPUT_ERROR) -> NoReturn:
         self.stderr.write(f"error: {message}")
