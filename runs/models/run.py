@@ -302,6 +302,23 @@ class Run(models.Model):
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
 
+    # What an active run is doing, by status: the words every page's status badge shows.
+    PHASE_LABELS = {
+        Status.QUEUED: "Queued",
+        Status.RUNNING: "Answering",
+        Status.JUDGING: "Judging",
+        Status.REPORTING: "Writing the report",
+    }
+
+    @property
+    def status_label(self) -> str:
+        """The status badge's text on every page: the phase an active run is in
+        ("Answering", "Judging", …; "Cancelling" once asked to stop), else the final status.
+        Read from the row as loaded: a page that shows a live run refreshes the row."""
+        if self.is_active and self.cancel_requested:
+            return "Cancelling"
+        return self.PHASE_LABELS.get(self.status) or self.get_status_display()
+
     @property
     def judge_config(self) -> dict[str, str] | None:
         """The judge configuration this run's verdicts, and so its kappa, measure (a run
