@@ -1,9 +1,15 @@
 # The two commands of the README. Each does every set-up step itself.
 .PHONY: serve test test-pg lint
 
+# `make serve PORT=8123 HOST=0.0.0.0`: read from make's command line only, never from the
+# environment, where HOST is often the machine's name (tcsh sets it) and PORT another app's.
+# It installs the mcp extra too, so `.venv/bin/evalsite mcp` (and .mcp.json) works after it.
+serve_host = $(if $(filter command line,$(origin HOST)), --host '$(HOST)')
+serve_port = $(if $(filter command line,$(origin PORT)), --port '$(PORT)')
+
 serve:
-	@scripts/bootstrap
-	.venv/bin/evalsite serve
+	@scripts/bootstrap mcp
+	.venv/bin/evalsite serve$(serve_host)$(serve_port)
 
 test:
 	@scripts/system-deps

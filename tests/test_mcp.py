@@ -35,7 +35,9 @@ from tests.engine.conftest import sqlite_rows
 ROOT = Path(__file__).resolve().parents[1]
 EVALSITE = Path(sys.executable).parent / "evalsite"
 CANARY = "sk-ant-canary-0123456789abcdef0123"
-TOOLS = {"run_suite", "last_report", "compare", "get_run"}
+TOOLS = {"run_suite", "last_report", "compare", "get_run"} | {
+    "render_prompt", "get_case_result", "list_runs", "set_baseline"
+}  # fmt: skip
 SECRET_MARKS = ("ANSWER-zq", "RATIONALE-zq", CANARY)
 
 # A scripted suite: nothing leaves the machine. The judge agrees with every label on
@@ -232,7 +234,7 @@ def _refused(reply: Reply, reason: str) -> None:
 # --- the tools -------------------------------------------------------------------------------
 
 
-def test_the_server_lists_the_four_tools(server):
+def test_the_server_lists_its_tools(server):
     assert server.tools == TOOLS
 
 

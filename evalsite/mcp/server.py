@@ -1,4 +1,4 @@
-"""`evalsite mcp`: the four tools on the official MCP SDK, over stdio (docs/mcp.md).
+"""`evalsite mcp`: the tools on the official MCP SDK, over stdio (docs/mcp.md).
 
 Every tool answers with a ``CallToolResult`` whose ``structuredContent`` is the reply object
 and whose text is the same object as JSON. A refusal is a result with ``isError: true`` and
@@ -23,7 +23,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from evalsite.mcp import replies, tools
+from evalsite.mcp import cases, history, replies, tools
 from runs.runner import execute
 from runs.setup import prepare_database
 
@@ -43,6 +43,12 @@ SuitePath = Annotated[
 ]
 RunReference = Annotated[
     str, Field(description="A run id, a unique id prefix, a run label, or 'latest'.")
+]
+Contestant = Annotated[
+    str, Field(description="provider/model[@variant], e.g. openai/gpt-4o-mini@concise.")
+]
+CaseReference = Annotated[
+    str, Field(description="The case: task/case, or a case id that only one task has.")
 ]
 
 
@@ -108,11 +114,66 @@ def get_run(
     return _answer(tools.run_detail, run_id, detail, page)
 
 
-TOOLS: tuple[tuple[Callable[..., Any], bool], ...] = (
-    (run_suite, False),
-    (last_report, True),
-    (compare, True),
-    (get_run, True),
+def render_prompt(
+    suite_path: SuitePath, contestant: Contestant, case: CaseReference
+) -> CallToolResult:
+    """The exact request the contestant would be sent for the case: system prompt,
+    messages and params as its provider prepares them, the schema, and whether the cache
+    holds its answer. No call is made and nothing is stored or spent."""
+    return _answer(cases.render_prompt, suite_path, contestant, case)
+
+
+def get_case_result(
+    run_id: RunReference, contestant: Contestant, case: CaseReference
+) -> CallToolResult:
+    """One case of a run for one contestant: each repeat's verdicts (schema, checks,
+    execution, grade, error, cost) and its pairs' verdicts, with the files and web pages
+    to read the answers in (never the answer text itself)."""
+    return _answer(cases.case_result, run_id, contestant, case)
+
+
+def list_runs(
+    suite: Annotated[
+        str | None,
+        Field(description="A suite name, or its YAML file in the suite root; omitted: all."),
+    ] = None,
+    limit: Annotated[int, Field(ge=1, le=history.MAX_LIMIT, description="Runs to list.")] = (
+        history.DEFAULT_LIMIT
+    ),
+) -> CallToolResult:
+    """Runs newest first: status, contestants, win-rates (or why there are none),
+    calibration and cost of each."""
+    return _answer(history.list_runs, suite, limit)
+
+
+def set_baseline(run_id: RunReference) -> CallToolResult:
+    """Pin a run with a report as its suite's baseline: the run the suite's regression gate
+    (max_regression_points) and `baseline` references compare against. Replaces the suite's
+    previous pin, which the reply names."""
+    return _answer(history.set_baseline, run_id)
+
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
+    (
+        run_suite,
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    ),
+    (last_report, READ_ONLY),
+    (compare, READ_ONLY),
+    (get_run, READ_ONLY),
+    (render_prompt, READ_ONLY),
+    (get_case_result, READ_ONLY),
+    (list_runs, READ_ONLY),
+    (
+        set_baseline,
+        ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,  # it replaces the suite's previous pin
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    ),
 )
 
 
@@ -175,13 +236,8 @@ async def _report_progress(ctx: Context, run_id: str, sent: int) -> int:
 
 def build_server() -> MCPServer:
     server = MCPServer(name="evalsite", instructions=INSTRUCTIONS, log_level="WARNING")
-    for function, read_only in TOOLS:
-        server.add_tool(
-            function,
-            annotations=ToolAnnotations(
-                read_only_hint=read_only, destructive_hint=False, open_world_hint=not read_only
-            ),
-        )
+    for function, hints in TOOLS:
+        server.add_tool(function, annotations=hints)
     return server
 
 

@@ -6,14 +6,17 @@ from importlib.util import find_spec
 
 from evalsite.management import EvalsiteCommand
 
-MISSING_EXTRA = "the MCP server needs the mcp extra: pip install 'evalsite[mcp]'"
+MISSING_EXTRA = (
+    "the MCP server needs the mcp extra: from the checkout, scripts/bootstrap mcp "
+    "(or pip install -e '.[mcp]')"
+)
 OLD_SDK = (
     "the MCP server needs version 2 of the mcp SDK ({name} is missing): pip install 'mcp>=2.3'"
 )
 
 
 class Command(EvalsiteCommand):
-    help = "Serve evalsite's MCP tools (run_suite, last_report, compare, get_run) over stdio."
+    help = "Serve evalsite's MCP tools to an agent over stdio (docs/mcp.md)."
     # stdout carries the protocol only: no system-check output before the server starts.
     requires_system_checks = []
 
