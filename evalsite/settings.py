@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "evalsite",  # the project's own verbs: serve, worker, mcp
     "runs",
     "labels",
+    "lab",  # the judge lab: pair sets, judge runs over them
 ]
 
 MIDDLEWARE = [

@@ -41,7 +41,7 @@ urlpatterns = [
     path("suites/<slug:name>/labels.yaml", label_views.labels_export, name="labels_export"),
     path("suites/<slug:name>/to-lab/", label_views.calibration_to_lab, name="calibration_to_lab"),
     path("suites/<slug:name>/labels/import/", label_views.labels_import, name="labels_import"),
-    path("lab/", include("labels.urls_lab")),
+    path("lab/", include("lab.urls")),
     path("prices/", suites.prices, name="prices"),
     path("admin/", admin.site.urls),
     path(

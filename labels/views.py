@@ -21,8 +21,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.calibration import SUITE_FILE
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
+from lab.judges import LabError
+from lab.transfer import import_suite_pairs
 from labels import queue
-from labels.lab import LabError, import_suite_pairs
 from labels.transfer import LabelImportError, export_yaml, import_yaml
 from runs.calibration import calibration_of, suite_calibration
 from runs.judging import task_text

@@ -11,42 +11,61 @@ import hashlib
 import itertools
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.judging import judge_config
 from evalsite.core.plan import (
     Cell,
     CellCost,
+    EstimateLine,
     call_hash,
     estimate_answers,
     estimate_judge,
+    input_tokens,
+    max_output_tokens,
     plan_cells,
 )
-from evalsite.core.pricing import PriceRow, suggest, unknown_model_message
+from evalsite.core.pricing import PriceRow, Usage, call_cost, suggest, unknown_model_message
 from evalsite.core.providers import (
     EndpointConfig,
     Provider,
     ProviderError,
     RepliesFileError,
+    Request,
     ScriptedReplies,
     build_providers,
     required_key,
 )
 from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suites import Suite, parse_contestant
-from runs.models import Answer, CachedResponse, Endpoint, PriceTable, Run, SuiteVersion
+from runs.models import (
+    Answer,
+    CachedResponse,
+    Call,
+    Endpoint,
+    PriceTable,
+    Run,
+    SuiteVersion,
+    text_sha,
+)
 from runs.models.run import StoredOptions
 from runs.prices import NoActivePriceTable, active_table
 from runs.scoring import sandbox_or_none
 
 DEFAULT_CAP_USD = Decimal("2.00")
 ANSWER_BATCH = 2000
+FREE_PROVIDERS = ("scripted", "command", "given")  # cost nothing without a price row
+
+# A given answer's text by (task, case, contestant): answers supplied, not generated.
+GivenAnswers = Mapping[tuple[str, str, str], str]
 
 
 class PlanError(Exception):
@@ -76,9 +95,11 @@ class RunOptions:
 
 @dataclass
 class Plan:
-    """A resolved run before it is stored (also what --dry-run prints)."""
+    """A resolved run before it is stored (also what --dry-run prints). ``version`` may be
+    None until the plan is stored, for a suite registered only if its run goes ahead (the
+    judge lab's); ``given`` holds the answers of a plan whose answers were supplied."""
 
-    version: SuiteVersion
+    version: SuiteVersion | None
     suite: Suite
     contestants: list[str]
     table: PriceTable
@@ -90,6 +111,7 @@ class Plan:
     options: RunOptions
     judge_model: str | None = None
     keys: dict[str, list[str]] = field(default_factory=dict)  # variable → models needing it
+    given: GivenAnswers | None = None
 
     @property
     def missing_keys(self) -> list[str]:
@@ -100,8 +122,17 @@ class Plan:
         return Decimal(self.estimate["total_usd"]) > self.cap
 
 
-def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
-    """Resolve and estimate a run of `suite`; PlanError (exit 2) for anything unusable."""
+def make_plan(
+    version: SuiteVersion | None,
+    suite: Suite,
+    options: RunOptions,
+    *,
+    given: GivenAnswers | None = None,
+) -> Plan:
+    """Resolve and estimate a run of `suite`; PlanError (exit 2) for anything unusable.
+
+    With `given`, every answer was supplied (the judge lab): none is requested, so none is
+    hashed or costs anything, and the estimate is of the judge's calls on those answers."""
     contestants = _contestants(suite, options.models)
     try:
         table = active_table()
@@ -120,14 +151,23 @@ def make_plan(version: SuiteVersion, suite: Suite, options: RunOptions) -> Plan:
     except ValueError as error:
         raise PlanError(f"--only: {error}") from None
     _check_sandbox(suite, cells)
-    providers = _providers(contestants, endpoints, replies, options, keys)
-    hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
-    cached = _cached(hashes, options.no_cache, [providers[c.contestant] for c in cells])
-    estimate = _estimate(suite, cells, contestants, cached, rows, providers, judge_model)
+    if given is None:
+        providers = _providers(contestants, endpoints, replies, options, keys)
+        hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
+        cached = _cached(hashes, options.no_cache, [providers[c.contestant] for c in cells])
+        estimate = _estimate(suite, cells, contestants, cached, rows, providers, judge_model)
+    else:
+        hashes, cached = _given_hashes(cells, given), [False] * len(cells)
+        judge = None
+        if judge_model:
+            judge = _providers([judge_model], endpoints, replies, options, keys)[judge_model]
+        estimate = _given_estimate(
+            suite, cells, given, contestants, judge, rows.get(judge_model), options
+        )
     cap = options.max_cost or _suite_cap(suite) or options.default_cap
     return Plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
-        judge_model, keys,
+        judge_model, keys, given,
     )  # fmt: skip
 
 
@@ -170,7 +210,7 @@ def _judge_model(suite: Suite, override: str | None = None) -> str | None:
 def _check_prices(contestants, judge_model, rows: dict[str, PriceRow], table: str) -> None:
     models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
     for model in filter(None, dict.fromkeys(models)):
-        if model in rows or model.partition("/")[0] in {"scripted", "command"}:
+        if model in rows or model.partition("/")[0] in FREE_PROVIDERS:
             continue
         raise PlanError(unknown_model_message(model, suggest(model, rows), table))
 
@@ -326,6 +366,78 @@ def _estimate(suite, cells, contestants, cached, rows, providers, judge_model) -
     }
 
 
+# --- a plan of given answers ----------------------------------------------------------------
+
+
+def _given_hashes(cells: list[Cell], given: GivenAnswers) -> list[str]:
+    """A given answer is never requested: its row keeps its text's sha as its hash."""
+    try:
+        return [text_sha(given[c.task_id, c.case_id, c.contestant]) for c in cells]
+    except KeyError as missing:
+        task_id, case_id, contestant = missing.args[0]
+        raise PlanError(f"no given answer of {contestant} for {task_id}/{case_id}") from None
+
+
+def _given_estimate(suite, cells, given, contestants, judge, row, options: RunOptions) -> dict:
+    """The estimate of a plan of given answers: the answers cost nothing and are no calls;
+    the judge's calls are known exactly (the answers are), so those the response cache
+    holds cost nothing and the rest are priced at prompt characters ÷ 4 in and
+    ``max_tokens`` out by the judge's row."""
+    requests = _given_judge_requests(suite, cells, given, contestants) if judge else []
+    hashes = [call_hash(request, judge) for request in requests]
+    cached = _cached(hashes, options.no_cache, [judge] * len(hashes))
+    line = EstimateLine("judge", priced=row is not None, output_source={"max_tokens"})
+    for request, is_cached in zip(requests, cached, strict=True):
+        line.calls += 1
+        if is_cached:
+            line.cached_calls += 1
+            continue
+        prepared = judge.prepare(request)
+        usage = Usage(input_tokens(prepared), max_output_tokens(prepared))
+        line.input_tokens += usage.input_tokens
+        line.output_tokens += usage.output_tokens
+        if row is not None:
+            line.cost_usd += call_cost(row, usage) or Decimal(0)
+    return {
+        "contestants": [],
+        "judge": line.as_dict() if judge else None,
+        "answers_usd": "0",
+        "total_usd": str(line.cost_usd),
+        "cached_calls": line.cached_calls,
+        "calls": line.calls,
+    }
+
+
+def _given_judge_requests(suite, cells, given, contestants) -> list[Request]:
+    """The pair calls the engine will make on the given answers, built by its own
+    `pair_requests`, so their hashes find the cache. Grading is not estimated here: a plan
+    of given answers with a graded task is refused."""
+    # Imported here: runs.judging pulls in the statistics, which `evalsite validate` (this
+    # module's other user) must not load.
+    from evalsite.core.judging import PairSide
+    from runs.judging import pair_requests
+
+    if any(task.grade for task in suite.tasks):
+        raise PlanError("a run of given answers is judged in pairs only: no task may grade")
+    judged = {task.id for task in suite.tasks if task.judge}
+    keys = dict.fromkeys((c.task_id, c.case_id, c.repeat) for c in cells if c.task_id in judged)
+    pairing = suite.judge.pairing if suite.judge else "baseline"
+    sides = (
+        list(itertools.combinations(contestants, 2))
+        if pairing == "all"
+        else [(contestants[0], candidate) for candidate in contestants[1:]]
+    )
+    requests = []
+    for task_id, case_id, repeat in keys:
+        for baseline, candidate in sides:
+            texts = given[task_id, case_id, baseline], given[task_id, case_id, candidate]
+            calls = pair_requests(
+                suite, suite.judge_model, (task_id, case_id, repeat), *map(PairSide, texts)
+            )
+            requests += [request for _, request in calls]
+    return requests
+
+
 def _suite_cap(suite: Suite) -> Decimal | None:
     return None if suite.max_cost_usd is None else Decimal(str(suite.max_cost_usd))
 
@@ -364,19 +476,28 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
     # with their requests as model instances took 390 MB at once.
     rows = zip(plan.cells, plan.hashes, strict=True)
     for batch in itertools.batched(rows, ANSWER_BATCH):
-        Answer.objects.bulk_create(
-            Answer(
-                run=run,
-                task_id=cell.task_id,
-                case_id=cell.case_id,
-                contestant=cell.contestant,
-                repeat=cell.repeat,
-                request=cell.request.to_json(),
-                request_hash=digest,
-            )
-            for cell, digest in batch
-        )
+        Answer.objects.bulk_create(_answer(run, cell, digest, plan.given) for cell, digest in batch)
     return run
+
+
+def _answer(run: Run, cell: Cell, digest: str, given: GivenAnswers | None) -> Answer:
+    """The row of one cell: pending, or with a given answer done already and free (the
+    engine scores and judges it and never requests it)."""
+    answer = Answer(
+        run=run,
+        task_id=cell.task_id,
+        case_id=cell.case_id,
+        contestant=cell.contestant,
+        repeat=cell.repeat,
+        request=cell.request.to_json(),
+        request_hash=digest,
+    )
+    if given is not None:
+        answer.text = given[cell.task_id, cell.case_id, cell.contestant]
+        answer.status = Call.Status.DONE
+        answer.cost_usd = answer.cost_if_uncached_usd = Decimal(0)
+        answer.finished_at = timezone.now()
+    return answer
 
 
 def _stored_options(plan: Plan, form_submission: str) -> dict:

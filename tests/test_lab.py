@@ -27,7 +27,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from evalsite import urls as site_urls
 from evalsite.core.judging import PROMPT_VERSION
-from labels.models import PairSet, PairSetItem, PairSetJudgeRun
+from lab.models import PairSet, PairSetItem, PairSetJudgeRun
 from runs.launch import MAX_SHARDS
 from runs.models import Answer, CachedResponse, Judgement, Run, Suite, SuiteVersion
 from runs.prices import ensure_default_table
@@ -44,7 +44,7 @@ STORED = (Suite, SuiteVersion, Run, Answer, Judgement, CachedResponse, PairSetJu
 BANDS = ((0.20, "slight"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"))
 
 # The lab's pages with the site's, wherever the site's urls.py mounts them (or not yet).
-urlpatterns = [*site_urls.urlpatterns, path("lab/", include("labels.urls_lab"))]
+urlpatterns = [*site_urls.urlpatterns, path("lab/", include("lab.urls"))]
 
 
 def cli(*args: str) -> tuple[int, str, str]:
@@ -437,13 +437,17 @@ def test_an_unknown_or_keyless_judge_is_refused_before_anything_is_stored(tmp_pa
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
     misspelt = cli("judge", "small", "--judge", "openai/gpt-4o-mni")
+    fake_misspelt = cli("judge", "small", "--judge", "openai/gpt-4o-mni", "--fake")
     keyless = cli("judge", "small", "--judge", "openai/gpt-4o-mini")
     given = cli("judge", "small", "--judge", "given/a", "--fake")
     scripted = cli("judge", "small", "--judge", "scripted/judge")
     missing = cli("judge", "nope", "--judge", "fake/small")
 
     assert misspelt[0] == 2 and "did you mean 'openai/gpt-4o-mini'" in misspelt[2]
-    assert keyless[0] == 2 and "needs the environment variable OPENAI_API_KEY" in keyless[2]
+    # priced by the planner's rule, as a suite's run: --fake does not excuse an unknown model
+    assert fake_misspelt[0] == 2 and "did you mean 'openai/gpt-4o-mini'" in fake_misspelt[2]
+    # the run planner's missing-key refusal, as for a suite's run: the variable, the model
+    assert keyless[0] == 2 and "OPENAI_API_KEY" in keyless[2] and "gpt-4o-mini" in keyless[2]
     assert given[0] == 2 and "is not a judge model" in given[2]
     assert scripted[0] == 2 and "needs a replies file" in scripted[2]
     assert missing[0] == 2 and "no pair set named 'nope' (known: small)" in missing[2]
@@ -624,3 +628,19 @@ class LabPageTests(TestCase):
         response = self.client.get(reverse("lab_report_json", args=[pairset.name]))
         assert response.status_code == 200 and response["Content-Type"] == "application/json"
         assert json.loads(response.content)["judges"]["j1"]["order1"]["n"] == 2
+
+
+@pytest.mark.django_db
+def test_the_planner_refuses_a_plan_of_given_answers_that_lacks_one(tmp_path):
+    from lab.judges import CONTESTANTS, JudgeConfig, plan_judge_run
+    from runs.planner import PlanError, RunOptions, make_plan
+
+    ensure_default_table()
+    assert cli("import", str(small_pairset(tmp_path, count=2)))[0] == 0
+    lab = plan_judge_run(PairSet.objects.get(), JudgeConfig(model="fake/small"))
+    given = {(c.task_id, c.case_id, c.contestant): "text" for c in lab.run.cells}
+    assert set(CONTESTANTS) == {contestant for _, _, contestant in given}
+    del given[next(iter(given))]
+
+    with pytest.raises(PlanError, match=r"no given answer of given/a for maths/p0"):
+        make_plan(None, lab.run.suite, RunOptions(), given=given)

@@ -356,8 +356,8 @@ def test_labels_cli_export_and_import(run, tmp_path):
 def test_a_suites_labelled_pairs_become_a_pair_set_whose_figures_match_the_runs_calibration(run):
     from django.core.management import call_command
 
-    from labels.lab import lab_report
-    from labels.models import PairSet
+    from lab.judges import lab_report
+    from lab.models import PairSet
 
     ann, bob = make_user(username="ann"), make_user(username="bob")
     with override_settings(EVALSITE_LABEL_OVERLAP=1.0):

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.engine.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
-WEB = ("evalsite.urls", "evalsite.views", "labels.views", "labels.views_lab", "runs.views")
+WEB = ("evalsite.urls", "evalsite.views", "labels.views", "lab.views", "runs.views")
 MCP = ("evalsite.mcp", "mcp")
 RUN_ONLY = ("numpy", "evalsite.core.report.build", "evalsite.core.stats", "runs.calibration")
 # Runs a verb as the console script does, then lists every module it imported.

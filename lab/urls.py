@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from labels import views_lab
+from lab import views as views_lab
 
 urlpatterns = [
     path("", views_lab.lab_list, name="lab_list"),

@@ -1,6 +1,6 @@
 """The judge lab's pages (SPEC §10.5): pair sets (upload to import), and one pair set's
 judges side by side with the form that starts a judge run. The workflow is in
-:mod:`labels.lab`; these views only read the forms and render."""
+:mod:`lab.transfer` and :mod:`lab.judges`; these views only read the forms and render."""
 
 from __future__ import annotations
 
@@ -17,15 +17,9 @@ from django.views.decorators.vary import vary_on_headers
 from evalsite.core.input_limits import MAX_BYTES, size_message
 from evalsite.core.money import MAX_CAP_USD
 from evalsite.core.problems import Problem
-from labels.lab import (
-    JudgeConfig,
-    LabError,
-    import_pairset,
-    lab_report,
-    plan_judge_run,
-    start_judge_run,
-)
-from labels.models import PairSet
+from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_judge_run
+from lab.models import PairSet
+from lab.transfer import import_pairset
 from runs.launch import MAX_SHARDS
 from runs.models import Run
 from runs.prices import NoActivePriceTable, active_table
@@ -62,7 +56,7 @@ def lab_list(request: HttpRequest) -> HttpResponse:
             return redirect("lab_detail", name=pairset.name)
     context = {"pairsets": PairSet.objects.with_counts(), "form": form, "problems": problems}
     status = 400 if request.method == "POST" else 200
-    return render(request, "labels/lab_list.html", context, status=status)
+    return render(request, "lab/lab_list.html", context, status=status)
 
 
 def _import(request: HttpRequest, data: dict) -> tuple[PairSet | None, list[Problem]]:
@@ -93,7 +87,7 @@ def lab_detail(request: HttpRequest, name: str) -> HttpResponse:
         problems = _start(request, pairset, form.cleaned_data)
         if not problems:
             return redirect("lab_detail", name=pairset.name)
-    template = "labels/lab_detail.html"
+    template = "lab/lab_detail.html"
     if request.htmx and request.method == "GET":
         template += "#lab-figures"
     status = 400 if request.method == "POST" else 200

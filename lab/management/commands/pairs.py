@@ -20,16 +20,9 @@ from django.core.management.base import CommandParser
 from evalsite.core.input_limits import MAX_BYTES, size_message
 from evalsite.core.pairsets import judge_lines, report_lines
 from evalsite.management import EvalsiteCommand
-from labels.lab import (
-    JudgeConfig,
-    LabError,
-    import_pairset,
-    import_suite_pairs,
-    lab_report,
-    plan_judge_run,
-    start_judge_run,
-)
-from labels.models import PairSet
+from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_judge_run
+from lab.models import PairSet
+from lab.transfer import import_pairset, import_suite_pairs
 from runs.runner import execute
 from runs.setup import prepare_database
 
@@ -133,13 +126,13 @@ class Command(EvalsiteCommand):
 
     # --- helpers ------------------------------------------------------------------------------
 
-    def _print_estimate(self, plan) -> None:
-        line = plan.estimate["judge"]
-        tag = " (simulated: --fake)" if plan.config.fake else ""
+    def _print_estimate(self, lab) -> None:
+        estimate, line = lab.run.estimate, lab.run.estimate["judge"]
+        tag = " (simulated: --fake)" if lab.config.fake else ""
         priced = "" if line["priced"] else " (not priced)"
         self.stderr.write(
-            f"estimate{tag}: ${Decimal(plan.estimate['total_usd']):.4f} against a cap of "
-            f"${plan.cap:.4f} - {line['calls']} judge calls ({line['cached_calls']} cached)"
+            f"estimate{tag}: ${Decimal(estimate['total_usd']):.4f} against a cap of "
+            f"${lab.run.cap:.4f} - {line['calls']} judge calls ({line['cached_calls']} cached)"
             f"{priced}"
         )
 

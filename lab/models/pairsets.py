@@ -1,5 +1,8 @@
 """The judge lab's pair sets (SPEC §10.5): imported pairs with their human votes and judge
-verdicts kept exactly as given, and the lab runs that judged them through the engine."""
+verdicts kept exactly as given, and the lab runs that judged them through the engine.
+
+They were created by the labels app and keep its table names (``labels_pairset``, …): the
+lab's migration 0001 took them over without touching a row."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ class PairSet(models.Model):
     objects = PairSetQuerySet.as_manager()
 
     class Meta:
+        db_table = "labels_pairset"
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
@@ -63,6 +67,7 @@ class PairSetItem(models.Model):
     verdicts = models.JSONField(default=list)
 
     class Meta:
+        db_table = "labels_pairsetitem"
         ordering = ["line"]
         constraints = [
             models.UniqueConstraint(fields=["pairset", "pair_id"], name="one_pair_id_per_set"),
@@ -86,6 +91,7 @@ class PairSetJudgeRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "labels_pairsetjudgerun"
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
