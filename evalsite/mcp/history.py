@@ -16,14 +16,14 @@ MAX_LIMIT = 100
 
 
 def list_runs(suite: str | None = None, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
-    """Up to `limit` runs newest first, of one suite (by name, or its file inside the suite
-    root) or of every suite; each with its status, contestants, win-rates or why it has
-    none, and its cost."""
+    """Up to `limit` runs newest first, as `evalsite list` lists them: of one suite (by
+    name, or its file inside the suite root) or of every suite but the judge lab's; each
+    with its status, contestants, win-rates or why it has none, and its cost."""
     if not 1 <= limit <= MAX_LIMIT:
         raise Refused("invalid_argument", f"limit must be from 1 to {MAX_LIMIT}, not {limit}")
     name = None if suite is None else suite_name(suite)
     chosen = None if name is None else Suite.objects.filter(name=name).first()
-    runs = [] if name and not chosen else Run.objects.newest(chosen).defer("estimate")
+    runs = [] if name and not chosen else Run.objects.listing(suite=chosen)
     rows = [_row(run) for run in runs[: limit + 1]]
     return {
         "suite": name,

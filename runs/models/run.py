@@ -101,12 +101,6 @@ class RunQuerySet(models.QuerySet):
     def for_suite(self, suite: Suite) -> RunQuerySet:
         return self.filter(suite_version__suite=suite)
 
-    def newest(self, suite: Suite | None = None) -> RunQuerySet:
-        """Runs newest first (only `suite`'s when given) with their suites: the history
-        that MCP's list_runs shows."""
-        runs = self if suite is None else self.for_suite(suite)
-        return runs.select_related("suite_version__suite").order_by("-created_at", "-pk")
-
     def active(self) -> RunQuerySet:
         return self.filter(status__in=Run.ACTIVE)
 
