@@ -117,6 +117,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "evalsite.navigation.nav",
             ],
         },
     }

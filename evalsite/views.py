@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 
 from labels.queue import queue_count
 from runs.calibration import suite_calibration
-from runs.models import Run, Suite
+from runs.models import Run, Suite, SuiteVersion
 
 
 @require_GET
@@ -20,9 +20,19 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             (suite, versions[0] if versions else None, suite_calibration(suite, brief=True))
         )
     runs = Run.objects.not_lab().select_related("suite_version__suite")
+    recent = list(runs.defer("report", "estimate")[:10])
     context = {
         "rows": rows,
-        "runs": runs.defer("report", "estimate")[:10],
+        "runs": recent,
+        "first_run": None if recent else _first_run_suite(rows),
         "queue": queue_count(request.user),
     }
     return render(request, "runs/dashboard.html", context)
+
+
+def _first_run_suite(rows) -> Suite | None:
+    """The suite whose run form the empty dashboard offers: the demo suite, else the
+    first suite listed."""
+    suites = [suite for suite, version, _ in rows if version is not None]
+    demo = [s for s in suites if SuiteVersion.Origin.DEMO in {v.origin for v in s.versions.all()}]
+    return next(iter(demo or suites), None)

@@ -1,4 +1,6 @@
-"""The admin console: price tables and their rows, endpoints, suites (staff only)."""
+"""The admin console: price tables and their rows, endpoints, suites (staff only); runs and
+labels to look at, never to change (a run is the record of what was spent, a label the
+record of what a person said)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from evalsite.core.pricing import PriceFileError
-from runs.models import Endpoint, Price, PriceTable, Suite, SuiteVersion
+from runs.models import Endpoint, Label, Price, PriceTable, Run, Suite, SuiteVersion
 from runs.prices import export_table, import_table
 
 PRICE_FIELDS = [
@@ -255,3 +257,50 @@ class SuiteAdmin(admin.ModelAdmin):
     list_display = ["name", "created_at"]
     search_fields = ["name"]
     inlines = [SuiteVersionInline]
+
+
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """Staff may list, search and open the records; no one adds, changes or deletes them
+    here (the change page shows the fields without a save button, and a POST is refused)."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(ViewOnlyAdmin):
+    list_display = ["id", "suite_name", "status", "label", "contestant_list", "spent", "created_at"]
+    list_filter = ["status", "created_at"]
+    search_fields = ["id", "label", "suite_version__suite__name"]
+    list_select_related = ["suite_version__suite"]
+    date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("report")
+
+    @admin.display(description="suite", ordering="suite_version__suite__name")
+    def suite_name(self, run: Run) -> str:
+        return run.suite_version.suite.name
+
+    @admin.display(description="contestants")
+    def contestant_list(self, run: Run) -> str:
+        return ", ".join(run.contestants)
+
+    @admin.display(description="spent (USD)")
+    def spent(self, run: Run) -> str:
+        return f"{run.spent_usd:.4f}"
+
+
+@admin.register(Label)
+class LabelAdmin(ViewOnlyAdmin):
+    list_display = ["labeller_name", "suite", "task_id", "case_id", "prefer", "mode", "source",
+                    "created_at"]  # fmt: skip
+    list_filter = ["prefer", "mode", "source", "suite"]
+    search_fields = ["labeller_name", "task_id", "case_id", "note"]
+    list_select_related = ["suite"]

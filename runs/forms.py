@@ -13,7 +13,7 @@ from django.core import signing
 from django.db import transaction
 
 from evalsite.core.input_limits import sent_size_message
-from evalsite.core.money import MAX_CAP_USD
+from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
 from runs.models import Decision, Run, SuiteVersion
@@ -150,25 +150,39 @@ class SuiteForm(forms.Form):
 
 
 class RunForm(forms.Form):
-    """A new run from the suite page. Contestants are picked from the active price table
-    (and the suite's own contestants, variants included), each with a position: the lowest
-    position is the baseline. Works as a plain form; htmx posts it for the live estimate."""
+    """A new run from the suite page: what `evalsite run` takes, checked as it checks it.
+
+    Contestants are picked from `choices` (the suite's own, its models with each variant,
+    scripted contestants, every priced model), each with a position: the lowest position is
+    the baseline; `others` adds any contestant not listed, after the picked ones. Works as
+    a plain form; htmx posts it for the live estimate."""
 
     MAX_REPLIES_BYTES = 2 * 1024 * 1024
+    REPEATS = "repeats must be between 1 and 20"
 
+    others = forms.CharField(
+        required=False, max_length=2000, label="Other contestants",
+        help_text="model or model@variant, comma-separated; after the ticked ones",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. scripted/good", "autocomplete": "off"}),
+    )  # fmt: skip
+    judge = forms.CharField(
+        required=False, max_length=300, label="Judge",
+        help_text="blank: the suite's judge; e.g. scripted/judge with a replies file",
+    )  # fmt: skip
     fake = forms.BooleanField(required=False, label="Fake answers (offline, simulated cost)")
     replies = forms.FileField(required=False, label="Replies file for scripted/… contestants")
-    repeats = forms.IntegerField(required=False, min_value=1, max_value=20)
-    max_cost = forms.DecimalField(
-        required=False, min_value=Decimal("0.0001"), max_value=MAX_CAP_USD, max_digits=10,
-        decimal_places=4, label="Cap (USD)",
+    repeats = forms.IntegerField(
+        required=False, min_value=1, max_value=20,
+        error_messages={"min_value": REPEATS, "max_value": REPEATS, "invalid": REPEATS},
     )  # fmt: skip
+    max_cost = forms.CharField(required=False, max_length=64, label="Cap (USD)")
     label = forms.SlugField(required=False, max_length=64)
     form_token = FormTokenField()
 
-    def __init__(self, *args, choices: list[str], defaults: list[str], **kwargs):
+    def __init__(self, *args, choices: list[str], defaults: list[str], judges=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.choices = choices
+        self.judges = list(judges)
         for index, model in enumerate(choices):
             position = defaults.index(model) + 1 if model in defaults else None
             self.fields[f"pick_{index}"] = forms.BooleanField(
@@ -184,6 +198,16 @@ class RunForm(forms.Form):
             (model, self[f"pick_{i}"], self[f"order_{i}"]) for i, model in enumerate(self.choices)
         ]
 
+    def clean_max_cost(self) -> Decimal | None:
+        """The cap by the rule and with the words of `evalsite run --max-cost`."""
+        value = self.cleaned_data["max_cost"].strip()
+        if not value:
+            return None
+        try:
+            return parse_cap(value, what="the cap")
+        except MoneyError as error:
+            raise forms.ValidationError(str(error)) from None
+
     def clean(self):
         data = super().clean()
         picked = []
@@ -191,12 +215,14 @@ class RunForm(forms.Form):
             if data.get(f"pick_{index}"):
                 order = data.get(f"order_{index}") or 99
                 picked.append((order, index, model))
-        data["contestants"] = [model for _, _, model in sorted(picked)]
+        others = [text.strip() for text in (data.get("others") or "").split(",")]
+        data["contestants"] = [model for _, _, model in sorted(picked)] + list(filter(None, others))
         if len(data["contestants"]) < 2:
             raise forms.ValidationError("Pick two or more contestants; the first is the baseline.")
         replies = data.get("replies")
         if replies is not None and replies.size > self.MAX_REPLIES_BYTES:
             self.add_error("replies", "The replies file is over 2 MB.")
+        data["judge"] = (data.get("judge") or "").strip()
         return data
 
 

@@ -15,6 +15,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from evalsite.core.providers import RepliesFileError, ScriptedReplies
+from evalsite.core.suites import parse_contestant
 from runs.models import Run, SuiteVersion
 from runs.planner import Plan, PlanError, RunOptions, make_plan, store_plan
 from runs.prices import NoActivePriceTable, active_table
@@ -25,17 +26,56 @@ MAX_SHARDS = 2
 
 
 def contestant_choices(version: SuiteVersion) -> list[str]:
-    """The suite's own contestants (variants included) first, then every priced model."""
-    own = list(version.parsed.get("models") or [])
+    """The suite's own contestants first, then each of its models with each variant it
+    defines (model@variant), the scripted contestants of its own replies file, then every
+    priced model."""
+    suite = stored_suite(version)
+    own = list(suite.models)
+    models = dict.fromkeys(parse_contestant(text).model for text in own)
+    variants = [f"{model}@{variant}" for model in models for variant in suite.variants]
+    scripted = [f"scripted/{name}" for name in _scripted_names(version, judges=False)]
+    return list(dict.fromkeys([*own, *variants, *scripted, *_priced()]))
+
+
+def judge_choices(version: SuiteVersion) -> list[str]:
+    """Models offered as the judge override: the scripted judges of the suite's own
+    replies file, then every priced model (any other model string may be typed)."""
+    scripted = [f"scripted/{name}" for name in _scripted_names(version, judges=True)]
+    return list(dict.fromkeys([*scripted, *_priced()]))
+
+
+def _priced() -> list[str]:
     try:
-        priced = list(active_table().prices.values_list("model", flat=True))
+        return list(active_table().prices.values_list("model", flat=True))
     except NoActivePriceTable:
-        priced = []  # the planner says so when the form is submitted
-    return list(dict.fromkeys([*own, *priced]))
+        return []  # the planner says so when the form is submitted
+
+
+def _scripted_names(version: SuiteVersion, *, judges: bool) -> list[str]:
+    """The names in the suite's own replies file with replies (or, with `judges`, with
+    judge verdicts); none when it has no file or the file cannot be read (the planner
+    names the problem when a run needs it)."""
+    path = _suite_replies_path(version)
+    if path is None:
+        return []
+    try:
+        replies = ScriptedReplies.load(path)
+    except RepliesFileError:
+        return []
+    return [
+        name
+        for name, entries in replies.models.items()
+        if any(key.startswith("judge/") == judges for key in entries)
+    ]
 
 
 def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
-    """The plan for a valid RunForm's cleaned data; PlanError for anything unusable."""
+    """The plan for a valid RunForm's cleaned data; PlanError for anything unusable.
+
+    It is planned as a dry run, so that a key the server lacks is named on the page
+    (:func:`missing_keys_message`) beside the estimate rather than refused inside the
+    planner; with every key set a dry run's plan is the real one (the planner stands in
+    only for keys that are not set), and :func:`launch` refuses a plan that lacks one."""
     options = RunOptions(
         models=data["contestants"],
         fake=bool(data.get("fake")),
@@ -43,15 +83,35 @@ def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
         max_cost=data.get("max_cost"),
         repeats=data.get("repeats"),
         label=data.get("label") or "",
+        judge=data.get("judge") or None,
+        dry_run=True,
     )
     return make_plan(version, stored_suite(version), options)
 
 
+def missing_keys_message(plan: Plan) -> str:
+    """Each key the run needs that the server's environment lacks, by name; "" for none."""
+    missing = plan.missing_keys
+    if not missing:
+        return ""
+    lines = [
+        f"{name} is not set in the server's environment (needed for {', '.join(plan.keys[name])})."
+        for name in missing
+    ]
+    return " ".join(lines) + (
+        " Set it where the server and its workers run and restart them, or tick Fake answers."
+    )
+
+
 def launch(plan: Plan, *, user, form_nonce: str = "") -> tuple[Run, bool]:
     """Store the run (refused when over its cap) and queue its shards after the commit; True
-    when it was stored now. With the nonce of the new-run form's token, the same rendering
-    of the form posted again with the same choices gets the run it launched: nothing is
-    stored, queued or paid twice. It is kept in the run's options (no column to migrate)."""
+    when it was stored now; PlanError when the server lacks a key the run needs. With the
+    nonce of the new-run form's token, the same rendering of the form posted again with the
+    same choices gets the run it launched: nothing is stored, queued or paid twice. It is
+    kept in the run's options (no column to migrate)."""
+    refusal = missing_keys_message(plan)
+    if refusal:
+        raise PlanError(refusal)
     submission = _submission(form_nonce, plan) if form_nonce else ""
     with transaction.atomic():  # SQLite: IMMEDIATE; PostgreSQL: the lock on the version row
         if submission:
@@ -72,7 +132,7 @@ def _submission(form_nonce: str, plan: Plan) -> str:
     the form and launching again is a new run."""
     options = plan.options
     choices = [options.models, options.fake, options.replies, str(options.max_cost),
-               options.repeats, options.label]  # fmt: skip
+               options.repeats, options.label, options.judge]  # fmt: skip
     return f"{form_nonce}:{hashlib.sha256(json.dumps(choices).encode()).hexdigest()[:16]}"
 
 
@@ -80,10 +140,8 @@ def _replies(version: SuiteVersion, upload: UploadedFile | None) -> str | None:
     """An uploaded replies file, checked and kept under the data dir by its hash; else the
     suite's own `replies:` file next to a suite loaded from disk."""
     if upload is None:
-        named = version.parsed.get("replies")
-        if named and version.source_path:
-            return str(Path(version.source_path).parent / named)
-        return None
+        path = _suite_replies_path(version)
+        return str(path) if path else None
     data = upload.read()
     try:
         ScriptedReplies.parse(data.decode("utf-8", "surrogateescape"), upload.name or "replies")
@@ -95,3 +153,11 @@ def _replies(version: SuiteVersion, upload: UploadedFile | None) -> str | None:
     if not path.exists():
         path.write_bytes(data)
     return str(path)
+
+
+def _suite_replies_path(version: SuiteVersion) -> Path | None:
+    """The suite's own `replies:` file, next to a suite loaded from disk."""
+    named = version.parsed.get("replies")
+    if named and version.source_path:
+        return Path(version.source_path).parent / named
+    return None

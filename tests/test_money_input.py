@@ -71,7 +71,7 @@ def test_the_new_run_form_refuses_an_oversized_cap_on_the_page():
         {"pick_0": "on", "pick_1": "on", "fake": "on", "max_cost": "1e400"},
     )
     assert page.status_code == 400
-    assert "Ensure this value is less than or equal to 100000" in page.content.decode()
+    assert "the cap $1e400 is over the largest cap, $100000" in page.content.decode()
     assert client.get("/").status_code == 200
 
 

@@ -14,7 +14,13 @@ from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.suites import SuiteError, load_suite
 from runs.forms import RunForm, SuiteForm
-from runs.launch import contestant_choices, launch, plan_from_form
+from runs.launch import (
+    contestant_choices,
+    judge_choices,
+    launch,
+    missing_keys_message,
+    plan_from_form,
+)
 from runs.models import PriceTable, Run, Suite, SuiteVersion
 from runs.planner import PlanError
 from runs.suite_files import suite_files
@@ -106,7 +112,8 @@ def _suite_context(suite: Suite, version: SuiteVersion, form: RunForm | None = N
 
 def _run_form(version: SuiteVersion, data=None, files=None) -> RunForm:
     defaults = list(version.parsed.get("models") or [])
-    return RunForm(data, files, choices=contestant_choices(version), defaults=defaults)
+    choices, judges = contestant_choices(version), judge_choices(version)
+    return RunForm(data, files, choices=choices, defaults=defaults, judges=judges)
 
 
 def _version_or_404(name: str, sha: str) -> tuple[Suite, SuiteVersion]:
@@ -127,11 +134,12 @@ def run_estimate(request: HttpRequest, name: str, sha: str) -> HttpResponse:
 
 @require_POST
 def run_new(request: HttpRequest, name: str, sha: str) -> HttpResponse:
-    """Launch: plan as `evalsite run` does, store, queue for the workers, show the run."""
+    """Launch: plan as `evalsite run` does, store, queue for the workers, show the run.
+    Anything the planner refuses, or a key the server lacks, shows the form again."""
     suite, version = _version_or_404(name, sha)
     form = _run_form(version, request.POST, request.FILES)
     result = _estimate(form, version)
-    if result.get("plan") is None:
+    if result["plan"] is None or result["missing_keys"]:
         context = _suite_context(suite, version, form) | result
         return render(request, "runs/suite_detail.html", context, status=400)
     token = form.cleaned_data["form_token"]
@@ -145,12 +153,18 @@ def run_new(request: HttpRequest, name: str, sha: str) -> HttpResponse:
 
 def _estimate(form: RunForm, version: SuiteVersion) -> dict:
     if not form.is_valid():
-        return {"plan": None, "plan_error": ""}
+        return {"plan": None, "plan_error": "", "missing_keys": ""}
     try:
         plan = plan_from_form(version, form.cleaned_data)
     except PlanError as error:
-        return {"plan": None, "plan_error": str(error)}
-    return {"plan": plan, "estimate": plan.estimate, "cap": plan.cap, "over_cap": plan.over_cap}
+        return {"plan": None, "plan_error": str(error), "missing_keys": ""}
+    return {
+        "plan": plan,
+        "estimate": plan.estimate,
+        "cap": plan.cap,
+        "over_cap": plan.over_cap,
+        "missing_keys": missing_keys_message(plan),
+    }
 
 
 @require_GET
