@@ -62,20 +62,20 @@ class JudgeConfig:
 
 @dataclass
 class LabPlan:
-    """A judge run of a pair set as the run planner resolved and estimated it (``run``);
+    """A judge run of a pair set as the run planner resolved and estimated it (``plan``);
     nothing stored yet, not even its suite."""
 
     pairset: PairSet
     config: JudgeConfig
     name: str
     yaml_text: str
-    run: Plan
+    plan: Plan
 
     def refusal(self) -> str:
-        estimate = self.run.estimate
+        estimate = self.plan.estimate
         return (
             f"refused: the estimate ${Decimal(estimate['total_usd']):.4f} for "
-            f"{estimate['calls']} judge calls is over the cap ${self.run.cap:.4f}; nothing "
+            f"{estimate['calls']} judge calls is over the cap ${self.plan.cap:.4f}; nothing "
             "was stored or spent (raise --max-cost)"
         )
 
@@ -132,13 +132,13 @@ def start_judge_run(lab: LabPlan, *, user=None) -> Run:
     """Register the lab suite and store the run with its given answers (the planner's
     `store_plan`) and its link to the pair set, ready for the engine: ``runs.runner.execute``
     or ``runs.tasks.enqueue_run``. Over the cap: LabError (exit 4) and nothing is stored."""
-    if lab.run.over_cap:
+    if lab.plan.over_cap:
         raise LabError([lab.refusal()], ExitCode.REFUSED)
     member = user if user is not None and user.is_authenticated else None
     version, _ = SuiteVersion.objects.register(
-        lab.run.suite, lab.yaml_text, origin=SuiteVersion.Origin.LAB, user=member
+        lab.plan.suite, lab.yaml_text, origin=SuiteVersion.Origin.LAB, user=member
     )
-    run = store_plan(dataclasses.replace(lab.run, version=version), user=member)
+    run = store_plan(dataclasses.replace(lab.plan, version=version), user=member)
     run.options["lab"] = lab.pairset.pk
     run.save(update_fields=["options"])
     config = lab.config

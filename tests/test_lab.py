@@ -638,9 +638,9 @@ def test_the_planner_refuses_a_plan_of_given_answers_that_lacks_one(tmp_path):
     ensure_default_table()
     assert cli("import", str(small_pairset(tmp_path, count=2)))[0] == 0
     lab = plan_judge_run(PairSet.objects.get(), JudgeConfig(model="fake/small"))
-    given = {(c.task_id, c.case_id, c.contestant): "text" for c in lab.run.cells}
+    given = {(c.task_id, c.case_id, c.contestant): "text" for c in lab.plan.cells}
     assert set(CONTESTANTS) == {contestant for _, _, contestant in given}
     del given[next(iter(given))]
 
     with pytest.raises(PlanError, match=r"no given answer of given/a for maths/p0"):
-        make_plan(None, lab.run.suite, RunOptions(), given=given)
+        make_plan(None, lab.plan.suite, RunOptions(), given=given)

@@ -127,12 +127,12 @@ class Command(EvalsiteCommand):
     # --- helpers ------------------------------------------------------------------------------
 
     def _print_estimate(self, lab) -> None:
-        estimate, line = lab.run.estimate, lab.run.estimate["judge"]
+        estimate, line = lab.plan.estimate, lab.plan.estimate["judge"]
         tag = " (simulated: --fake)" if lab.config.fake else ""
         priced = "" if line["priced"] else " (not priced)"
         self.stderr.write(
             f"estimate{tag}: ${Decimal(estimate['total_usd']):.4f} against a cap of "
-            f"${lab.run.cap:.4f} - {line['calls']} judge calls ({line['cached_calls']} cached)"
+            f"${lab.plan.cap:.4f} - {line['calls']} judge calls ({line['cached_calls']} cached)"
             f"{priced}"
         )
 
