@@ -1,7 +1,19 @@
-// evalsite's one script: keyboard shortcuts on the labelling page and the copy button.
+// evalsite's one script: keyboard shortcuts on the labelling page, the copy button, and one
+// htmx setting the CSP needs.
 // Every shortcut presses a real button that also works without JavaScript.
 (function () {
   "use strict";
+
+  // htmx "settles" an element swapped in with the same id as the one it replaces by copying
+  // the old element's class, style, width and height onto it with setAttribute. Our CSP
+  // (style-src 'self') refuses every style attribute set that way, so a note box the user
+  // had resized logged a CSP error on each labelling key. No element of ours carries an
+  // inline style (the CSP forbids them), so there is nothing to settle there.
+  if (window.htmx) {
+    htmx.config.attributesToSettle = htmx.config.attributesToSettle.filter(function (name) {
+      return name !== "style";
+    });
+  }
 
   function typing(event) {
     var el = event.target;
