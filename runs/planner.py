@@ -26,6 +26,7 @@ from evalsite.core.plan import (
     Cell,
     CellCost,
     EstimateLine,
+    SelectionError,
     call_hash,
     estimate_answers,
     estimate_judge,
@@ -85,6 +86,8 @@ class RunOptions:
     no_cache: bool = False
     repeats: int | None = None
     only: list[str] = field(default_factory=list)  # task or task/case selectors, any number
+    tags: list[str] = field(default_factory=list)  # keep a case with any of these tags
+    limit: int | None = None  # the first N cases of each task, after `only` and `tags`
     label: str = ""
     concurrency: int | None = None
     judge: str | None = None  # overrides the suite's judge model (e.g. scripted/… in CI)
@@ -147,9 +150,12 @@ def make_plan(
     _check_replies(suite, contestants, replies, options, judge_model)
     repeats = options.repeats or suite.repeats
     try:
-        cells = plan_cells(suite, contestants, repeats=repeats, only=options.only)
-    except ValueError as error:
-        raise PlanError(f"--only: {error}") from None
+        cells = plan_cells(
+            suite, contestants, repeats=repeats, only=options.only, tags=options.tags,
+            limit=options.limit,
+        )  # fmt: skip
+    except SelectionError as error:
+        raise PlanError(f"--{error.option}: {error}") from None
     _check_sandbox(suite, cells)
     if given is None:
         providers = _providers(contestants, endpoints, replies, options, keys)
@@ -509,6 +515,8 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         no_cache=options.no_cache,
         replies=str(Path(replies).resolve()) if replies else "",
         only=tuple(options.only),
+        tags=tuple(options.tags),
+        limit=options.limit,
         concurrency=options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
         form_submission=form_submission,
     ).to_json()

@@ -222,6 +222,10 @@ def reproduce_command(run: Run) -> str:
         parts += ["--repeats", str(run.repeats)]
     for selector in options.only:
         parts += ["--only", selector]
+    for tag in options.tags:
+        parts += ["--tag", tag]
+    if options.limit:
+        parts += ["--limit", str(options.limit)]
     if options.no_cache:
         parts.append("--no-cache")
     parts += ["--max-cost", f"{run.cap_usd:f}"]

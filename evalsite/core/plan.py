@@ -16,6 +16,8 @@ from decimal import Decimal
 
 from evalsite.core.pricing import PriceRow, Usage, call_cost
 from evalsite.core.providers.base import Provider, Request
+from evalsite.core.scoring.aggregate import answer_tags
+from evalsite.core.suite_parts import Case, Task
 from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
 
 DEFAULT_MAX_TOKENS = 1024
@@ -35,24 +37,70 @@ class Cell:
     request: Request
 
 
+class SelectionError(ValueError):
+    """A case selection that names nothing: `option` is the one at fault (only, tag, limit)."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+
+
 def plan_cells(
-    suite: Suite, contestants: Sequence[str], *, repeats: int, only: Sequence[str] = ()
+    suite: Suite,
+    contestants: Sequence[str],
+    *,
+    repeats: int,
+    only: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    limit: int | None = None,
 ) -> list[Cell]:
     """Every cell of a run, in a stable order: task, case, repeat, contestant.
 
-    ``only`` holds ``task`` or ``task/case`` selectors (a cell is kept when any selector
-    names it); ValueError names an unknown task or case.
+    ``only`` holds ``task`` or ``task/case`` selectors (a case is kept when any selector
+    names it); ``tags`` keeps a case when it or its task has any of them; ``limit`` keeps
+    the first N cases of each task after both. SelectionError names an unknown task, case
+    or tag, a limit below 1, or a selection that leaves no case.
     """
-    wanted = [_selector(suite, text) for text in only]
     cells = []
-    for task in suite.tasks:
-        for case in task.cases:
-            if wanted and not any(t == task.id and c in ("", case.id) for t, c in wanted):
-                continue
-            for repeat in range(repeats):
-                for text in contestants:
-                    cells.append(_cell(suite, task, case.id, text, repeat))
+    for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
+        for repeat in range(repeats):
+            for text in contestants:
+                cells.append(_cell(suite, task, case.id, text, repeat))
     return cells
+
+
+def selected_cases(
+    suite: Suite, *, only: Sequence[str] = (), tags: Sequence[str] = (), limit: int | None = None
+) -> list[tuple[Task, Case]]:
+    """The (task, case) pairs a run with these filters answers, in suite order."""
+    wanted = [_selector(suite, text) for text in only]
+    wanted_tags = _known_tags(suite, tags)
+    if limit is not None and limit < 1:
+        raise SelectionError("limit", f"must be 1 or more, not {limit}")
+    kept = []
+    for task in suite.tasks:
+        cases = [
+            case
+            for case in task.cases
+            if (not wanted or any(t == task.id and c in ("", case.id) for t, c in wanted))
+            and (not wanted_tags or wanted_tags & set(answer_tags(task.tags, case.tags)))
+        ]
+        kept += [(task, case) for case in cases[:limit]]
+    if not kept and tags:
+        shown = ", ".join(repr(tag) for tag in tags)
+        raise SelectionError("tag", f"no case that --only selects has any of the tags {shown}")
+    return kept
+
+
+def _known_tags(suite: Suite, tags: Sequence[str]) -> set[str]:
+    """`tags` as a set; SelectionError for one that no task or case of the suite has."""
+    known = {tag for task in suite.tasks for case in task.cases
+             for tag in answer_tags(task.tags, case.tags)}  # fmt: skip
+    for tag in tags:
+        if tag not in known:
+            listed = ", ".join(sorted(known)[:20]) or "none"
+            raise SelectionError("tag", f"no case has the tag {tag!r} (tags: {listed})")
+    return set(tags)
 
 
 def _cell(suite: Suite, task, case_id: str, text: str, repeat: int) -> Cell:
@@ -70,11 +118,14 @@ def _cell(suite: Suite, task, case_id: str, text: str, repeat: int) -> Cell:
 
 
 def _selector(suite: Suite, text: str) -> tuple[str, str]:
-    """(task, case or "") of one ``--only`` selector; ValueError for an unknown one."""
+    """(task, case or "") of one ``--only`` selector; SelectionError for an unknown one."""
     task_id, _, case_id = text.strip().partition("/")
-    task = suite.task(task_id)
-    if case_id:
-        task.case(case_id)
+    try:
+        task = suite.task(task_id)
+        if case_id:
+            task.case(case_id)
+    except ValueError as error:
+        raise SelectionError("only", str(error)) from None
     return task_id, case_id
 
 

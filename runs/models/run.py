@@ -77,24 +77,34 @@ class StoredOptions:
     no_cache: bool = False
     replies: str = ""  # the absolute path of the scripted replies file, or ""
     only: tuple[str, ...] = ()  # task or task/case selectors; () for the whole suite
+    tags: tuple[str, ...] = ()  # cases with any of these tags; () for every case
+    limit: int | None = None  # the first N cases of each task; None for all of them
     concurrency: int | None = None  # calls in flight per model across the run's shards
     form_submission: str = ""  # the launch form's token, so a resubmission is one run
 
     @classmethod
     def from_json(cls, data: dict) -> StoredOptions:
-        concurrency = data.get("concurrency")
+        concurrency, limit = data.get("concurrency"), data.get("limit")
         return cls(
             fake=bool(data.get("fake")),
             no_cache=bool(data.get("no_cache")),
             replies=data.get("replies") or "",
             only=tuple(filter(None, (data.get("only") or "").split(","))),
+            tags=tuple(data.get("tags") or ()),
+            limit=int(limit) if limit else None,
             concurrency=int(concurrency) if concurrency else None,
             form_submission=data.get("form_submission") or "",
         )
 
+    @property
+    def partial(self) -> bool:
+        """Whether the run answers only some of its suite's cases (never its calibration)."""
+        return bool(self.only or self.tags or self.limit)
+
     def to_json(self) -> dict:
-        # `only` is stored comma-joined, "" for the whole suite (RunQuerySet.whole_suite).
-        return asdict(self) | {"only": ",".join(self.only)}
+        # `only` is stored comma-joined, "" for the whole suite; `tags` a list, `limit` a
+        # number or null (RunQuerySet.whole_suite reads all three).
+        return asdict(self) | {"only": ",".join(self.only), "tags": list(self.tags)}
 
 
 class RunQuerySet(models.QuerySet):
@@ -111,6 +121,16 @@ class RunQuerySet(models.QuerySet):
         """Runs of the team's suites: a judge-lab run lives under the judge lab only."""
         return self.exclude(suite_version__origin="lab")
 
+    def listing(self, *, suite: Suite | None = None, status: str | None = None) -> RunQuerySet:
+        """The runs `evalsite list` shows, newest first: of `suite` and in `status` when
+        given, judge-lab runs left out (the judge lab lists its own)."""
+        runs = self.not_lab().select_related("suite_version__suite").defer("estimate")
+        if suite is not None:
+            runs = runs.for_suite(suite)
+        if status is not None:
+            runs = runs.filter(status=status)
+        return runs.order_by("-created_at", "-pk")
+
     def judged(self) -> RunQuerySet:
         """Runs with at least one pair the judge scored."""
         from runs.models.judging import Pair
@@ -118,8 +138,13 @@ class RunQuerySet(models.QuerySet):
         return self.filter(Exists(Pair.objects.filter(run=OuterRef("pk"), score__isnull=False)))
 
     def whole_suite(self) -> RunQuerySet:
-        """Runs of every case of their suite (no ``--only``)."""
-        return self.filter(Q(options__only="") | ~Q(options__has_key="only"))
+        """Runs of every case of their suite: no ``--only``, ``--tag`` or ``--limit`` (runs
+        stored before a filter existed have no key for it)."""
+        return self.filter(
+            Q(options__only="") | ~Q(options__has_key="only"),
+            Q(options__tags__0__isnull=True),
+            Q(options__limit=None) | Q(options__limit__isnull=True),
+        )
 
     def calibration_choices(self) -> RunQuerySet:
         """The runs a suite's calibration may be read from: finished, judged, not lab."""

@@ -1,20 +1,32 @@
-"""The terminal summary of ``evalsite run`` (SPEC §13), from the stored report.
+"""The terminal summary of ``evalsite run`` and ``evalsite last`` (SPEC §13), from the
+stored report: the SPEC's lines (:func:`summary_lines`, which CI reads), then a table per
+contestant and the warnings (:func:`terminal_summary`), and the one-line headline
+``evalsite list`` shows (:func:`headline_text`).
 
 Text from the report is passed through :func:`~evalsite.core.report.text.visible`, so a
-name or a detail cannot move the cursor, recolour the terminal or reorder the line.
+name or a detail cannot move the cursor, recolour the terminal or reorder the line. Colour
+is this module's own escape codes only, and only when the caller asks for it
+(:func:`wants_colour`: a terminal, and no ``NO_COLOR``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Context
 from evalsite.core.report.overview import cost_text
 from evalsite.core.report.text import visible
+from evalsite.core.scoring.aggregate import TAG_FLOOR
 
-__all__ = ["summary_lines"]
+__all__ = [
+    "aligned", "contestant_table", "headline_text", "summary_lines", "terminal_summary",
+    "warning_lines", "wants_colour",
+]  # fmt: skip
+
+UNCALIBRATED = "UNCALIBRATED"
+_STYLES = {"head": "1", "bad": "31", "warn": "33", "good": "32"}
 
 
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
@@ -67,7 +79,7 @@ def _win_rate_line(ctx: Context, name: str) -> str:
     row = ctx.get("win_rates")[name] or {}
     flag = "" if ctx.eligible else " (UNCALIBRATED)"
     n = row.get("n") or 0
-    interval = num.interval(row.get("ci")) or ("[no interval: n<8]" if n < 8 else "[no interval]")
+    interval = _interval(row)
     line = (
         f"  {visible(name)} vs {visible(row.get('vs') or ctx.baseline)}: win-rate "
         f"{num.rate(row.get('win_rate'))}{flag} {interval} over schema-passing pairs only, "
@@ -77,3 +89,132 @@ def _win_rate_line(ctx: Context, name: str) -> str:
     if row.get("flip_warning"):
         line += f" - flip rate {num.rate(row.get('flip_rate'))} measures order, not quality"
     return line
+
+
+def _interval(row: Mapping[str, Any]) -> str:
+    n = row.get("n") or 0
+    return num.interval(row.get("ci")) or ("[no interval: n<8]" if n < 8 else "[no interval]")
+
+
+# --- the one-line headline of `evalsite list` -------------------------------------------------
+
+
+def headline_text(report: Mapping[str, Any]) -> str:
+    """The run's headline on one line: each candidate's win-rate with its interval when the
+    calibration gate lets it be a headline, else the refusal and why."""
+    ctx = Context.of(report)
+    if not report.get("judge"):
+        return "no judge: no win-rates"
+    if not ctx.eligible:
+        cal = ctx.get("calibration")
+        reason = cal.get("reason") or cal.get("status") or "not calibrated"
+        return f"{UNCALIBRATED}: {visible(reason)}"
+    if not ctx.candidates:
+        return "no candidate has a win-rate"
+    rates = ctx.get("win_rates")
+    return "; ".join(
+        f"{visible(name)} {num.rate((rates[name] or {}).get('win_rate'))} "
+        f"{_interval(rates[name] or {})}"
+        for name in ctx.candidates
+    )
+
+
+# --- the table per contestant, and the warnings -----------------------------------------------
+
+
+def terminal_summary(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
+    """What `run` and `last` print: the SPEC's lines, the table, the warnings."""
+    return [*summary_lines(report), *contestant_table(report, colour=colour),
+            *warning_lines(report, colour=colour)]  # fmt: skip
+
+
+def contestant_table(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
+    """One aligned row per contestant: schema and checks pass rates, the win-rate with its
+    interval (or UNCALIBRATED), errors, tokens, cost this run and if uncached."""
+    ctx = Context.of(report)
+    cards = ctx.get("per_contestant")
+    if not ctx.contestants:
+        return []
+    head = ("contestant", "schema", "checks", "win-rate", "errors", "tokens in/out", "cost",
+            "if uncached")  # fmt: skip
+    rows: list[tuple[str, ...]] = [head]
+    styles: list[tuple[str, ...]] = [("head",) * len(head)]
+    for name in ctx.contestants:
+        card = cards.get(name) or {}
+        win_rate, win_style = _win_rate_cell(ctx, name)
+        tokens, cost = card.get("tokens") or {}, card.get("cost") or {}
+        errors = card.get("errors") or 0
+        rows.append((
+            visible(name, 48),
+            num.rate((card.get("schema") or {}).get("rate")),
+            num.rate((card.get("checks") or {}).get("rate")),
+            win_rate,
+            num.count(errors),
+            f"{num.count(tokens.get('input'))}/{num.count(tokens.get('output'))}",
+            num.money(cost.get("usd"), digits=4),
+            num.money(cost.get("if_uncached_usd"), digits=4),
+        ))  # fmt: skip
+        styles.append(("", "", "", win_style, "bad" if errors else "", "", "", ""))
+    return aligned(rows, styles=styles if colour else None, indent="  ")
+
+
+def _win_rate_cell(ctx: Context, name: str) -> tuple[str, str]:
+    if name == ctx.baseline:
+        return "baseline", ""
+    if not ctx.report.get("judge"):
+        return "no judge", ""
+    row = ctx.get("win_rates").get(name)
+    if not row:
+        return num.MISSING, ""
+    if not ctx.eligible:
+        return UNCALIBRATED, "warn"
+    return f"{num.rate(row.get('win_rate'))} {_interval(row)}", "good"
+
+
+def warning_lines(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
+    """The report's warnings, one line each, except the tags below the pass-rate floor:
+    those share one line, however many there are."""
+    flagged = [t for t in report.get("per_tag") or [] if t.get("flagged")]
+    prefixes = tuple(f"tag {t.get('tag')}: " for t in flagged)
+    shown = [visible(w) for w in report.get("warnings") or [] if not str(w).startswith(prefixes)]
+    if flagged:
+        tags = ", ".join(f"{visible(t.get('tag'))} {num.rate(t.get('rate'))}" for t in flagged)
+        shown.append(f"{len(flagged)} tags pass below {TAG_FLOOR:.2f}: {tags}")
+    if not shown:
+        return []
+    title = _paint("warnings:", "warn") if colour else "warnings:"
+    return [f"  {title}", *(f"    {line}" for line in shown)]
+
+
+def aligned(
+    rows: Sequence[Sequence[str]],
+    *,
+    styles: Sequence[Sequence[str]] | None = None,
+    indent: str = "",
+) -> list[str]:
+    """Rows of plain cells as aligned lines (two spaces between columns, the last one not
+    padded). With `styles`, a cell with a style name is coloured after it is padded, so
+    the escape codes never shift a column."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for r, row in enumerate(rows):
+        cells = []
+        for i, cell in enumerate(row):
+            padded = cell if i == len(row) - 1 else cell.ljust(widths[i])
+            style = styles[r][i] if styles else ""
+            cells.append(_paint(padded, style) if style else padded)
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
+
+
+def _paint(text: str, style: str) -> str:
+    return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+
+
+def wants_colour(stream: Any, env: Mapping[str, str]) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set to anything but ""
+    (https://no-color.org)."""
+    if env.get("NO_COLOR", ""):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())

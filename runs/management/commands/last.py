@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 
 from django.core.management.base import CommandParser
 
-from evalsite.core.report.summary import summary_lines
+from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.management import EvalsiteCommand
 from runs.setup import prepare_database
 
@@ -25,5 +26,6 @@ class Command(EvalsiteCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(run.report, indent=2, ensure_ascii=False))
         else:
-            for line in summary_lines(run.report):
+            colour = wants_colour(self.stdout, os.environ)
+            for line in terminal_summary(run.report, colour=colour):
                 self.stdout.write(line)

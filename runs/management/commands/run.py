@@ -13,7 +13,7 @@ from decimal import Decimal
 from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.report.summary import summary_lines as report_summary
+from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.management import EvalsiteCommand
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
@@ -44,6 +44,16 @@ class Command(EvalsiteCommand):
             default=[],
             metavar="TASK[/CASE]",
             help="Only this task, or task/case (repeat it for several).",
+        )
+        parser.add_argument(
+            "--tag",
+            action="append",
+            default=[],
+            metavar="TAG",
+            help="Only cases with this tag, theirs or their task's (repeat: any of them).",
+        )
+        parser.add_argument(
+            "--limit", type=int, metavar="N", help="Only the first N cases of each task."
         )
         parser.add_argument("--label", default="", help="A name to refer to this run by.")
         parser.add_argument("--concurrency", type=int, help="Calls in flight per model.")
@@ -82,6 +92,8 @@ class Command(EvalsiteCommand):
         max_cost = self.cap_or_exit(opts["max_cost"])
         if opts["repeats"] is not None and not 1 <= opts["repeats"] <= 20:
             self.fail("--repeats must be between 1 and 20")
+        if opts["limit"] is not None and opts["limit"] < 1:
+            self.fail(f"--limit must be 1 or more (got {opts['limit']})")
         if opts["concurrency"] is not None and not 1 <= opts["concurrency"] <= MAX_CONCURRENCY:
             self.fail(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
         models = (
@@ -95,6 +107,8 @@ class Command(EvalsiteCommand):
             no_cache=opts["no_cache"],
             repeats=opts["repeats"],
             only=[selector.strip() for selector in opts["only"] if selector.strip()],
+            tags=[tag.strip() for tag in opts["tag"] if tag.strip()],
+            limit=opts["limit"],
             label=opts["label"],
             concurrency=opts["concurrency"],
             judge=opts["judge"],
@@ -182,7 +196,8 @@ class Command(EvalsiteCommand):
             if as_json:
                 self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
             else:
-                for line in report_summary(report):
+                colour = wants_colour(self.stdout, os.environ)
+                for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
             sys.exit(run.exit_code)
         totals = answer_totals(run)
