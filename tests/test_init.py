@@ -154,6 +154,15 @@ def test_the_checks_a_judge_only_starter_shows_commented_out_load_when_switched_
     ]
 
 
+@pytest.mark.parametrize(
+    ("estimate", "cap"),
+    [("0.01", "0.50"), ("0.50", "0.50"), ("0.5131", "1"), ("1.5", "2"), ("7", "10"), ("60", "100")],
+)
+def test_the_cap_is_fifty_cents_or_the_first_round_amount_the_estimate_fits_under(estimate, cap):
+    chosen = Starter("s", Judging.BOTH, ("a/b", "c/d"), "e/f", "")
+    assert starter.capped(chosen, Decimal(estimate)).max_cost == Decimal(cap)
+
+
 def test_render_resolves_blocks_and_comments_a_silenced_block_at_its_indentation():
     template = "a: [[x]]\n[[if not on]]\nb: 1\n[[end]]\n  [[on on]]\n  c:\n    d: 2\n  [[end]]\n"
     assert starter.render(template, {"x": "1"}, {"on": False}) == "a: 1\nb: 1\n  # c:\n  #   d: 2\n"
@@ -318,3 +327,12 @@ def test_the_starter_runs_as_is_with_fake(data_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "(fake)" in result.stdout and "report:" in result.stdout
     assert "simulated run" in result.stdout
+
+
+def test_a_starter_of_expensive_models_gets_a_cap_its_fake_run_fits_under(data_dir, tmp_path):
+    answers = "\nboth\nanthropic/claude-opus-4-1, openai/o3\n"
+    made = evalsite(data_dir, tmp_path, "init", "dear.yaml", input=answers)
+    assert made.returncode == 0, made.stderr
+    assert "limits: {max_cost_usd: 1.00}" in (tmp_path / "dear.yaml").read_text()
+    result = evalsite(data_dir, tmp_path, "run", "dear.yaml", "--fake")
+    assert result.returncode == 0, result.stdout + result.stderr

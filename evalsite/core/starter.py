@@ -14,7 +14,8 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
@@ -61,6 +62,7 @@ class Starter:
     models: tuple[str, ...]
     judge_model: str
     judge_note: str
+    max_cost: Decimal = Decimal("0.50")
 
 
 def suite_name(text: str) -> str:
@@ -132,6 +134,17 @@ def default_judge(models: Sequence[str], rows: Iterable[PriceRow]) -> tuple[str,
     return models[0], _note(models[0], "the baseline, as no other model is priced")
 
 
+def capped(chosen: Starter, estimate: Decimal) -> Starter:
+    """`chosen` with a cap its run fits under: $0.50, or the first of 1, 2, 5, 10, 20, 50…
+    dollars at or above the estimate (a starter must run as written, --fake included, and a
+    fake run is priced at the real models' rows)."""
+    cap, scale = Decimal("0.50"), Decimal(1)
+    while cap < estimate:
+        cap = next((step * scale for step in (1, 2, 5) if step * scale >= estimate), 5 * scale)
+        scale *= 10
+    return replace(chosen, max_cost=cap)
+
+
 def render_suite(starter: Starter, suite_file: str, replies_file: str, keys: Sequence[str]) -> str:
     """The starter suite's text. `keys`: the environment variables a real run needs."""
     mode = starter.judging
@@ -142,6 +155,7 @@ def render_suite(starter: Starter, suite_file: str, replies_file: str, keys: Seq
         "models": _flow(starter.models),
         "keys": _and(keys),
         "judge_model": starter.judge_model,
+        "max_cost": f"{starter.max_cost:.2f}",
         "judge_note": starter.judge_note,
         "judge_and": " and the judge" if mode.judge else "",
         "judge_verdicts": ", and the judge's verdicts under `judge`" if mode.judge else "",

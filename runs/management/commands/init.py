@@ -6,13 +6,15 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import TypeVar
 
 from evalsite.core import starter
 from evalsite.core.starter import Judging, Starter, StarterError
+from evalsite.core.suites import load_suite
 from evalsite.management import EvalsiteCommand
-from runs.planner import PlanError, endpoint_configs, needed_keys
+from runs.planner import PlanError, RunOptions, endpoint_configs, make_plan, needed_keys
 from runs.prices import NoActivePriceTable, active_table
 from runs.setup import prepare_database
 from runs.validation import validate
@@ -98,9 +100,13 @@ class Command(EvalsiteCommand):
             raise StarterError(str(error)) from None
         chosen = Starter(name, mode, models, judge_model, note)
         suite_file, replies_file = self.names
-        suite_text = starter.render_suite(chosen, suite_file, replies_file, keys)
         replies_text = starter.render_replies(chosen, suite_file)
+        suite_text = starter.render_suite(chosen, suite_file, replies_file, keys)
         outcome = _validated(suite_file, suite_text, replies_file, replies_text)
+        if outcome["ok"] and outcome["estimate"] > chosen.max_cost:
+            chosen = starter.capped(chosen, outcome["estimate"])
+            suite_text = starter.render_suite(chosen, suite_file, replies_file, keys)
+            outcome = _validated(suite_file, suite_text, replies_file, replies_text)
         if not outcome["ok"]:
             raise StarterError("\n".join(outcome["errors"]))
         return suite_text, replies_text, outcome["summary"]
@@ -158,13 +164,17 @@ def _yes_or_no(text: str) -> bool:
 
 
 def _validated(suite_file: str, suite_text: str, replies_file: str, replies_text: str) -> dict:
-    """`evalsite validate`'s outcome for the two texts, written to a scratch folder; its
-    lines name the suite by its file name rather than the scratch path."""
+    """`evalsite validate`'s outcome for the two texts, written to a scratch folder, with
+    the estimate of a run of them when they are valid; its lines name the suite by its file
+    name rather than the scratch path."""
     with tempfile.TemporaryDirectory(prefix="evalsite-init-") as folder:
         (Path(folder) / replies_file).write_text(replies_text, encoding="utf-8")
         scratch = Path(folder) / suite_file
         scratch.write_text(suite_text, encoding="utf-8")
         outcome = validate(str(scratch))
+        if outcome["ok"]:  # what a run of it would cost, priced as --fake prices it
+            plan = make_plan(None, load_suite(scratch), RunOptions(fake=True, env={}))
+            outcome["estimate"] = Decimal(plan.estimate["total_usd"])
     for key in ("errors", "warnings"):
         outcome[key] = [line.replace(str(scratch), suite_file) for line in outcome[key]]
     outcome["summary"] = outcome.get("summary", "").replace(str(scratch), suite_file)
