@@ -14,7 +14,8 @@ from runs.models import Answer, Call, Judgement, Run
 @dataclass(frozen=True)
 class Progress:
     status: str
-    phase: str  # "answers" while running, "judge calls" while judging
+    phase: str  # what is counted: "answers" while running, "judge calls" while judging
+    activity: str  # what the run is doing now, in words: "preparing judge calls", …
     total: int
     pending: int
     claimed: int
@@ -68,6 +69,7 @@ def progress(run: Run) -> Progress:
     return Progress(
         status=run.status,
         phase="judge calls" if judging else "answers",
+        activity=_activity(run, counts["total"]),
         total=counts["total"],
         pending=counts["pending"],
         claimed=counts["claimed"],
@@ -80,6 +82,24 @@ def progress(run: Run) -> Progress:
         elapsed_s=elapsed,
         eta_s=eta,
     )
+
+
+def _activity(run: Run, calls: int) -> str:
+    """Between the answers and the judge calls the run scores the answers, forms the pairs
+    and queues the judge calls in one transaction: no judge call is counted yet."""
+    if run.cancel_requested and run.is_active:
+        return "cancelling: calls in flight finish"
+    if run.status == Run.Status.QUEUED:
+        return "waiting for a worker"
+    if run.status == Run.Status.RUNNING:
+        return "answering"
+    if run.status == Run.Status.JUDGING and not calls:
+        return "preparing judge calls" if run.judge.get("model") else "scoring the answers"
+    if run.status == Run.Status.JUDGING:
+        return "judging"
+    if run.status == Run.Status.REPORTING:
+        return "writing the report"
+    return run.get_status_display().lower()
 
 
 def answer_totals(run: Run) -> dict:

@@ -18,6 +18,8 @@ _BACKTICKS = re.compile(r"`+")
 @require_POST
 def decision_new(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
+    if run.is_active:
+        return _refused(request, run)
     form = DecisionForm(request.POST)
     if form.is_valid():
         form.save_once(run, request.user)  # a second post of the same form stores nothing
@@ -30,6 +32,17 @@ def decision_new(request: HttpRequest, run_id: str) -> HttpResponse:
     status = 422 if request.htmx else 400
     template = "runs/run_detail.html#run-decisions" if request.htmx else "runs/decision_form.html"
     return render(request, template, context, status=status)
+
+
+def _refused(request: HttpRequest, run: Run) -> HttpResponse:
+    """409: a decision is about a finished run's figures, and this one is still going."""
+    refusal = (
+        f"Run {run.id} has not finished (it is {run.status_label.lower()}): no decision was "
+        "recorded. Record one once it has finished."
+    )
+    context = {"run": run, "decisions": run.decisions.all(), "refusal": refusal}
+    template = "runs/run_detail.html#run-decisions" if request.htmx else "runs/decision_form.html"
+    return render(request, template, context, status=409)
 
 
 @require_GET

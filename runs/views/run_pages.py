@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from evalsite.core.report.card import summary_card
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.html import render_sections
 from runs.forms import DecisionForm
@@ -56,11 +57,13 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "pinned": run.suite.baseline_run_id == run.id,
     }
     if request.htmx and request.GET.get("part") == "progress":
-        response = render(request, "runs/run_detail.html#run-progress", context)
+        # the header's status badge comes along out of band: it follows the phase too
+        response = render(request, "runs/run_detail.html#run-progress", context | {"oob": True})
         if not run.is_active:
             response["HX-Refresh"] = "true"  # the run ended: load the page with its report
         return response
     if run.report:
+        context["card"] = summary_card(run.report)
         context["report_nav"], context["report_html"] = render_sections(run.report)
         context["files"] = [name for name in REPORT_FILES if (run.report_dir / name).exists()]
     context["decisions"] = run.decisions.select_related("decided_by")
@@ -85,7 +88,7 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
         raise PermissionDenied("Only the member who started a run, or staff, can cancel it.")
     run.request_cancel()
     if request.htmx:
-        context = {"run": run, "snap": progress(run), "can_cancel": False}
+        context = {"run": run, "snap": progress(run), "can_cancel": False, "oob": True}
         return render(request, "runs/run_detail.html#run-progress", context)
     return redirect("run_detail", run_id=run.id)
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalsite.core.report import numbers as num
+from evalsite.core.report.card import group_warnings
 from evalsite.core.report.document import (
     Block,
     Cell,
@@ -121,8 +122,15 @@ def warnings_section(ctx: Context) -> Section:
     warnings = ctx.report.get("warnings") or []
     if not warnings:
         return Section("warnings", "Warnings", (Para("No warnings."),))
-    items = tuple(Code(visible(text, MESSAGE_CHARS)) for text in warnings)
-    return Section("warnings", "Warnings", (Items(items),))
+    # Alike warnings grouped (the tags under the pass-rate floor on one line, not 13).
+    items = tuple(
+        (Code(group.title), ": ", Code(", ".join(group.items)))
+        if group.items
+        else Code(group.title)
+        for group in group_warnings([str(text) for text in warnings])
+    )
+    count = Para(f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}:")
+    return Section("warnings", "Warnings", (count, Items(items)))
 
 
 def gates_section(ctx: Context) -> Section:
@@ -150,7 +158,7 @@ def charts_section(ctx: Context) -> Section:
         "charts",
         "Charts",
         (
-            Chart("cost_vs_winrate", "Cost this run against win-rate, per candidate"),
+            Chart("cost_vs_winrate", "Cost if uncached against win-rate, per candidate"),
             Chart("kappa_curve", "Judge\u2013human kappa as labels were added"),
             Chart("confusion", "Confusion matrix: rows human, columns judge"),
         ),

@@ -118,53 +118,150 @@ def _ticks(low: float, high: float, steps: int, label: Callable[[float], str]) -
     return [(value, label(value)) for value in values]
 
 
-def cost_vs_winrate_svg(report: Mapping[str, Any]) -> str:
-    """One point per candidate: its answers' cost this run (x) against its win-rate (y),
-    the interval as a vertical bar; the baseline is the line at 0.5."""
-    ctx = Context.of(report)
-    flag = "" if ctx.eligible else " (UNCALIBRATED)"
-    title = "Cost this run against win-rate" + flag
+def _even_ticks(high: float, *, whole: bool = False) -> tuple[float, list[float]]:
+    """``(top, ticks)``: four or so evenly spaced round values from 0 to a top at or above
+    ``high``; whole numbers only when ``whole`` (a count of labels is never 2.5)."""
+    step = _nice_ceiling(high / 4) if high > 0 else 1.0
+    if whole:
+        step = max(1.0, round(step))
+    steps = max(1, math.ceil(high / step - 1e-9))
+    return step * steps, [step * i for i in range(steps + 1)]
+
+
+def _money_tick(step: float) -> Callable[[float], str]:
+    """Dollars with as many decimals as the step needs: $0.0005, $0.0010 (never
+    $0.000500000); the same places on every tick of an axis."""
+    digits = 2
+    while digits < 9 and abs(round(step, digits) - step) > step * 1e-6:
+        digits += 1
+    return lambda value: f"${value:.{digits}f}"
+
+
+def _wrap(text: str, chars: int) -> list[str]:
+    """``text`` in lines of at most ``chars`` characters, broken at spaces where it can be
+    and inside a word (a model name) where it must."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        while len(word) > chars:
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(word[:chars])
+            word = word[chars:]
+        if line and len(line) + 1 + len(word) > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line] if line or not lines else lines
+
+
+@dataclass(frozen=True)
+class _Point:
+    name: str
+    x: float  # cost if uncached, USD
+    this_run: float | None  # cost this run, USD
+    rate: float
+    ci: Any
+
+
+def _cost_points(ctx: Context) -> list[_Point]:
+    """Each candidate with a win-rate, at what its answers cost without the cache (a
+    cached rerun cost nothing this run and would sit at $0), this run's cost beside it."""
     win_rates, cards = ctx.get("win_rates"), ctx.get("per_contestant")
     points = []
     for name in ctx.candidates:
         row = win_rates[name] or {}
-        cost = ((cards.get(name) or {}).get("cost") or {}).get("usd")
+        cost = (cards.get(name) or {}).get("cost") or {}
+        this_run = cost.get("usd") if _finite(cost.get("usd")) else None
+        uncached = cost.get("if_uncached_usd")
+        x = uncached if _finite(uncached) else (this_run or 0.0)
         if _finite(row.get("win_rate")):
-            points.append((name, cost if _finite(cost) else 0.0, row["win_rate"], row.get("ci")))
+            points.append(_Point(name, x, this_run, row["win_rate"], row.get("ci")))
+    return points
+
+
+def cost_vs_winrate_svg(report: Mapping[str, Any]) -> str:
+    """One numbered point per candidate: what its answers cost if uncached (x) against its
+    win-rate (y), the interval as a vertical bar, the baseline as the line at 0.5; the
+    names, figures and this run's cost in a legend under the plot, wrapped, never clipped."""
+    ctx = Context.of(report)
+    flag = "" if ctx.eligible else " (UNCALIBRATED)"
+    title = "Cost if uncached against win-rate" + flag
+    points = _cost_points(ctx)
     if not points:
         return no_data_svg(title, "no data (no win-rates)")
-    top_cost = max(cost for _, cost, _, _ in points)
-    plot = _Plot(0.0, _nice_ceiling(top_cost * 1.1) if top_cost > 0 else 0.01, 0.0, 1.0)
+    top_cost = max(point.x for point in points)
+    top, x_ticks = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
+    money = _money_tick(x_ticks[1] - x_ticks[0])
+    plot = _Plot(0.0, top, 0.0, 1.0, right=30)
     body = plot.axes(
-        _ticks(0.0, plot.x1, 4, num.money),
+        [(value, money(value)) for value in x_ticks],
         _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"),
-        "cost this run of the candidate's answers (USD)",
+        "cost if uncached of the candidate's answers (USD)",
         "win-rate" + flag,
     )
-    body += [
-        _line(plot.x(0), plot.y(0.5), plot.x(plot.x1), plot.y(0.5), MUTED, dash=True),
-        _text(plot.x(plot.x1) + 6, plot.y(0.5) + 4, f"baseline {ctx.baseline}"),
+    body.append(_line(plot.x(0), plot.y(0.5), plot.x(plot.x1), plot.y(0.5), MUTED, dash=True))
+    for point in points:
+        body += _point_marks(plot, point)
+    marks = [
+        (plot.x(point.x), plot.y(point.rate) - 8, str(number))
+        for number, point in enumerate(points, start=1)
     ]
-    for _, cost, rate, ci in points:
-        x, y = plot.x(cost), plot.y(rate)
-        if ci and len(ci) == 2 and all(_finite(v) for v in ci):
-            low, high = plot.y(ci[0]), plot.y(ci[1])
-            body += [_line(x, low, x, high, ACCENT), _line(x - 4, low, x + 4, low, ACCENT)]
-            body.append(_line(x - 4, high, x + 4, high, ACCENT))
-        body.append(f'<circle cx="{_f(x)}" cy="{_f(y)}" r="5" fill="{ACCENT}"/>')
-    labels = [
-        (plot.x(cost), plot.y(rate) - 8, f"{name} {num.rate(rate)}{ctx.dagger}")
-        for name, cost, rate, _ in points
-    ]
-    body += [_text(x, y, label) for x, y, label in _apart(labels)]
-    return _svg(title, plot.width, plot.height, body)
+    body += [_text(x, y, label) for x, y, label in _apart(marks)]
+    legend, height = _legend(ctx, points, plot)
+    return _svg(title, plot.width, height, body + legend)
+
+
+def _point_marks(plot: _Plot, point: _Point) -> list[str]:
+    x, y, ci = plot.x(point.x), plot.y(point.rate), point.ci
+    marks = []
+    if ci and len(ci) == 2 and all(_finite(v) for v in ci):
+        low, high = plot.y(ci[0]), plot.y(ci[1])
+        marks += [_line(x, low, x, high, ACCENT), _line(x - 4, low, x + 4, low, ACCENT)]
+        marks.append(_line(x - 4, high, x + 4, high, ACCENT))
+    marks.append(f'<circle cx="{_f(x)}" cy="{_f(y)}" r="5" fill="{ACCENT}"/>')
+    return marks
+
+
+def _legend(ctx: Context, points: list[_Point], plot: _Plot) -> tuple[list[str], int]:
+    """The legend under the plot, each candidate's name on a line of its own and its
+    figures under it; and the chart's height with it."""
+    chars = (plot.width - 60) // 7  # a generous 7 px a character at 12 px sans-serif
+    y = plot.height + 4
+    body = [_line(20, y - 4, 44, y - 4, MUTED, dash=True)]
+    lines: list[tuple[int, str]] = [(52, f"baseline {ctx.baseline} (win-rate 0.5)")]
+    for number, point in enumerate(points, start=1):
+        interval = num.interval(point.ci) or "no interval"
+        this_run = _short_money(point.this_run) if point.this_run is not None else num.MISSING
+        lines.append((20, f"{number}  {point.name}"))
+        lines.append(
+            (44, f"win-rate {num.rate(point.rate)}{ctx.dagger} {interval} \u00b7 "
+                 f"{_short_money(point.x)} if uncached \u00b7 {this_run} this run")
+        )  # fmt: skip
+    for x, text in lines:
+        for line in _wrap(text, chars - (x - 20) // 7):
+            body.append(_text(x, y, line))
+            y += LINE_HEIGHT + 2
+    return body, int(y + 6)
+
+
+def _short_money(value: float) -> str:
+    """Dollars to two significant figures below a cent ($0.0013), else to the cent's
+    hundredth ($0.0827): a legend's figure, read at a glance."""
+    if value == 0:
+        return "$0"
+    if abs(value) >= 0.01:
+        return num.money(value, digits=4)
+    return num.money(value, digits=1 - math.floor(math.log10(abs(value))))
 
 
 def _apart(labels: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
     """Point labels, top to bottom, each moved down until it overlaps none above it."""
     placed: list[tuple[float, float, str]] = []
     for x, y, text in sorted(labels, key=lambda label: (label[1], label[0], label[2])):
-        while any(abs(y - other) < LINE_HEIGHT and abs(x - ox) < 120 for ox, other, _ in placed):
+        while any(abs(y - other) < LINE_HEIGHT and abs(x - ox) < 20 for ox, other, _ in placed):
             y += LINE_HEIGHT
         placed.append((x, y, text))
     return [(x + 8, y, text) for x, y, text in placed]
@@ -185,9 +282,10 @@ def kappa_curve_svg(report: Mapping[str, Any]) -> str:
     lows = [ci[0] for _, _, ci in points if ci and _finite(ci[0])]
     floor = cal.get("min_kappa")
     y0 = min([0.0, *(k for _, k, _ in points), *lows, *([floor] if _finite(floor) else [])])
-    plot = _Plot(0.0, _nice_ceiling(max(points[-1][0], 1)), math.floor(y0 * 4) / 4, 1.0)
+    top, x_ticks = _even_ticks(max(points[-1][0], 1), whole=True)
+    plot = _Plot(0.0, top, math.floor(y0 * 4) / 4, 1.0, right=90)
     body = plot.axes(
-        _ticks(0.0, plot.x1, 4, lambda v: f"{v:g}"),
+        [(value, f"{value:.0f}") for value in x_ticks],
         _ticks(plot.y0, 1.0, round((1.0 - plot.y0) * 4), lambda v: f"{v:.2f}"),
         "labels (n)",
         "kappa",

@@ -32,6 +32,7 @@ from evalsite.core.report.text import esc
 
 __all__ = ["CSP", "render_html", "render_sections"]
 
+FIGURE_CHARS = 24
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CHARTS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "cost_vs_winrate": cost_vs_winrate_svg,
@@ -52,8 +53,10 @@ pre { padding: .75rem; white-space: pre-wrap; border: 1px solid var(--line); }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: .9rem; }
 th, td { border: 1px solid var(--line); padding: .25rem .5rem; text-align: left;
-  vertical-align: top; white-space: nowrap; }
-td code, th code { white-space: normal; }
+  vertical-align: top; }
+/* a name wraps at its hyphens, never letter by letter ("anywhere" would let a column
+   shrink to one character); a short figure keeps to one line */
+td code, th code { overflow-wrap: normal; } td.fig { white-space: nowrap; }
 th { background: var(--soft); }
 .note { color: var(--muted); font-size: .9rem; }
 figure { margin: 1rem 0; } figcaption { color: var(--muted); font-size: .9rem; }
@@ -97,6 +100,14 @@ def _inline(cell: Cell) -> str:
     )
 
 
+def _td(cell: Cell) -> str:
+    # A short figure of ours ("0.880 (n=25)", "[0.434-0.724]") stays on one line; names
+    # and prose wrap at spaces and hyphens, so no column is squeezed to a letter a line.
+    if isinstance(cell, str) and len(cell) <= FIGURE_CHARS:
+        return f'<td class="fig">{_inline(cell)}</td>'
+    return f"<td>{_inline(cell)}</td>"
+
+
 def _section(section: Section, report: Mapping[str, Any]) -> str:
     blocks = "\n".join(_block(block, report) for block in section.blocks)
     return (
@@ -115,10 +126,7 @@ def _block(block: Block, report: Mapping[str, Any]) -> str:
             return "<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in items) + "</ul>"
         case Table(head=head, rows=rows):
             head_html = "".join(f"<th>{_inline(cell)}</th>" for cell in head)
-            rows_html = "".join(
-                "<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in row) + "</tr>"
-                for row in rows
-            )
+            rows_html = "".join("<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows)
             return (
                 f'<div class="scroll"><table><thead><tr>{head_html}</tr></thead>'
                 f"<tbody>{rows_html}</tbody></table></div>"

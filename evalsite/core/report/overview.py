@@ -24,6 +24,10 @@ __all__ = [
 ]  # fmt: skip
 
 JUDGE_CATEGORIES = ("baseline", "candidate", "tie")
+NO_LABELS = (
+    "No labels yet: the judge has not been compared with people, so there is no kappa. "
+    "Label pairs of this run to measure it."
+)
 
 
 def header_section(ctx: Context) -> Section:
@@ -101,14 +105,10 @@ def _when(value: str | None) -> Cell:
 def calibration_section(ctx: Context) -> Section:
     cal = ctx.get("calibration")
     labels = cal.get("labels_used") or {}
-    ci = num.interval(cal.get("kappa_ci"), 2) or "no interval"
-    boot = num.interval(cal.get("kappa_ci_bootstrap"), 2) or "no interval"
     items: list[Cell] = [
         ("Gate: ", Code(cal.get("status") or "unknown"), " \u2014 ", Code(cal.get("reason") or "")),
         f"Headline eligible: {'true' if ctx.eligible else 'false'}",
-        f"Kappa: {num.kappa(cal.get('kappa'), cal.get('kappa_band'))}, 95% interval {ci} "
-        f"(asymptotic), {boot} (bootstrap); agreement {num.rate(cal.get('agreement'))}; "
-        f"n={num.count(cal.get('n', 0))} labels",
+        _kappa_line(cal),
         f"Floor: kappa {_float(cal.get('min_kappa'), 2)} with at least "
         f"{num.count(cal.get('min_labels'))} labels",
         f"Labels used: browser {num.count(labels.get('browser', 0))}, suite file "
@@ -132,6 +132,18 @@ def calibration_section(ctx: Context) -> Section:
     blocks: list[Block] = [Items(tuple(items)), *_confusion(cal), *_per_task_kappa(cal)]
     blocks += _humans(cal.get("humans") or {})
     return Section("calibration", "Calibration", tuple(blocks))
+
+
+def _kappa_line(cal: Mapping[str, Any]) -> str:
+    if cal.get("status") == "no_labels":
+        return NO_LABELS
+    ci = num.interval(cal.get("kappa_ci"), 2) or "no interval"
+    boot = num.interval(cal.get("kappa_ci_bootstrap"), 2) or "no interval"
+    return (
+        f"Kappa: {num.kappa(cal.get('kappa'), cal.get('kappa_band'))}, 95% interval {ci} "
+        f"(asymptotic), {boot} (bootstrap); agreement {num.rate(cal.get('agreement'))}; "
+        f"n={num.count(cal.get('n', 0))} labels"
+    )
 
 
 def _set_aside(cal: Mapping[str, Any]) -> str:
@@ -161,6 +173,8 @@ def _confusion(cal: Mapping[str, Any]) -> list[Block]:
     matrix = cal.get("confusion") or []
     if len(matrix) != 3 or any(len(row) != 3 for row in matrix):
         return []
+    if not any(value for row in matrix for value in row):
+        return []  # no labels: a matrix of zeros says nothing the kappa line does not
     head: tuple[Cell, ...] = ("human \u2193 / judge \u2192", *JUDGE_CATEGORIES)
     rows = tuple(
         (name, *(num.count(value) for value in row))

@@ -78,7 +78,7 @@ def test_eligible_win_rates_carry_no_dagger_and_no_flag():
     for text in (render_markdown(report), render_html(report)):
         assert "\u2020" not in text
         assert "UNCALIBRATED" not in text.replace("(UNVERIFIED)", "")
-        assert "| 0.463 |" in text or "<td>0.463</td>" in text
+        assert "| 0.463 |" in text or '<td class="fig">0.463</td>' in text
 
 
 def test_every_schema_pass_rate_has_its_n_beside_it():
@@ -90,7 +90,7 @@ def test_every_schema_pass_rate_has_its_n_beside_it():
     assert re.search(r"\| \d\.\d{3} \(n=\d+\) \|$", win_rate_rows[0])
     scorecard = next(line for line in markdown.splitlines() if line.startswith("| schema pass |"))
     assert scorecard.count("(n=40)") == 3
-    assert "<td>0.950 (n=40)</td>" in render_html(report)
+    assert '<td class="fig">0.950 (n=40)</td>' in render_html(report)
 
 
 def test_a_high_flip_rate_is_marked_in_the_table():
@@ -112,7 +112,8 @@ def test_no_judge_says_there_are_no_win_rates():
 def test_no_labels_renders_without_kappa():
     report = make_report("no_labels")
     markdown = render_markdown(report)
-    assert "Kappa: undefined, 95% interval no interval (asymptotic)" in markdown
+    assert "No labels yet: the judge has not been compared with people" in markdown
+    assert "no interval" not in markdown and "Confusion matrix" not in markdown.split("## Win")[0]
     assert "No pair was labelled by two or more people." in markdown
     assert "no data (no kappa yet)" in render_html(report)
 
