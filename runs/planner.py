@@ -34,7 +34,14 @@ from evalsite.core.plan import (
     max_output_tokens,
     plan_cells,
 )
-from evalsite.core.pricing import PriceRow, Usage, call_cost, suggest, unknown_model_message
+from evalsite.core.pricing import (
+    UNPRICED_PROVIDERS,
+    PriceRow,
+    Usage,
+    call_cost,
+    suggest,
+    unknown_model_message,
+)
 from evalsite.core.providers import (
     EndpointConfig,
     Provider,
@@ -46,7 +53,7 @@ from evalsite.core.providers import (
     required_key,
 )
 from evalsite.core.scoring import OPT_OUT_SETTING
-from evalsite.core.suites import Suite, parse_contestant
+from evalsite.core.suites import Contestant, Suite, parse_contestant
 from runs.models import (
     Answer,
     CachedResponse,
@@ -63,7 +70,6 @@ from runs.scoring import sandbox_or_none
 
 DEFAULT_CAP_USD = Decimal("2.00")
 ANSWER_BATCH = 2000
-FREE_PROVIDERS = ("scripted", "command", "given")  # cost nothing without a price row
 
 # A given answer's text by (task, case, contestant): answers supplied, not generated.
 GivenAnswers = Mapping[tuple[str, str, str], str]
@@ -183,20 +189,24 @@ def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
         raise PlanError(
             "a run compares two or more contestants: give --models a,b or `models:` in the suite"
         )
-    out = []
-    for text in texts:
-        try:
-            contestant = parse_contestant(text)
-        except ValueError as error:
-            raise PlanError(str(error)) from None
-        if contestant.variant and contestant.variant not in suite.variants:
-            hint = suggest(contestant.variant, suite.variants)
-            tail = f" - did you mean '@{hint}'?" if hint else ""
-            raise PlanError(f"unknown variant '@{contestant.variant}' in '{text}'{tail}")
-        out.append(str(contestant))
+    out = [str(suite_contestant(suite, text)) for text in texts]
     if len(set(out)) != len(out):
         raise PlanError("a contestant appears twice in --models")
     return out
+
+
+def suite_contestant(suite: Suite, text: str) -> Contestant:
+    """`text` as a contestant of `suite`: a model string with, optionally, a variant the
+    suite declares; PlanError naming what is wrong (with a did-you-mean) otherwise."""
+    try:
+        contestant = parse_contestant(text)
+    except ValueError as error:
+        raise PlanError(str(error)) from None
+    if contestant.variant and contestant.variant not in suite.variants:
+        hint = suggest(contestant.variant, suite.variants)
+        tail = f" - did you mean '@{hint}'?" if hint else ""
+        raise PlanError(f"unknown variant '@{contestant.variant}' in '{text}'{tail}")
+    return contestant
 
 
 def _judge_model(suite: Suite, override: str | None = None) -> str | None:
@@ -215,8 +225,14 @@ def _judge_model(suite: Suite, override: str | None = None) -> str | None:
 
 def _check_prices(contestants, judge_model, rows: dict[str, PriceRow], table: str) -> None:
     models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
-    for model in filter(None, dict.fromkeys(models)):
-        if model in rows or model.partition("/")[0] in FREE_PROVIDERS:
+    check_priced(filter(None, dict.fromkeys(models)), rows, table)
+
+
+def check_priced(models, rows: Mapping[str, object], table: str) -> None:
+    """PlanError naming the first of `models` the table `table` (its `rows` by model) has
+    no price for, unless its provider costs nothing without one (scripted, command)."""
+    for model in models:
+        if model in rows or model.partition("/")[0] in UNPRICED_PROVIDERS:
             continue
         raise PlanError(unknown_model_message(model, suggest(model, rows), table))
 

@@ -21,8 +21,9 @@ from evalsite.core.yamlsafe import load_yaml
 
 MTOK = Decimal(1_000_000)
 NANO_PER_USD = 10**9
-# Providers whose models cost nothing unless the table has a row for them.
-UNPRICED_PROVIDERS = frozenset({"scripted", "command"})
+# Providers whose models cost nothing unless the table has a row for them (`given/…` is the
+# judge lab's stand-in for answers that were supplied, never requested).
+UNPRICED_PROVIDERS = frozenset({"scripted", "command", "given"})
 
 
 class PriceFileError(ValueError):

@@ -16,18 +16,23 @@ from django.db.models import Q
 from django.urls import reverse
 
 from evalsite.core.plan import call_hash, plan_cells
-from evalsite.core.pricing import suggest, unknown_model_message
 from evalsite.core.providers import Provider, ProviderError, build_provider, required_key
 from evalsite.core.suites import Contestant, parse_contestant
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.mcp import replies
 from evalsite.mcp.tools import Refused, find_run, load, suite_file
 from runs.models import Answer, CachedResponse, Judgement, Pair, Run
-from runs.planner import PlanError, RunOptions, endpoint_configs, load_replies
+from runs.planner import (
+    PlanError,
+    RunOptions,
+    check_priced,
+    endpoint_configs,
+    load_replies,
+    suite_contestant,
+)
 from runs.prices import NoActivePriceTable, active_table
 from runs.scoring import stored_suite
 
-UNPRICED_PROVIDERS = ("scripted", "command")  # as the planner: priced at nothing
 ANSWER_FIELDS = (
     "pk", "repeat", "status", "passed", "schema_verdict", "schema_mode", "checks",
     "checks_passed", "exec_check", "exec_verdict", "grade_score", "grade_passed", "error_kind",
@@ -93,22 +98,11 @@ def contestant_in(loaded: LoadedSuite, text: str) -> Contestant:
     """`text` as a contestant a run of `loaded` would accept: a model with a price (or
     scripted or command) and a variant the suite declares; Refused as run_suite refuses."""
     try:
-        chosen = parse_contestant(text.strip())
-    except ValueError as error:
+        chosen = suite_contestant(loaded, text.strip())
+        table = active_table()
+        check_priced([chosen.model], set(table.prices.values_list("model", flat=True)), table.name)
+    except (PlanError, NoActivePriceTable) as error:
         raise Refused("plan_error", str(error)) from None
-    if chosen.variant is not None and chosen.variant not in loaded.variants:
-        hint = suggest(chosen.variant, loaded.variants)
-        tail = f" - did you mean '@{hint}'?" if hint else ""
-        raise Refused("plan_error", f"unknown variant '@{chosen.variant}' in '{text}'{tail}")
-    if chosen.model.partition("/")[0] not in UNPRICED_PROVIDERS:
-        try:
-            table = active_table()
-        except NoActivePriceTable as error:
-            raise Refused("plan_error", str(error)) from None
-        models = set(table.prices.values_list("model", flat=True))
-        if chosen.model not in models:
-            message = unknown_model_message(chosen.model, suggest(chosen.model, models), table.name)
-            raise Refused("plan_error", message)
     return chosen
 
 
