@@ -170,7 +170,9 @@ class RunForm(forms.Form):
         help_text="blank: the suite's judge; e.g. scripted/judge with a replies file",
     )  # fmt: skip
     fake = forms.BooleanField(required=False, label="Fake answers (offline, simulated cost)")
-    replies = forms.FileField(required=False, label="Replies file for scripted/… contestants")
+    replies = forms.FileField(
+        required=False, label="Replies file (scripted/… contestants or judge)"
+    )
     repeats = forms.IntegerField(
         required=False, min_value=1, max_value=20,
         error_messages={"min_value": REPEATS, "max_value": REPEATS, "invalid": REPEATS},

@@ -98,8 +98,9 @@ def missing_keys_message(plan: Plan) -> str:
         f"{name} is not set in the server's environment (needed for {', '.join(plan.keys[name])})."
         for name in missing
     ]
+    them = "it" if len(missing) == 1 else "them"
     return " ".join(lines) + (
-        " Set it where the server and its workers run and restart them, or tick Fake answers."
+        f" Set {them} where the server and its workers run and restart them, or tick Fake answers."
     )
 
 
