@@ -177,7 +177,7 @@ class RunForm(forms.Form):
         required=False, min_value=1, max_value=20,
         error_messages={"min_value": REPEATS, "max_value": REPEATS, "invalid": REPEATS},
     )  # fmt: skip
-    max_cost = forms.CharField(required=False, max_length=64, label="Cap (USD)")
+    max_cost = forms.CharField(required=False, label="Cap (USD)")  # parse_cap bounds it
     label = forms.SlugField(required=False, max_length=64)
     form_token = FormTokenField()
 
