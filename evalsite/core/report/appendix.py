@@ -127,7 +127,7 @@ def warnings_section(ctx: Context) -> Section:
         (Code(group.title), ": ", Code(", ".join(group.items)))
         if group.items
         else Code(group.title)
-        for group in group_warnings([str(text) for text in warnings])
+        for group in group_warnings(ctx.report)
     )
     count = Para(f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}:")
     return Section("warnings", "Warnings", (count, Items(items)))

@@ -8,8 +8,7 @@ hidden characters shown); the page's template escapes it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +16,12 @@ from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Context
 from evalsite.core.report.overview import win_rate_cell
 from evalsite.core.report.text import visible
+from evalsite.core.scoring.aggregate import TAG_FLOOR
 
 __all__ = ["Card", "CandidateLine", "WarningGroup", "group_warnings", "summary_card"]
 
 NAME_CHARS = 120
 MESSAGE_CHARS = 300
-# build.py's wording for a tag under the pass-rate floor: one such line per tag.
-_TAG_BELOW = re.compile(r"^tag (?P<tag>.+): pass rate (?P<rate>\S+) is below (?P<floor>\S+)$")
 
 
 @dataclass(frozen=True)
@@ -74,7 +72,6 @@ def summary_card(report: Mapping[str, Any]) -> Card:
     ctx = Context.of(report)
     cal, totals = ctx.get("calibration"), ctx.get("totals")
     gate = str(cal.get("status") or "unknown")
-    warnings = [str(w) for w in report.get("warnings") or []]
     return Card(
         eligible=ctx.eligible,
         status=visible(report.get("status") or "unknown"),
@@ -101,8 +98,8 @@ def summary_card(report: Mapping[str, Any]) -> Card:
         cache_hit_rate=num.rate(totals.get("cache_hit_rate")),
         simulated=bool(totals.get("simulated")),
         cost_incomplete=bool(totals.get("cost_incomplete")),
-        warnings=group_warnings(warnings),
-        warning_count=len(warnings),
+        warnings=group_warnings(report),
+        warning_count=len(report.get("warnings") or []),
     )
 
 
@@ -151,30 +148,20 @@ def _schema_rates(ctx: Context) -> tuple[tuple[str, str], ...]:
     return tuple(rates)
 
 
-def group_warnings(warnings: Sequence[str]) -> tuple[WarningGroup, ...]:
-    """The report's warnings, one group per kind in the order each kind first appears: the
-    tags under the pass-rate floor become one line, naming each tag with its rate."""
-    order: list[str | None] = []  # a lone warning's text, or None where the tags' group goes
-    tags: dict[str, list[str]] = {}  # the floor -> "tag rate" of each tag below it
-    for text in warnings:
-        match = _TAG_BELOW.match(text)
-        if match is None:
-            order.append(visible(text, MESSAGE_CHARS))
-        else:
-            if not tags:
-                order.append(None)
-            tags.setdefault(match["floor"], []).append(
-                visible(f"{match['tag']} {match['rate']}", NAME_CHARS)
-            )
-    groups: list[WarningGroup] = []
-    for entry in order:
-        if entry is None:
-            groups += [_tag_group(floor, items) for floor, items in tags.items()]
-        else:
-            groups.append(WarningGroup(entry))
+def group_warnings(report: Mapping[str, Any]) -> tuple[WarningGroup, ...]:
+    """The report's warnings, one group each in their order, except the tags below the
+    pass-rate floor (its flagged `per_tag` rows): those share one group, last, naming each
+    tag with its rate."""
+    flagged = [t for t in report.get("per_tag") or [] if t.get("flagged")]
+    prefixes = tuple(f"tag {t.get('tag')}: " for t in flagged)
+    groups = [
+        WarningGroup(visible(text, MESSAGE_CHARS))
+        for text in report.get("warnings") or []
+        if not str(text).startswith(prefixes)
+    ]
+    if flagged:
+        noun = "tag" if len(flagged) == 1 else "tags"
+        title = f"{len(flagged)} {noun} pass below {TAG_FLOOR:.2f}"
+        items = (visible(f"{t.get('tag')} {num.rate(t.get('rate'))}", NAME_CHARS) for t in flagged)
+        groups.append(WarningGroup(title, tuple(items)))
     return tuple(groups)
-
-
-def _tag_group(floor: str, items: list[str]) -> WarningGroup:
-    noun = "tag" if len(items) == 1 else "tags"
-    return WarningGroup(f"{len(items)} {noun} with a pass rate below {floor}", tuple(items))

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalsite.core.report import numbers as num
+from evalsite.core.report.card import group_warnings
 from evalsite.core.report.document import Context
 from evalsite.core.report.overview import cost_text
 from evalsite.core.report.text import visible
-from evalsite.core.scoring.aggregate import TAG_FLOOR
 
 __all__ = [
     "aligned", "contestant_table", "headline_text", "summary_lines", "terminal_summary",
@@ -174,12 +174,10 @@ def _win_rate_cell(ctx: Context, name: str) -> tuple[str, str]:
 def warning_lines(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
     """The report's warnings, one line each, except the tags below the pass-rate floor:
     those share one line, however many there are."""
-    flagged = [t for t in report.get("per_tag") or [] if t.get("flagged")]
-    prefixes = tuple(f"tag {t.get('tag')}: " for t in flagged)
-    shown = [visible(w) for w in report.get("warnings") or [] if not str(w).startswith(prefixes)]
-    if flagged:
-        tags = ", ".join(f"{visible(t.get('tag'))} {num.rate(t.get('rate'))}" for t in flagged)
-        shown.append(f"{len(flagged)} tags pass below {TAG_FLOOR:.2f}: {tags}")
+    shown = [
+        f"{group.title}: {', '.join(group.items)}" if group.items else group.title
+        for group in group_warnings(report)  # the run page's and report's grouping too
+    ]
     if not shown:
         return []
     title = _paint("warnings:", "warn") if colour else "warnings:"

@@ -118,16 +118,21 @@ def test_a_cached_rerun_is_plotted_at_what_it_would_cost_uncached():
 
 
 def test_tag_warnings_group_into_one_line_and_others_keep_their_order():
-    groups = group_warnings(
-        [
+    report = {
+        "warnings": [
             "win-rates are UNCALIBRATED: no labels",
             "tag billing: pass rate 0.600 is below 0.70",
             "simulated run (fake provider): answers, verdicts and costs are not real",
             "tag api: pass rate 0.000 is below 0.70",
-        ]
-    )
-    assert [(g.title, g.items) for g in groups] == [
+        ],
+        "per_tag": [
+            {"tag": "billing", "n": 5, "passed": 3, "rate": 0.6, "flagged": True},
+            {"tag": "routing", "n": 5, "passed": 5, "rate": 1.0, "flagged": False},
+            {"tag": "api", "n": 4, "passed": 0, "rate": 0.0, "flagged": True},
+        ],
+    }
+    assert [(g.title, g.items) for g in group_warnings(report)] == [
         ("win-rates are UNCALIBRATED: no labels", ()),
-        ("2 tags with a pass rate below 0.70", ("billing 0.600", "api 0.000")),
         ("simulated run (fake provider): answers, verdicts and costs are not real", ()),
+        ("2 tags pass below 0.70", ("billing 0.600", "api 0.000")),
     ]
