@@ -153,16 +153,26 @@ def gates_section(ctx: Context) -> Section:
 
 
 def charts_section(ctx: Context) -> Section:
-    del ctx  # the renderer draws the charts from the report itself
-    return Section(
-        "charts",
-        "Charts",
-        (
-            Chart("cost_vs_winrate", "Cost if uncached against win-rate, per candidate"),
+    """The charts, drawn by the renderer from the report itself. Without labels there is
+    no kappa curve and no confusion matrix to draw: a line says so instead of two empty
+    plots."""
+    blocks: list[Block] = [
+        Chart("cost_vs_winrate", "Cost if uncached against win-rate, per candidate")
+    ]
+    if (ctx.get("calibration").get("status") or "no_labels") == "no_labels":
+        blocks.append(Para(NO_LABEL_CHARTS))
+    else:
+        blocks += [
             Chart("kappa_curve", "Judge\u2013human kappa as labels were added"),
             Chart("confusion", "Confusion matrix: rows human, columns judge"),
-        ),
-    )
+        ]
+    return Section("charts", "Charts", tuple(blocks))
+
+
+NO_LABEL_CHARTS = (
+    "No labels yet: the kappa curve and the confusion matrix are drawn once pairs of this "
+    "run's suite are labelled."
+)
 
 
 def reproduce_section(ctx: Context) -> Section:

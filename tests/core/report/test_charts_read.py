@@ -136,3 +136,25 @@ def test_tag_warnings_group_into_one_line_and_others_keep_their_order():
         ("simulated run (fake provider): answers, verdicts and costs are not real", ()),
         ("2 tags pass below 0.70", ("billing 0.600", "api 0.000")),
     ]
+
+
+@pytest.mark.parametrize("variant", ["no_labels", "no_judge"])
+def test_without_labels_the_charts_section_says_so_instead_of_two_empty_plots(variant):
+    from evalsite.core.report import render_html, render_markdown
+
+    html, markdown = render_html(make_report(variant)), render_markdown(make_report(variant))
+
+    for text, heading in ((html, 'id="charts"'), (markdown, "## Charts")):
+        charts = text.split(heading, 1)[1]
+        assert "No labels yet: the kappa curve and the confusion matrix are drawn" in charts
+        assert "Confusion matrix" not in charts
+        assert "kappa as labels were added" not in charts
+
+
+def test_with_labels_the_charts_section_draws_the_kappa_curve_and_the_matrix():
+    from evalsite.core.report import render_html
+
+    charts = render_html(make_report("uncalibrated")).split('id="charts"', 1)[1]
+
+    assert "Confusion matrix" in charts and "kappa as labels were added" in charts
+    assert "No labels yet: the kappa curve" not in charts

@@ -115,7 +115,7 @@ def test_no_labels_renders_without_kappa():
     assert "No labels yet: the judge has not been compared with people" in markdown
     assert "no interval" not in markdown and "Confusion matrix" not in markdown.split("## Win")[0]
     assert "No pair was labelled by two or more people." in markdown
-    assert "no data (no kappa yet)" in render_html(report)
+    assert "No labels yet: the kappa curve and the confusion matrix" in render_html(report)
 
 
 def test_the_header_marks_the_baseline_the_judge_and_an_unverified_price_table():
