@@ -59,17 +59,22 @@ def resume_stalled_runs() -> list[str]:
     return resumed
 
 
-def run_worker() -> None:
+def run_worker(*, stop_with: int | None = None) -> None:
     """Run a django-q2 cluster until SIGINT or SIGTERM, looking for stalled runs every lease
     (a shard killed with its worker is redelivered by the ORM broker only after
     Q_CLUSTER["retry"], and never by the Redis broker).
 
     After the first signal the cluster has EVALSITE_WORKER_STOP_GRACE_S to stop; what is
     left of it then is killed (a busy shard's claims go back to pending when their lease
-    expires), so the worker stops in bounded time however the signal arrives."""
+    expires), so the worker stops in bounded time however the signal arrives.
+
+    With `stop_with`, the pid of the process that started this one (`serve`), the worker
+    is sent SIGTERM when that process dies, however it dies (Linux)."""
     period = max(1.0, min(60.0, settings.EVALSITE_CLAIM_LEASE_S))
     _resume_quietly()
     _cluster_dies_with_its_parents()
+    if stop_with is not None:
+        _stop_with_parent(stop_with)
     cluster = Cluster()
     stop = _StopOnSignals(cluster, grace=settings.EVALSITE_WORKER_STOP_GRACE_S)
     try:
@@ -178,6 +183,17 @@ def _cluster_dies_with_its_parents() -> None:
         _prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork
         os.register_at_fork(before=_remember_parent, after_in_child=_die_with_parent)
     _generations_left = _DIE_WITH_PARENT_GENERATIONS
+
+
+def _stop_with_parent(parent: int) -> None:
+    """SIGTERM to this process when `parent` (its parent) dies: the worker then stops as
+    on any SIGTERM, within the grace."""
+    if _prctl is None:
+        return  # not Linux: serve's own stop is the only one
+    pr_set_pdeathsig = 1
+    _prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)  # it died before prctl() took effect
 
 
 def _remember_parent() -> None:

@@ -94,6 +94,47 @@ def test_serve_prints_credentials_that_log_in_and_stops_cleanly_on_ctrl_c(served
     assert not group_alive(process.pid), "a worker process outlived serve"
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    return state != "Z"
+
+
+def test_a_worker_stops_when_serve_is_killed_outright(served):
+    process, _ = served
+    read_until(process, r"serving on")
+    deadline = time.monotonic() + 30
+    while not (workers := children(process.pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (worker,) = workers  # in its own session: killing serve's group does not reach it
+    cluster = children(worker)
+
+    process.send_signal(signal.SIGKILL)  # serve alone, as the OOM killer would
+    process.wait()
+
+    deadline = time.monotonic() + 40
+    while any(alive(pid) for pid in (worker, *cluster)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(worker), "the worker outlived the serve that started it"
+    assert not any(alive(pid) for pid in cluster), "the worker's cluster outlived serve"
+
+
 def test_a_second_start_prints_no_new_credentials(served, tmp_path):
     process, _ = served
     read_until(process, r"serving on")

@@ -76,7 +76,9 @@ class Command(EvalsiteCommand):
         # the same handler, which deadlocks when the second arrives while the first is
         # still setting the cluster's stop event (the worker's processes were then left
         # running after serve had exited).
-        command = [sys.executable, "-m", "evalsite", "worker"]
+        # And stopped (SIGTERM, gracefully) if serve itself dies without stopping it: killed
+        # outright or by the OOM killer, serve cannot, and the worker ran on, orphaned.
+        command = [sys.executable, "-m", "evalsite", "worker", "--stop-with", str(os.getpid())]
         return subprocess.Popen(command, start_new_session=True)
 
     def _stop_worker(self, worker: subprocess.Popen) -> None:
