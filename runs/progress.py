@@ -46,7 +46,10 @@ class Progress:
 def progress(run: Run) -> Progress:
     """One aggregate query over the calls of the run's current phase; cheap enough to poll."""
     run.refresh_from_db()
-    judging = run.status in (Run.Status.JUDGING, Run.Status.REPORTING)
+    # A finished run counts the last phase it had calls in: its judge calls once it judged.
+    judging = run.status in (Run.Status.JUDGING, Run.Status.REPORTING) or (
+        not run.is_active and run.judgements.exists()
+    )
     calls = Judgement if judging else Answer
     counts = calls.objects.filter(run=run).aggregate(
         total=Count("pk"),

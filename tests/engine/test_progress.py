@@ -103,3 +103,17 @@ def test_progress_counts_cache_hits():
 
     assert snap.cache_hits == snap.done == snap.total == 4
     assert snap.spent_usd == Decimal(0)
+
+
+def test_a_finished_judged_run_counts_its_judge_calls_not_its_answers():
+    # `evalsite run` prints the final progress line after the run ended: it was
+    # "12/12 answers" below the judging line it had already printed.
+    from tests.factories import make_judged_run
+
+    run = make_judged_run(
+        sides={("greet", "one"): ("candidate", "candidate"), ("greet", "two"): ("tie", "tie")}
+    )
+
+    snap = progress(run)
+
+    assert (snap.phase, snap.total, snap.done) == ("judge calls", 4, 4)
