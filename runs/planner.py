@@ -1,4 +1,5 @@
-"""Planning a run: resolve contestants, prices, keys and replies; estimate; store the plan.
+"""Planning a run: resolve contestants, prices, keys and replies; estimate it (runs.estimates);
+store the plan.
 
 Everything that can refuse a run happens here, before the first provider call: an unknown
 model or variant, a missing key, a replies file without a case, an estimate over the cap.
@@ -24,21 +25,13 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.judging import judge_config
 from evalsite.core.plan import (
     Cell,
-    CellCost,
-    EstimateLine,
     SelectionError,
     call_hash,
-    estimate_answers,
-    estimate_judge,
-    input_tokens,
-    max_output_tokens,
     plan_cells,
 )
 from evalsite.core.pricing import (
     UNPRICED_PROVIDERS,
     PriceRow,
-    Usage,
-    call_cost,
     suggest,
     unknown_model_message,
 )
@@ -47,16 +40,15 @@ from evalsite.core.providers import (
     Provider,
     ProviderError,
     RepliesFileError,
-    Request,
     ScriptedReplies,
     build_providers,
     required_key,
 )
 from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suites import Contestant, Suite, parse_contestant
+from runs import estimates
 from runs.models import (
     Answer,
-    CachedResponse,
     Call,
     Endpoint,
     PriceTable,
@@ -166,15 +158,21 @@ def make_plan(
     if given is None:
         providers = _providers(contestants, endpoints, replies, options, keys)
         hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
-        cached = _cached(hashes, options.no_cache, [providers[c.contestant] for c in cells])
-        estimate = _estimate(suite, cells, contestants, cached, rows, providers, judge_model)
+        cached = estimates.cached_flags(
+            hashes, options.no_cache, [providers[c.contestant] for c in cells]
+        )
+        estimate = estimates.estimate(
+            suite, cells, contestants, cached, rows, providers, judge_model
+        )
     else:
+        if any(task.grade for task in suite.tasks):
+            raise PlanError("a run of given answers is judged in pairs only: no task may grade")
         hashes, cached = _given_hashes(cells, given), [False] * len(cells)
         judge = None
         if judge_model:
             judge = _providers([judge_model], endpoints, replies, options, keys)[judge_model]
-        estimate = _given_estimate(
-            suite, cells, given, contestants, judge, rows.get(judge_model), options
+        estimate = estimates.estimate_given(
+            suite, cells, given, contestants, judge, rows.get(judge_model), options.no_cache
         )
     cap = options.max_cost or _suite_cap(suite) or options.default_cap
     return Plan(
@@ -344,50 +342,6 @@ def _providers(contestants, endpoints, replies, options: RunOptions, keys) -> di
     return {contestant: built[model] for contestant, model in models.items()}
 
 
-def _cached(hashes: list[str], no_cache: bool, providers: list[Provider]) -> list[bool]:
-    if no_cache:
-        return [False] * len(hashes)
-    found = set(
-        CachedResponse.objects.filter(request_hash__in=hashes).values_list(
-            "request_hash", flat=True
-        )
-    )
-    return [h in found and p.cacheable for h, p in zip(hashes, providers, strict=True)]
-
-
-def _estimate(suite, cells, contestants, cached, rows, providers, judge_model) -> dict:
-    history: dict[tuple[str, str, str], float | None] = {}
-    costs = []
-    for cell, is_cached in zip(cells, cached, strict=True):
-        provider = providers[cell.contestant]
-        key = (provider.name, cell.request.model, cell.task_id)
-        if key not in history:
-            history[key] = CachedResponse.objects.mean_output_tokens(*key)
-        row = rows.get(cell.request.model)
-        costs.append(CellCost(cell, row, is_cached, history[key]))
-    lines = estimate_answers(costs)
-    judge = estimate_judge(
-        lines,
-        cells,
-        contestants,
-        judge_row=rows.get(judge_model) if judge_model else None,
-        judge_max_tokens=(suite.judge.max_tokens if suite.judge else None) or 400,
-        judged_tasks={task.id for task in suite.tasks if task.judge} if judge_model else set(),
-        rubric_chars=len(suite.judge.rubric) if suite.judge else 0,
-        graded_tasks={task.id for task in suite.tasks if task.grade} if judge_model else set(),
-        pairing=suite.judge.pairing if suite.judge else "baseline",
-    )
-    total = sum((line.cost_usd for line in lines.values()), judge.cost_usd)
-    return {
-        "contestants": [lines[c].as_dict() for c in contestants if c in lines],
-        "judge": judge.as_dict() if judge_model else None,
-        "answers_usd": str(sum((line.cost_usd for line in lines.values()), Decimal(0))),
-        "total_usd": str(total),
-        "cached_calls": sum(cached),
-        "calls": len(cells) + judge.calls,
-    }
-
-
 # --- a plan of given answers ----------------------------------------------------------------
 
 
@@ -398,66 +352,6 @@ def _given_hashes(cells: list[Cell], given: GivenAnswers) -> list[str]:
     except KeyError as missing:
         task_id, case_id, contestant = missing.args[0]
         raise PlanError(f"no given answer of {contestant} for {task_id}/{case_id}") from None
-
-
-def _given_estimate(suite, cells, given, contestants, judge, row, options: RunOptions) -> dict:
-    """The estimate of a plan of given answers: the answers cost nothing and are no calls;
-    the judge's calls are known exactly (the answers are), so those the response cache
-    holds cost nothing and the rest are priced at prompt characters ÷ 4 in and
-    ``max_tokens`` out by the judge's row."""
-    requests = _given_judge_requests(suite, cells, given, contestants) if judge else []
-    hashes = [call_hash(request, judge) for request in requests]
-    cached = _cached(hashes, options.no_cache, [judge] * len(hashes))
-    line = EstimateLine("judge", priced=row is not None, output_source={"max_tokens"})
-    for request, is_cached in zip(requests, cached, strict=True):
-        line.calls += 1
-        if is_cached:
-            line.cached_calls += 1
-            continue
-        prepared = judge.prepare(request)
-        usage = Usage(input_tokens(prepared), max_output_tokens(prepared))
-        line.input_tokens += usage.input_tokens
-        line.output_tokens += usage.output_tokens
-        if row is not None:
-            line.cost_usd += call_cost(row, usage) or Decimal(0)
-    return {
-        "contestants": [],
-        "judge": line.as_dict() if judge else None,
-        "answers_usd": "0",
-        "total_usd": str(line.cost_usd),
-        "cached_calls": line.cached_calls,
-        "calls": line.calls,
-    }
-
-
-def _given_judge_requests(suite, cells, given, contestants) -> list[Request]:
-    """The pair calls the engine will make on the given answers, built by its own
-    `pair_requests`, so their hashes find the cache. Grading is not estimated here: a plan
-    of given answers with a graded task is refused."""
-    # Imported here: runs.judging pulls in the statistics, which `evalsite validate` (this
-    # module's other user) must not load.
-    from evalsite.core.judging import PairSide
-    from runs.judging import pair_requests
-
-    if any(task.grade for task in suite.tasks):
-        raise PlanError("a run of given answers is judged in pairs only: no task may grade")
-    judged = {task.id for task in suite.tasks if task.judge}
-    keys = dict.fromkeys((c.task_id, c.case_id, c.repeat) for c in cells if c.task_id in judged)
-    pairing = suite.judge.pairing if suite.judge else "baseline"
-    sides = (
-        list(itertools.combinations(contestants, 2))
-        if pairing == "all"
-        else [(contestants[0], candidate) for candidate in contestants[1:]]
-    )
-    requests = []
-    for task_id, case_id, repeat in keys:
-        for baseline, candidate in sides:
-            texts = given[task_id, case_id, baseline], given[task_id, case_id, candidate]
-            calls = pair_requests(
-                suite, suite.judge_model, (task_id, case_id, repeat), *map(PairSide, texts)
-            )
-            requests += [request for _, request in calls]
-    return requests
 
 
 def _suite_cap(suite: Suite) -> Decimal | None:
