@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -9,6 +12,7 @@ from django.views.decorators.http import require_GET
 from labels.queue import queue_count
 from runs.calibration import suite_calibration
 from runs.models import Run, Suite, SuiteVersion
+from runs.setup import DEMO_FIRST_RUN
 
 
 @require_GET
@@ -30,9 +34,19 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/dashboard.html", context)
 
 
-def _first_run_suite(rows) -> Suite | None:
-    """The suite whose run form the empty dashboard offers: the demo suite, else the
-    first suite listed."""
+def _first_run_suite(rows) -> FirstRun | None:
+    """The run form the empty dashboard offers: the demo suite's, preset to its offline
+    first run (scripted answers and judge: no key, real-looking answers); else the first
+    listed suite's, with its own contestants."""
     suites = [suite for suite, version, _ in rows if version is not None]
     demo = [s for s in suites if SuiteVersion.Origin.DEMO in {v.origin for v in s.versions.all()}]
-    return next(iter(demo or suites), None)
+    if demo:
+        return FirstRun(demo[0], "?" + urlencode(DEMO_FIRST_RUN), offline=True)
+    return FirstRun(suites[0], "", offline=False) if suites else None
+
+
+@dataclass(frozen=True)
+class FirstRun:
+    suite: Suite
+    query: str  # the new-run form's preset, as the suite page reads it
+    offline: bool

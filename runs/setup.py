@@ -16,6 +16,9 @@ from runs.models import Suite, SuiteVersion
 from runs.prices import ensure_default_table
 
 DEMO_SUITE = Path(settings.BASE_DIR) / "examples" / "support-desk.yaml"
+# The demo's first run, offline: its replies file's sloppy and good answers (sloppy the
+# baseline) and its scripted judge, as the README and the replies file's header give it.
+DEMO_FIRST_RUN = {"models": "scripted/sloppy,scripted/good", "judge": "scripted/judge"}
 
 
 def prepare_database() -> None:

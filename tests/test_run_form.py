@@ -6,6 +6,7 @@ dashboard's empty state offers a first run; status badges follow the run's phase
 from __future__ import annotations
 
 import html
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from runs.launch import contestant_choices
 from runs.models import Run, SuiteVersion
 from tests.factories import make_price_table, make_run, make_suite_version, make_user
 
@@ -60,6 +62,34 @@ def member():
 def _no_queue(monkeypatch):
     # whichever broker is configured: the launch is what is tested here, not the workers
     monkeypatch.setattr("runs.tasks.async_task", lambda *args, **kw: None)
+
+
+class _Inputs(HTMLParser):
+    """The new-run form's inputs as a browser would submit them: name → value, a ticked
+    checkbox as "on", an unticked one left out."""
+
+    def __init__(self):
+        super().__init__()
+        self.fields: dict[str, str] = {}
+        self.inside = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "section" and attrs.get("id") == "new-run":
+            self.inside = True
+        if not self.inside or tag != "input" or "name" not in attrs:
+            return
+        if attrs.get("type") == "checkbox":
+            if "checked" in attrs:
+                self.fields[attrs["name"]] = "on"
+        else:
+            self.fields[attrs["name"]] = attrs.get("value") or ""
+
+
+def _form_fields(page: str) -> dict[str, str]:
+    parser = _Inputs()
+    parser.feed(page)
+    return parser.fields
 
 
 def _version(text: str = SUITE) -> SuiteVersion:
@@ -302,8 +332,34 @@ def test_the_empty_dashboard_offers_a_first_run_of_the_demo_suite(member):
 
     page = member.get("/").content.decode()
 
-    assert 'id="first-run"' in page
-    assert 'href="/suites/zdemo/#new-run"' in page and "Start a first run of zdemo" in page
+    assert 'id="first-run"' in page and "Start a first run of zdemo" in page
+    preset = "?models=scripted%2Fsloppy%2Cscripted%2Fgood&amp;judge=scripted%2Fjudge"
+    assert f'href="/suites/zdemo/{preset}#new-run"' in page  # the demo's offline first run
+
+
+def test_the_empty_dashboard_offers_another_suite_its_own_contestants(member):
+    make_suite_version()
+
+    page = member.get("/").content.decode()
+
+    assert 'href="/suites/tiny/#new-run"' in page and "scripted/sloppy" not in page
+
+
+def test_a_link_presets_the_run_form_with_contestants_and_judge_it_offers(member):
+    version = _version()
+    url = f"/suites/{version.suite.name}/"
+    choices = contestant_choices(version)
+    wanted = [choices[1], choices[0]]
+
+    page = member.get(url, {"models": ",".join(wanted), "judge": "fake/small"}).content.decode()
+    ignored = member.get(url, {"models": "evil/x,fake/small", "judge": "evil/j"}).content.decode()
+
+    form = _form_fields(page)
+    assert [form[f"order_{choices.index(m)}"] for m in wanted] == ["1", "2"]
+    assert all(form.get(f"pick_{choices.index(m)}") == "on" for m in wanted)
+    assert form["judge"] == "fake/small"
+    # a preset with anything the form does not offer is ignored: the suite's own are ticked
+    assert _form_fields(ignored).get("judge", "") == "" and "evil" not in ignored
 
 
 def test_the_dashboard_offers_no_first_run_once_there_are_runs_and_badges_their_phase(member):

@@ -96,7 +96,8 @@ def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
     version = version or versions.first()
     if version is None:
         raise Http404("This suite has no versions.")
-    return render(request, "runs/suite_detail.html", _suite_context(suite, version))
+    form = _run_form(version, preset=request.GET)
+    return render(request, "runs/suite_detail.html", _suite_context(suite, version, form))
 
 
 def _suite_context(suite: Suite, version: SuiteVersion, form: RunForm | None = None) -> dict:
@@ -110,10 +111,21 @@ def _suite_context(suite: Suite, version: SuiteVersion, form: RunForm | None = N
     }
 
 
-def _run_form(version: SuiteVersion, data=None, files=None) -> RunForm:
-    defaults = list(version.parsed.get("models") or [])
+def _run_form(version: SuiteVersion, data=None, files=None, preset=None) -> RunForm:
+    """The new-run form, bound to `data`; unbound, with the suite's contestants ticked, or
+    those a link gives (`?models=a,b&judge=j`: the dashboard's first run) when each of them
+    is one of the form's choices."""
     choices, judges = contestant_choices(version), judge_choices(version)
-    return RunForm(data, files, choices=choices, defaults=defaults, judges=judges)
+    defaults, judge = list(version.parsed.get("models") or []), ""
+    linked = [m.strip() for m in (preset or {}).get("models", "").split(",") if m.strip()]
+    if len(linked) >= 2 and set(linked) <= set(choices):
+        defaults = linked
+        judge = (preset or {}).get("judge", "").strip()
+        judge = judge if judge in judges else ""
+    form = RunForm(data, files, choices=choices, defaults=defaults, judges=judges)
+    if judge:
+        form.fields["judge"].initial = judge
+    return form
 
 
 def _version_or_404(name: str, sha: str) -> tuple[Suite, SuiteVersion]:

@@ -71,10 +71,16 @@ def test_the_form_launches_a_scripted_variant_run_with_a_judge_repeats_and_a_cap
         nav = page.locator("nav[aria-label=Main] a[aria-current=page]")
         expect(nav).to_have_text(["Dashboard"])
         page.locator("#first-run").get_by_role("link", name="Start a first run").click()
-        page.wait_for_url(f"{base}/suites/support-desk/#new-run")
+        page.wait_for_url(re.compile(rf"^{re.escape(base)}/suites/support-desk/\?.*#new-run$"))
         expect(nav).to_have_text(["Suites"])
 
         form = page.locator("#new-run form")
+        # preset to the demo's offline first run: sloppy the baseline, good, the scripted judge
+        expect(form.get_by_label("scripted/sloppy", exact=True)).to_be_checked()
+        expect(form.get_by_label("Position of scripted/sloppy")).to_have_value("1")
+        expect(form.get_by_label("scripted/good", exact=True)).to_be_checked()
+        expect(form.get_by_label("Position of scripted/good")).to_have_value("2")
+        expect(form.get_by_label(re.compile(r"^Judge"))).to_have_value("scripted/judge")
         for box in form.locator("fieldset.contestants input[type=checkbox]").all():
             if box.is_checked():
                 box.uncheck()
