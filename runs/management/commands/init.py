@@ -23,10 +23,7 @@ T = TypeVar("T")
 
 
 class Command(EvalsiteCommand):
-    help = (
-        "Write a starter suite and its scripted replies, after three questions (Enter takes "
-        "each default; --yes takes them all)."
-    )
+    help = "Write a starter suite and its scripted replies, after three questions."
 
     def add_arguments(self, parser):
         parser.add_argument(
