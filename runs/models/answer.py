@@ -162,6 +162,11 @@ class Answer(Call):
     # Single-answer judge scoring (SPEC §7.6), for tasks with `grade:`.
     grade_score = models.PositiveSmallIntegerField(null=True, blank=True)
     grade_passed = models.BooleanField(null=True)
+    # Weighted match (docs/checks.md), for tasks with `weighted_match:`: the 0-1 score, its
+    # pass at the task's threshold, and the per-field scores with any note.
+    match_score = models.FloatField(null=True, blank=True)
+    match_passed = models.BooleanField(null=True)
+    match_detail = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["task_id", "case_id", "repeat", "contestant"]
