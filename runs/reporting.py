@@ -96,6 +96,7 @@ def compute_report(
             min_kappa=judge.min_kappa if judge else 0.40,
             min_labels=judge.min_labels if judge else 10,
             mover_threshold=suite.mover_threshold,
+            frontier_points=suite.frontier_points,
             task_kinds={task.id: task.kind or "" for task in suite.tasks},
             price_table={
                 "name": table.name,

@@ -262,7 +262,7 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "max_regression_points": _number(0),
                 }
             ),
-            "report": _object({"mover_threshold": _RATE}),
+            "report": _object({"mover_threshold": _RATE, "frontier_points": _number(0, 100)}),
             "variants": {
                 "type": "object",
                 "propertyNames": _ref("identifier"),

@@ -114,6 +114,7 @@ class Suite:
     judge: Judge | None = None
     gate: Mapping[str, Any] = field(default_factory=dict)
     mover_threshold: float = 0.15
+    frontier_points: float = 5.0  # report.frontier_points: the matrix's "within N points"
     variants: tuple[str, ...] = ()
     labels: tuple[SuiteLabel, ...] = ()
     replies: str | None = None
@@ -188,6 +189,9 @@ def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
         gate=as_type(document.get("gate"), dict, {}),
         mover_threshold=as_type(
             as_type(document.get("report"), dict, {}).get("mover_threshold"), NUMBER, 0.15
+        ),
+        frontier_points=as_type(
+            as_type(document.get("report"), dict, {}).get("frontier_points"), NUMBER, 5.0
         ),
         variants=tuple(variants),
         labels=tuple(SuiteLabel.from_dict(label) for label in dict_items(document.get("labels"))),

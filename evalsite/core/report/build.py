@@ -15,6 +15,7 @@ from typing import Any
 
 from evalsite.core.calibration import REPEATS_RULE, Calibration
 from evalsite.core.gates import check_gates
+from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
 from evalsite.core.scoring.aggregate import contestant_rates, tag_rates
 from evalsite.core.stats import (
     bootstrap_kappa_ci,
@@ -124,6 +125,7 @@ class ReportInput:
     gate: Mapping[str, Any] = field(default_factory=dict)
     pinned: Mapping[str, Any] | None = None  # the pinned baseline run's report
     report_path: str = ""
+    frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
 
 
 def build_report(data: ReportInput) -> dict[str, Any]:
@@ -182,6 +184,10 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     gates = check_gates(report, data.gate, data.pinned) if data.gate else []
     report["gates"] = [result.to_dict() for result in gates]
     report["gates_passed"] = not any(result.failed for result in gates)
+    # last, so it reads whatever the report scores its cells by (the scorecard, if any)
+    report |= matrix_report(
+        report, unpriced=unpriced_contestants(data.answers), points=data.frontier_points
+    )
     return jsonable(report)
 
 

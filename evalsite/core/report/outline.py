@@ -16,6 +16,7 @@ from evalsite.core.report.appendix import (
 )
 from evalsite.core.report.breakdown import per_tag_section, per_task_section, scorecard_section
 from evalsite.core.report.document import Code, Context, Document
+from evalsite.core.report.matrix_section import matrix_section
 from evalsite.core.report.overview import calibration_section, header_section, win_rates_section
 
 __all__ = ["SECTIONS", "build_document"]
@@ -24,6 +25,7 @@ SECTIONS = (
     header_section,
     calibration_section,
     win_rates_section,
+    matrix_section,
     scorecard_section,
     per_task_section,
     per_tag_section,

@@ -17,12 +17,21 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.report.card import group_warnings
 from evalsite.core.report.document import Context
+from evalsite.core.report.matrix import matrix_of, variant_label
+from evalsite.core.report.matrix_section import (
+    CELL_HEAD,
+    cell_rows,
+    frontier_facts,
+    grid_rows,
+    plain,
+    score_from_text,
+)  # fmt: skip
 from evalsite.core.report.overview import cost_text
 from evalsite.core.report.text import visible
 
 __all__ = [
-    "aligned", "contestant_table", "headline_text", "summary_lines", "terminal_summary",
-    "warning_lines", "wants_colour",
+    "aligned", "contestant_table", "headline_text", "matrix_lines", "summary_lines",
+    "terminal_summary", "warning_lines", "wants_colour",
 ]  # fmt: skip
 
 UNCALIBRATED = "UNCALIBRATED"
@@ -123,9 +132,36 @@ def headline_text(report: Mapping[str, Any]) -> str:
 
 
 def terminal_summary(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
-    """What `run` and `last` print: the SPEC's lines, the table, the warnings."""
+    """What `run` and `last` print: the SPEC's lines, the table, the matrix and its
+    frontier, the warnings."""
     return [*summary_lines(report), *contestant_table(report, colour=colour),
+            *matrix_lines(report, colour=colour),
             *warning_lines(report, colour=colour)]  # fmt: skip
+
+
+def matrix_lines(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
+    """The matrix as an aligned table per cell (and models × variants when they form a
+    grid), then the frontier's facts, one line each."""
+    matrix, frontier = matrix_of(report)
+    rows = [tuple(visible(cell, 48) for cell in row) for row in cell_rows(matrix)]
+    if not rows:
+        return []
+    title = f"matrix (score: {score_from_text(matrix)}):"
+    lines = [f"  {_paint(title, 'head') if colour else title}"]
+    lines += _table([CELL_HEAD, *rows], colour)
+    grid = [tuple(visible(cell, 48) for cell in row) for row in grid_rows(matrix)]
+    if grid:
+        head = ("model", *(visible(variant_label(v), 48) for v in matrix.get("variants") or ()))
+        lines.append("  score (pass/scored), models down, variants across:")
+        lines += _table([head, *grid], colour)
+    lines.append("  frontier:")
+    lines += [f"    {plain(fact, 48)}" for fact in frontier_facts(frontier)]
+    return lines
+
+
+def _table(rows: list[tuple[str, ...]], colour: bool) -> list[str]:
+    styles = [("head",) * len(rows[0])] + [("",) * len(row) for row in rows[1:]]
+    return aligned(rows, styles=styles if colour else None, indent="    ")
 
 
 def contestant_table(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
@@ -173,7 +209,7 @@ def _win_rate_cell(ctx: Context, name: str) -> tuple[str, str]:
 
 def warning_lines(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
     """The report's warnings, one line each, except the tags below the pass-rate floor:
-    those share one line, however many there are."""
+    each contestant's share one line ("scripted/sloppy: 3 tags pass below 0.70: …")."""
     shown = [
         f"{group.title}: {', '.join(group.items)}" if group.items else group.title
         for group in group_warnings(report)  # the run page's and report's grouping too

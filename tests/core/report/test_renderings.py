@@ -13,8 +13,8 @@ from evalsite.core.report import render_html, render_markdown
 from tests.core.report.conftest import CONCISE, VARIANTS, make_report
 
 SECTIONS = [
-    "Run", "Calibration", "Win-rates", "Scorecard", "Per task", "Per tag", "What changed", "Gates",
-    "Failures and exclusions", "Warnings", "Charts", "Reproduce", "Decision",
+    "Run", "Calibration", "Win-rates", "Matrix", "Scorecard", "Per task", "Per tag", "What changed",
+    "Gates", "Failures and exclusions", "Warnings", "Charts", "Reproduce", "Decision",
 ]  # fmt: skip
 
 
