@@ -27,7 +27,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "baseline",
     ),
     "Labels & judge lab": ("labels", "pairs"),
-    "Prices & data": ("prices", "cache"),
+    "Prices & data": ("prices", "models", "cache"),
     "Server": ("serve", "worker", "mcp"),
 }
 APPS = {"evalsite", "runs", "labels", "lab"}  # the apps whose verbs are evalsite's
