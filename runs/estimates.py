@@ -52,8 +52,8 @@ def estimate(suite, cells, contestants, cached, rows, providers, judge_model) ->
         judge_max_tokens=(suite.judge.max_tokens if suite.judge else None) or 400,
         judged_tasks={task.id for task in suite.tasks if task.judge} if judge_model else set(),
         rubric_chars=len(suite.judge.rubric) if suite.judge else 0,
-        graded_tasks={task.id for task in suite.tasks if task.grade} if judge_model else set(),
         pairing=suite.judge.pairing if suite.judge else "baseline",
+        graded_cases=suite.graded_cases() if judge_model else frozenset(),
     )
     total = sum((line.cost_usd for line in lines.values()), judge.cost_usd)
     return {

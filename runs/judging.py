@@ -204,9 +204,10 @@ def _side(answer: Answer) -> PairSide:
 
 
 def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
-    graded = {task.id: task for task in suite.tasks if task.grade}
+    graded = {task.id: task for task in suite.tasks if task.graded}
     if not graded:
         return
+    cases = suite.graded_cases()
     answers = (
         Answer.objects.filter(run=run, task_id__in=graded, status=Call.Status.DONE)
         .exclude(grades__kind=Judgement.Kind.GRADE)
@@ -223,16 +224,27 @@ def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> 
             kind=Judgement.Kind.GRADE,
         )
         for answer in answers.iterator(chunk_size=BATCH)
+        if (answer.task_id, answer.case_id) in cases
     )
     for batch in itertools.batched(calls, BATCH):
         Judgement.objects.bulk_create(batch, ignore_conflicts=True)
 
 
 def _grade_request(suite: Suite, task, answer: Answer, judge_model: str, params: dict) -> Request:
-    rubric = str(task.grade.get("rubric") or task.rubric or suite.judge.rubric or "")
+    """The grade call of one answer: the task's rubric (its grade's, else the task's, else
+    the judge's), followed by the case's own criteria and reference when it has them."""
+    own = task.case(answer.case_id).grade or {}
+    rubric = str((task.grade or {}).get("rubric") or task.rubric or suite.judge.rubric or "")
+    messages = grade_messages(
+        task_text(suite, task.id, answer.case_id),
+        answer.text,
+        rubric,
+        criteria=str(own.get("criteria") or ""),
+        reference=own["reference"] if isinstance(own.get("reference"), str) else None,
+    )
     return Request.from_params(
         judge_model,
-        grade_messages(task_text(suite, task.id, answer.case_id), answer.text, rubric),
+        messages,
         params,
         purpose="judge",
         task_id=answer.task_id,
@@ -323,7 +335,8 @@ def _copy_grades(run: Run) -> None:
     for grade in grades:
         if grade.grade_score is None:
             continue  # unusable after its retry: an error, never a score
-        threshold = (suite.task(grade.task_id).grade or {}).get("threshold")
+        task = suite.task(grade.task_id)
+        threshold = (task.case_grade(task.case(grade.case_id)) or {}).get("threshold")
         if not isinstance(threshold, int | float):
             threshold = DEFAULT_GRADE_THRESHOLD
         result = graded(grade.grade_score, float(threshold))

@@ -165,7 +165,7 @@ def make_plan(
             suite, cells, contestants, cached, rows, providers, judge_model
         )
     else:
-        if any(task.grade for task in suite.tasks):
+        if any(task.graded for task in suite.tasks):
             raise PlanError("a run of given answers is judged in pairs only: no task may grade")
         hashes, cached = _given_hashes(cells, given), [False] * len(cells)
         judge = None
@@ -210,7 +210,7 @@ def suite_contestant(suite: Suite, text: str) -> Contestant:
 def _judge_model(suite: Suite, override: str | None = None) -> str | None:
     """The judge's model string: `--judge`, else the suite's; None when no task is judged
     or graded (or the suite has no judge block and no override)."""
-    judged = any(task.judge or task.grade for task in suite.tasks)
+    judged = any(task.judge or task.graded for task in suite.tasks)
     if not judged:
         return None
     if override:

@@ -126,6 +126,7 @@ def compute_report(
 
 def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
     tasks = {task.id: task for task in suite.tasks}
+    graded = suite.graded_cases()
     tags = {
         (task.id, case.id): answer_tags(task.tags, case.tags)
         for task in suite.tasks
@@ -153,7 +154,7 @@ def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
             checks_passed=row["checks_passed"],
             exec_verdict=row["exec_verdict"],
             isolation=(row["exec_check"] or {}).get("isolation", ""),
-            graded=bool(task and task.grade),
+            graded=bool(task and (row["task_id"], row["case_id"]) in graded),
             grade_score=row["grade_score"],
             grade_passed=row["grade_passed"],
             passed=row["passed"],

@@ -135,6 +135,9 @@ def _store(results: dict[Answer, AnswerScore]) -> None:
             "checks_passed": result.checks.passed,
             "exec_check": execution.to_dict() if execution else None,
             "exec_verdict": execution.verdict if execution else "",
+            "match_score": result.match.score if result.match else None,
+            "match_passed": result.match.passed if result.match else None,
+            "match_detail": result.match.detail() if result.match else None,
             "passed": result.passed,
             "scored_at": now,
         }

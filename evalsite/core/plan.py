@@ -297,10 +297,12 @@ def estimate_judge(
     rubric_chars: int,
     graded_tasks: set[str] = frozenset(),
     pairing: str = "baseline",
+    graded_cases: set[tuple[str, str]] = frozenset(),
 ) -> EstimateLine:
     """Two judge calls per pair of a judged task (the baseline against each candidate, or
     with ``pairing: all`` every two contestants), and one grade call per answer of a graded
-    task; exclusions and retries are unknown yet."""
+    task or of a graded case (``graded_cases``: (task, case)); exclusions and retries are
+    unknown yet."""
     line = EstimateLine("judge", priced=judge_row is not None)
     mean_output = {
         name: (est.output_tokens / max(1, est.calls - est.cached_calls))
@@ -319,7 +321,7 @@ def estimate_judge(
     for cell in cells:
         prompt = prompt_chars(cell.request) + rubric_chars
         own = mean_output.get(cell.contestant, 0)
-        if cell.task_id in graded_tasks:
+        if cell.task_id in graded_tasks or (cell.task_id, cell.case_id) in graded_cases:
             add(1, prompt, own)
         if cell.task_id not in judged_tasks or cell.contestant not in contestants:
             continue

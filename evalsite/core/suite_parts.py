@@ -39,13 +39,17 @@ def dict_items(value: Any) -> tuple[Mapping[str, Any], ...]:
 
 @dataclass(frozen=True)
 class Case:
-    """One case of a task. ``check`` is the execution check merged over the task's."""
+    """One case of a task. ``check`` is the execution check merged over the task's;
+    ``expected`` is the list a weighted match compares with; ``grade`` the case's own
+    judge criteria (``criteria``, ``reference``, ``threshold``)."""
 
     id: str
     vars: Mapping[str, VarValue] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     checks: tuple[Mapping[str, Any], ...] = ()
     check: Mapping[str, Any] | None = None
+    expected: Any = None
+    grade: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], task_check: Mapping[str, Any] | None) -> Case:
@@ -57,6 +61,8 @@ class Case:
             tags=string_items(raw.get("tags")),
             checks=dict_items(raw.get("checks")),
             check=check,
+            expected=raw.get("expected"),
+            grade=as_type(raw.get("grade"), dict, None),
         )
 
 
@@ -98,6 +104,7 @@ class Task:
     checks: tuple[Mapping[str, Any], ...] = ()
     check: Mapping[str, Any] | None = None
     grade: Mapping[str, Any] | None = None
+    weighted_match: Mapping[str, Any] | None = None
     variants: Mapping[str, TaskVariant] = field(default_factory=dict)
     params: Mapping[str, Any] = field(default_factory=dict)
 
@@ -125,9 +132,22 @@ class Task:
             checks=dict_items(raw.get("checks")),
             check=check,
             grade=as_type(raw.get("grade"), dict, None),
+            weighted_match=as_type(raw.get("weighted_match"), dict, None),
             variants=variants,
             params={key: raw[key] for key in _PARAM_KEYS if key in raw},
         )
+
+    @property
+    def graded(self) -> bool:
+        """Some case of the task is graded: the task has ``grade:`` or a case has."""
+        return self.grade is not None or any(case.grade is not None for case in self.cases)
+
+    def case_grade(self, case: Case) -> Mapping[str, Any] | None:
+        """The grade settings of one case, its own keys over the task's; None when neither
+        the task nor the case is graded."""
+        if self.grade is None and case.grade is None:
+            return None
+        return {**(self.grade or {}), **(case.grade or {})}
 
     def case(self, case_id: str) -> Case:
         """The case with this id; ValueError naming the task if there is none."""

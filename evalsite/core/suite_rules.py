@@ -7,7 +7,9 @@ declared variant named ``base``; messages-list prompts with a misplaced or doubl
 message; task schemas that are not valid JSON Schemas or hold a ``$ref`` that does not
 resolve inside the schema; regexes that do not compile;
 ``json_path`` paths outside the supported grammar; ``python:`` checks in uploaded suites;
-execution checks without ``run``; and every template (:mod:`~evalsite.core.prompts`).
+execution checks without ``run``; graded tasks or cases without the suite's judge;
+``weighted_match`` blocks and their cases' ``expected`` lists; and every template
+(:mod:`~evalsite.core.prompts`).
 
 Every check reads the leniently built Suite, skipping parts the schema already refused.
 """
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from evalsite.core.json_schemas import task_schema_problems
 from evalsite.core.problems import Path, Problem, SourceMap
 from evalsite.core.prompts import template_problems
+from evalsite.core.scoring.matching import expected_problems, spec_problems
 from evalsite.core.suite_parts import Prompt, Task
 from evalsite.core.suite_schema import CONTESTANT
 
@@ -46,9 +49,8 @@ def rule_problems(
         errors += _schema_validity(task.schema, ("tasks", index, "schema"), at)
         errors += _check_problems(task, index, suite.origin, at)
         errors += _exec_check_problems(task, index, at)
-        if task.grade is not None and suite.judge is None:
-            message = "a graded task needs the suite's judge: block (the judge gives the grade)"
-            errors.append(at(("tasks", index, "grade"), message))
+        errors += _grade_problems(task, index, suite.judge is not None, at)
+        errors += _match_problems(task, index, at)
     for name, spec in suite.variant_specs.items():
         errors += _layer_problems(spec.prompt, spec.system, ("variants", name), at)
     template_errors, warnings = template_problems(suite, sources, coerced)
@@ -214,6 +216,49 @@ def _check_problems(task: Task, index: int, origin: str, at: At) -> list[Problem
                 "(CLI or suites directory), not in uploaded ones"
             )
             problems.append(at((*path, "python"), message))
+    return problems
+
+
+def _grade_problems(task: Task, index: int, has_judge: bool, at: At) -> list[Problem]:
+    """A graded task or case needs the suite's judge."""
+    if has_judge:
+        return []
+    problems = []
+    if task.grade is not None:
+        message = "a graded task needs the suite's judge: block (the judge gives the grade)"
+        problems.append(at(("tasks", index, "grade"), message))
+    message = "a graded case needs the suite's judge: block (the judge gives the grade)"
+    problems += [
+        at(("tasks", index, "cases", j, "grade"), message)
+        for j, case in enumerate(task.cases)
+        if case.grade is not None
+    ]
+    return problems
+
+
+def _match_problems(task: Task, index: int, at: At) -> list[Problem]:
+    """A weighted_match block and its cases' ``expected`` lists (see scoring.matching);
+    ``expected`` only on a task with the block."""
+    spec = task.weighted_match
+    block = ("tasks", index, "weighted_match")
+    if spec is None:
+        message = "'expected' applies only to a task with a weighted_match: block"
+        return [
+            at(("tasks", index, "cases", j, "expected"), message)
+            for j, case in enumerate(task.cases)
+            if case.expected is not None
+        ]
+    problems = [at((*block, *where), message) for where, message in spec_problems(spec)]
+    for j, case in enumerate(task.cases):
+        path = ("tasks", index, "cases", j)
+        if case.expected is None:
+            message = "a case of a weighted_match task needs 'expected' (the expected items)"
+            problems.append(at(path, message))
+            continue
+        problems += [
+            at((*path, "expected", *where), message)
+            for where, message in expected_problems(case.expected, spec)
+        ]
     return problems
 
 

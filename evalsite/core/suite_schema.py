@@ -22,7 +22,9 @@ MODEL = r"^[a-z0-9][a-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9._/-]*$"
 CONTESTANT = MODEL[:-1] + r"(@[a-z0-9][a-z0-9-]{0,63})?$"
 PYTHON_REF = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 TEXT_CHECKS = ("equals", "contains", "not_contains", "one_of", "regex")
-CHECK_KINDS = (*TEXT_CHECKS, "max_chars", "min_chars", "json_path", "python")
+CHECK_KINDS = (
+    *TEXT_CHECKS, "max_chars", "min_chars", "exact_match", "json_path", "json_valid", "python",
+)  # fmt: skip
 
 _IDENTIFIER_MESSAGE = "must be an identifier: lowercase letters, digits and '-', at most 64"
 _STRICT = {"additionalProperties": False}
@@ -109,6 +111,11 @@ DEFS: dict[str, Any] = {
             "one_of": {"type": "array", "minItems": 1, "items": {"type": "string"}},
             "max_chars": {"type": "integer", "minimum": 0},
             "min_chars": {"type": "integer", "minimum": 0},
+            "exact_match": {"type": "string"},
+            "json_valid": {
+                "const": True,
+                "x-message": "json_valid takes true (the answer must parse as JSON)",
+            },
             "json_path": _object(
                 {
                     "path": {"type": "string"},
@@ -147,6 +154,11 @@ DEFS: dict[str, Any] = {
             "tags": _ref("tags"),
             "checks": _ref("checks"),
             "check": _ref("exec_check"),
+            "expected": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+            "grade": _object(
+                {"criteria": _ref("text"), "reference": {"type": "string"}, "threshold": _RATE},
+                "criteria",
+            ),
         },
         "id",
     ),
@@ -190,6 +202,22 @@ DEFS: dict[str, Any] = {
             "checks": _ref("checks"),
             "check": _ref("exec_check"),
             "grade": _object({"rubric": _ref("text"), "threshold": _RATE}),
+            "weighted_match": _object(
+                {
+                    "label": _ref("text"),
+                    "threshold": _RATE,
+                    "fields": {
+                        "type": "object",
+                        "minProperties": 1,
+                        "additionalProperties": _object(
+                            {"weight": _number(0), "tolerance": _number(0)}, "weight"
+                        ),
+                    },
+                },
+                "label",
+                "threshold",
+                "fields",
+            ),
             "variants": {
                 "type": "object",
                 "propertyNames": _ref("identifier"),

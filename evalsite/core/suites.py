@@ -152,6 +152,16 @@ class Suite:
         named += [side for label in self.labels for side in (label.baseline, label.candidate)]
         return sorted({text.partition("@")[0] for text in named if text})
 
+    def graded_cases(self) -> frozenset[tuple[str, str]]:
+        """(task, case) of every graded case: all cases of a task with ``grade:``, and each
+        case with its own ``grade:``."""
+        return frozenset(
+            (task.id, case.id)
+            for task in self.tasks
+            for case in task.cases
+            if task.case_grade(case) is not None
+        )
+
     def case_count(self) -> int:
         """Cases over all tasks (one case answered by each contestant and repeat)."""
         return sum(len(task.cases) for task in self.tasks)

@@ -205,7 +205,10 @@ def test_a_check_needs_exactly_one_kind() -> None:
     document = copy.deepcopy(FULL)
     document["tasks"][0]["checks"] = [{"contains": "a", "regex": "b"}, {"case_sensitive": True}]
     found = {(p.path, p.message) for p in errors(dump(document))}
-    kinds = "equals, contains, not_contains, one_of, regex, max_chars, min_chars, json_path, python"
+    kinds = (
+        "equals, contains, not_contains, one_of, regex, max_chars, min_chars, exact_match, "
+        "json_path, json_valid, python"
+    )
     assert ("tasks[0].checks[0]", f"a check needs exactly one of: {kinds}") in found
     assert ("tasks[0].checks[1]", f"a check needs exactly one of: {kinds}") in found
 

@@ -1,7 +1,8 @@
 """Pass/fail of one answer, and the pure aggregates over answers (SPEC §7.4, §7.5).
 
 An answer **passes** when its schema verdict is ``pass`` or ``not_applicable``, its
-deterministic checks all pass, and its execution check, if it has one, passes. An
+deterministic checks all pass, its execution check, if it has one, passes, and its weighted
+match, if its task has one, passes. An
 execution check that errored (setup failed, no sandbox) is not a pass: the answer was not
 shown to work. An answer with a provider error has no verdicts and never passes; the
 caller counts it as not passed.
@@ -28,10 +29,18 @@ TAG_FLOOR = 0.70
 _SCHEMA_OK = ("pass", "not_applicable")
 
 
-def answer_passed(schema: str, checks_passed: bool, execution: str | None = None) -> bool:
+def answer_passed(
+    schema: str, checks_passed: bool, execution: str | None = None, match: bool | None = None
+) -> bool:
     """``schema``: the schema verdict; ``execution``: the execution verdict, None if the
-    case has no execution check."""
-    return schema in _SCHEMA_OK and checks_passed and execution in (None, "pass")
+    case has no execution check; ``match``: the weighted match's pass, None if the task has
+    no weighted match."""
+    return (
+        schema in _SCHEMA_OK
+        and checks_passed
+        and execution in (None, "pass")
+        and match is not False
+    )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Scoring one answer of a case: schema verdict, deterministic checks, execution check."""
+"""Scoring one answer of a case: schema verdict, deterministic checks, execution check,
+weighted match."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from evalsite.core.scoring.aggregate import answer_passed
 from evalsite.core.scoring.checks import ChecksResult, run_checks
 from evalsite.core.scoring.execution import ExecResult, run_execution_check
 from evalsite.core.scoring.json_answer import SchemaVerdict, schema_verdict
+from evalsite.core.scoring.matching import MatchResult, weighted_match
 from evalsite.core.scoring.sandbox import Sandbox
 from evalsite.core.suite_parts import Case, Task
 
@@ -20,6 +22,7 @@ class AnswerScore:
     checks: ChecksResult
     execution: ExecResult | None
     passed: bool
+    match: MatchResult | None = None
 
 
 def score_answer(
@@ -34,7 +37,8 @@ def score_answer(
     """Every verdict for `text` as an answer to `case`; the execution check needs `sandbox`.
 
     Task checks run before the case's own; all must pass. An execution check with no
-    sandbox available is an error result, never a pass.
+    sandbox available is an error result, never a pass. A task with ``weighted_match``
+    scores the case's ``expected`` list; its pass is part of the answer's.
     """
     schema = task.schema if isinstance(task.schema, Mapping) else None
     verdict = schema_verdict(text, schema)
@@ -46,8 +50,20 @@ def score_answer(
         python_path=tuple(python_path),
     )
     execution = _execution(text, case.check, sandbox)
-    passed = answer_passed(verdict.verdict, checks.passed, execution.verdict if execution else None)
-    return AnswerScore(verdict, checks, execution, passed)
+    match = _match(text, task, case)
+    passed = answer_passed(
+        verdict.verdict,
+        checks.passed,
+        execution.verdict if execution else None,
+        match.passed if match else None,
+    )
+    return AnswerScore(verdict, checks, execution, passed, match)
+
+
+def _match(text: str, task: Task, case: Case) -> MatchResult | None:
+    if task.weighted_match is None or not isinstance(case.expected, list):
+        return None
+    return weighted_match(text, case.expected, task.weighted_match)
 
 
 def _execution(text: str, check: Mapping[str, Any] | None, sandbox: Sandbox | None):

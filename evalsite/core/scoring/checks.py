@@ -9,8 +9,11 @@ What each kind reads:
   ``re.IGNORECASE``.
 - ``max_chars`` / ``min_chars``: the whole trimmed answer, counted in code points, since a
   length budget is about the whole reply, prose around a block included.
+- ``exact_match`` (evalblink's): the whole trimmed answer equals the trimmed value, compared
+  casefolded; a fenced block or prose around the label fails it, as in evalblink.
 - ``json_path``: the answer's JSON, parsed as for the schema verdict. ``equals`` compares
   JSON values: ``96`` equals ``96.0``, but ``true`` never equals ``1``.
+- ``json_valid``: the answer's JSON, found as for the schema verdict, parses.
 - ``python``: ``function(answer_text, case_vars)`` with the whole trimmed answer, returning
   a bool or ``(bool, note)``. Anything else it does (an import error, an exception, another
   return value) is a failed check with a note, never a crash.
@@ -154,6 +157,16 @@ def _min_chars(limit: int, answer: _Answer, _: bool) -> Outcome:
     return count >= limit, f"{count} characters, fewer than the minimum of {limit}"
 
 
+def _exact_match(expected: str, answer: _Answer, _: bool) -> Outcome:
+    passed = answer.trimmed.casefold() == expected.strip().casefold()
+    return passed, f"expected {_show(expected.strip())} (any case), got {_show(answer.trimmed)}"
+
+
+def _json_valid(_: Any, answer: _Answer, __: bool) -> Outcome:
+    parsed = parse_json_answer(answer.trimmed)
+    return parsed.ok, f"the answer is {parsed.error}"
+
+
 def _json_path(spec: Mapping[str, Any], answer: _Answer, _: bool) -> Outcome:
     path, expected = spec["path"], spec["equals"]
     parsed = parse_json_answer(answer.trimmed)
@@ -252,6 +265,8 @@ _KINDS: dict[str, Callable[[Any, _Answer, bool], Outcome]] = {
     "regex": _regex,
     "max_chars": _max_chars,
     "min_chars": _min_chars,
+    "exact_match": _exact_match,
     "json_path": _json_path,
+    "json_valid": _json_valid,
     "python": _python,
 }

@@ -1,6 +1,8 @@
-"""Single-answer judge scoring for tasks with ``grade: {rubric, threshold}`` (SPEC §7.6).
+"""Single-answer judge scoring for tasks with ``grade: {rubric, threshold}`` and cases with
+``grade: {criteria, reference, threshold}`` (SPEC §7.6).
 
-The judge sees the task, the answer and the rubric and replies with JSON
+The judge sees the task, the rubric, the case's criteria and reference answer when it has
+them, and the answer, and replies with JSON
 ``{"reasoning": "...", "score": 1-5}``, reasoning first so the score follows from it. The
 reply is read leniently (the whole reply, else its first fenced block, else the first JSON
 object in it). The score must be a whole number from 1 to 5 (``4`` or ``4.0``, never
@@ -43,12 +45,33 @@ class GradeResult:
     reasoning: str = ""
 
 
-def grade_messages(task_prompt: str, answer: str, rubric: str) -> list[dict[str, str]]:
+def grade_messages(
+    task_prompt: str,
+    answer: str,
+    rubric: str,
+    *,
+    criteria: str = "",
+    reference: str | None = None,
+) -> list[dict[str, str]]:
     """The judge request: a system message with the scale and reply format, then the
-    task, the rubric and the answer."""
+    task, the rubric, the case's own criteria and reference answer (each only when given)
+    and the answer. Without criteria and reference it is the task-level request as ever,
+    so cached grades stay cached."""
+    parts = [f"<task>\n{task_prompt}\n</task>"]
+    if rubric.strip() or not criteria.strip():
+        parts.append(f"<rubric>\n{rubric.strip()}\n</rubric>")
+    if criteria.strip():
+        parts.append(f"<case_criteria>\n{criteria.strip()}\n</case_criteria>")
+    if reference is not None:
+        parts.append(
+            "<reference_answer>\n"
+            f"{reference}\n"
+            "</reference_answer>\n"
+            "(A reference answer for comparison, as data: the answer need not match it "
+            "word for word.)"
+        )
     user = (
-        f"<task>\n{task_prompt}\n</task>\n\n<rubric>\n{rubric.strip()}\n</rubric>\n\n"
-        f"<answer>\n{answer}\n</answer>\n\n"
+        "\n\n".join([*parts, f"<answer>\n{answer}\n</answer>"]) + "\n\n"
         'Grade the answer. Reply with JSON only: {"reasoning": "...", "score": 1-5}'
     )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
