@@ -23,6 +23,7 @@ from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_re
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.core.scoring.aggregate import answer_tags
+from evalsite.core.scoring.scorecard import json_valid_of
 from evalsite.core.suites import Suite
 from runs.calibration import PAIR_FIELDS, pair_view, run_labels, store_human
 from runs.models import Answer, Judgement, Pair, Run
@@ -117,6 +118,7 @@ def compute_report(
             previous=previous_report(run),
             gate=dict(suite.gate),
             pinned=_pinned(run),
+            scorecard=suite.scorecard,
         )
     )
 
@@ -136,8 +138,12 @@ def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
         "task_id", "case_id", "contestant", "repeat", "status", "schema_verdict", "schema_mode",
         "checks", "checks_passed", "exec_verdict", "exec_check", "grade_score", "grade_passed",
         "passed", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
-        "cost_if_uncached_usd", "cached", "error_kind", "error_message",
+        "cost_if_uncached_usd", "cached", "error_kind", "error_message", "match_score",
+        "match_passed",
     )  # fmt: skip
+    # the answers' text only when a criterion parses it
+    wants_json = any(criterion.scorer == "json_valid" for criterion in suite.scorecard)
+    fields += ("text",) if wants_json else ()
     finished = Answer.objects.filter(run=run).finished()  # a stopped run's pending are not in it
     for row in finished.values(*fields).iterator(chunk_size=2000):
         task = tasks.get(row["task_id"])
@@ -157,6 +163,13 @@ def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
             graded=bool(task and (row["task_id"], row["case_id"]) in graded),
             grade_score=row["grade_score"],
             grade_passed=row["grade_passed"],
+            match_score=row["match_score"],
+            match_passed=row["match_passed"],
+            json_valid=(
+                json_valid_of(row["schema_verdict"], row["text"] or "")
+                if wants_json and row["status"] == "done"
+                else None
+            ),
             passed=row["passed"],
             latency_ms=row["latency_ms"],
             input_tokens=row["input_tokens"],

@@ -6,6 +6,12 @@ job says exactly what failed. A gate that cannot be checked (no interval below n
 checks in the suite) fails with the reason, except `max_regression_points` without a pinned
 baseline run, which is skipped with a note: the first run of a suite has nothing to regress
 from.
+
+The scorecard gates (`min_score`, `min_pass_rate`) apply to every contestant, the baseline
+included: a scorecard score is absolute, not a comparison with the baseline, and a run of
+one model has no candidate. Like every other rate gate they take a fraction 0-1.
+`max_regression_points` also compares each contestant's scorecard score with the pinned
+run's, in percentage points, when both runs have a score for it under the same scorecard.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ def check_gates(
                 )  # fmt: skip
                 for c in candidates
             ]
+    results += _scorecard_gates(report, gate)
     if gate.get("require_headline_eligible"):
         eligible = bool(report.get("headline_eligible"))
         reason = (report.get("calibration") or {}).get("reason", "")
@@ -92,10 +99,35 @@ def check_gates(
     return results
 
 
+def _wanted(threshold: Any, subject: str) -> Any:
+    """A gate's threshold for one subject: the number, or its entry in a per-subject map."""
+    return threshold.get(subject) if isinstance(threshold, Mapping) else threshold
+
+
+def _scorecard_gates(report: Mapping[str, Any], gate: Mapping[str, Any]) -> list[GateResult]:
+    cells = (report.get("scorecard") or {}).get("cells") or {}
+    results = []
+    for key, what in (("min_score", "scorecard score"), ("min_pass_rate", "scorecard pass rate")):
+        if key not in gate:
+            continue
+        for contestant in report.get("contestants", []):
+            wanted = _wanted(gate[key], contestant)
+            if wanted is None:
+                continue
+            cell = cells.get(contestant) or {}
+            figure = cell.get("score") if key == "min_score" else _pass_rate(cell)
+            results.append(_at_least(key, contestant, figure, wanted, what))
+    return results
+
+
+def _pass_rate(cell: Mapping[str, Any]) -> float | None:
+    return cell["passed"] / cell["scored"] if cell.get("scored") else None
+
+
 def _lower_bounds(threshold: Any, candidates: list[str], rates: Mapping) -> list[GateResult]:
     results = []
     for candidate in candidates:
-        wanted = threshold.get(candidate) if isinstance(threshold, Mapping) else threshold
+        wanted = _wanted(threshold, candidate)
         if wanted is None:
             continue
         rate = rates.get(candidate) or {}
@@ -148,12 +180,18 @@ def _regression(report, pinned, points: float) -> list[GateResult]:
         return [GateResult("max_regression_points", "run", "skipped", None, points,
                            "this run is the pinned baseline")]  # fmt: skip
     comparison = compare_reports(pinned, report)
+    scores = _score_regression(report, pinned, points)
     if not comparison.comparable:
-        return [
-            GateResult("max_regression_points", "run", "failed", None, points,
-                       f"cannot compare with the pinned baseline {pinned.get('run_id')}: "
-                       f"{comparison.reason}")
-        ]  # fmt: skip
+        why = f"the pinned baseline {pinned.get('run_id')}: {comparison.reason}"
+        if any(result.subject != "run" for result in scores):  # only win-rates were not
+            return [GateResult("max_regression_points", "run", "skipped", None, points,
+                               f"win-rates not compared with {why}"), *scores]  # fmt: skip
+        return [GateResult("max_regression_points", "run", "failed", None, points,
+                           f"cannot compare with {why}"), *scores]  # fmt: skip
+    return _win_rate_regression(comparison, pinned, points) + scores
+
+
+def _win_rate_regression(comparison, pinned, points: float) -> list[GateResult]:
     regressed = set(comparison.regression(points))
     results = []
     for change in comparison.win_rates:
@@ -172,6 +210,40 @@ def _regression(report, pinned, points: float) -> list[GateResult]:
                 f"pinned baseline {pinned.get('run_id')}, "
                 f"{'down' if fell > 0 else 'up'} {abs(fell):.1f} points "
                 f"({'more than' if failed else 'within'} {points:g})",
+            )  # fmt: skip
+        )
+    return results
+
+
+def _score_regression(report, pinned, points: float) -> list[GateResult]:
+    """Each contestant's scorecard score against the pinned run's, when both have one under
+    the same scorecard (another scorecard scores something else). Without a scorecard the
+    cell score is the pass share, which this gate has never compared: nothing to do."""
+    now, before = report.get("scorecard") or {}, pinned.get("scorecard") or {}
+    if not now.get("criteria") or not before:
+        return []
+    if now.get("criteria") != before.get("criteria"):
+        return [GateResult("max_regression_points", "run", "skipped", None, points,
+                           f"scorecard scores not compared: the pinned baseline "
+                           f"{pinned.get('run_id')} has another scorecard")]  # fmt: skip
+    results = []
+    for contestant, cell in (now.get("cells") or {}).items():
+        old = ((before.get("cells") or {}).get(contestant) or {}).get("score")
+        new = cell.get("score")
+        if old is None or new is None:
+            continue
+        fell = round((old - new) * 100, 9)
+        failed = fell > points
+        results.append(
+            GateResult(
+                "max_regression_points",
+                contestant,
+                "failed" if failed else "passed",
+                round(fell, 6),
+                points,
+                f"{contestant}: scorecard score {old:.3f} -> {new:.3f} against the pinned "
+                f"baseline {pinned.get('run_id')}, {'down' if fell > 0 else 'up'} "
+                f"{abs(fell):.1f} points ({'more than' if failed else 'within'} {points:g})",
             )  # fmt: skip
         )
     return results

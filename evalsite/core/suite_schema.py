@@ -22,6 +22,7 @@ MODEL = r"^[a-z0-9][a-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9._/-]*$"
 CONTESTANT = MODEL[:-1] + r"(@[a-z0-9][a-z0-9-]{0,63})?$"
 PYTHON_REF = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 TEXT_CHECKS = ("equals", "contains", "not_contains", "one_of", "regex")
+SCORERS = ("schema", "checks", "exec", "grade", "weighted_match", "json_valid")  # scorecard
 CHECK_KINDS = (
     *TEXT_CHECKS, "max_chars", "min_chars", "exact_match", "json_path", "json_valid", "python",
 )  # fmt: skip
@@ -243,6 +244,35 @@ DEFS: dict[str, Any] = {
     ),
 }
 
+_CRITERION = _object(
+    {
+        "criterion": {
+            "type": "string",
+            "pattern": r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
+            "x-message": "a criterion name is letters, digits, '_' and '-', at most 64",
+        },
+        "weight": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "x-message": "a criterion's weight must be a number above 0",
+        },
+        "scorer": {
+            "enum": list(SCORERS),
+            "x-message": f"the scorer must be one of: {', '.join(SCORERS)}",
+        },
+    },
+    "criterion",
+    "weight",
+    "scorer",
+)
+_RATE_OR_PER_CONTESTANT = {
+    "type": ["number", "object"],
+    "minimum": 0,
+    "maximum": 1,
+    "propertyNames": _ref("contestant"),
+    "additionalProperties": _RATE,
+}
+
 SUITE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$defs": DEFS,
@@ -288,6 +318,8 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "min_check_pass_rate": _RATE,
                     "require_headline_eligible": {"type": "boolean"},
                     "max_regression_points": _number(0),
+                    "min_score": _RATE_OR_PER_CONTESTANT,
+                    "min_pass_rate": _RATE_OR_PER_CONTESTANT,
                 }
             ),
             "report": _object({"mover_threshold": _RATE, "frontier_points": _number(0, 100)}),
@@ -306,6 +338,7 @@ SUITE_SCHEMA: dict[str, Any] = {
             "labels": _ref("labels"),
             "labels_path": _ref("path"),
             "tasks": {"type": "array", "items": _ref("task"), "minItems": 1},
+            "scorecard": {"type": "array", "items": _CRITERION, "minItems": 1},
         },
         "suite",
         "version",

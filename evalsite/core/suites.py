@@ -34,6 +34,7 @@ from evalsite.core.keys import key_prefix, looks_like_key, redact
 from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems, walk_strings
 from evalsite.core.prompts import render_messages, request_params
 from evalsite.core.schema_errors import schema_problems
+from evalsite.core.scoring.scorecard import Criterion, criteria_from, scorecard_problems
 from evalsite.core.suite_files import UnreadableFile, attach_files, read_bounded
 from evalsite.core.suite_parts import (
     NUMBER,
@@ -113,6 +114,7 @@ class Suite:
     repeats: int = 1
     judge: Judge | None = None
     gate: Mapping[str, Any] = field(default_factory=dict)
+    scorecard: tuple[Criterion, ...] = ()
     mover_threshold: float = 0.15
     frontier_points: float = 5.0  # report.frontier_points: the matrix's "within N points"
     variants: tuple[str, ...] = ()
@@ -197,6 +199,7 @@ def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
         repeats=as_type(document.get("repeats"), int, 1),
         judge=Judge.from_dict(judge) if judge is not None else None,
         gate=as_type(document.get("gate"), dict, {}),
+        scorecard=criteria_from(document.get("scorecard")),
         mover_threshold=as_type(
             as_type(document.get("report"), dict, {}).get("mover_threshold"), NUMBER, 0.15
         ),
@@ -239,6 +242,7 @@ def parse_suite(
         files=tuple(sorted(attached.files)),
     )
     errors, warnings = rule_problems(suite, sources, loaded.coerced)
+    errors += scorecard_problems(suite, sources)
     problems = _ordered(problems + errors, filename)
     if problems:
         raise SuiteError(problems, warnings)

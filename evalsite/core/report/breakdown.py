@@ -8,6 +8,7 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Block, Cell, Code, Context, Para, Section, Table
 from evalsite.core.report.overview import uncalibrated_note, win_rate_cell
+from evalsite.core.scoring.aggregate import TAG_FLOOR
 
 __all__ = ["per_tag_section", "per_task_section", "scorecard_section"]
 
@@ -132,19 +133,34 @@ def per_task_section(ctx: Context) -> Section:
 
 
 def per_tag_section(ctx: Context) -> Section:
+    """A tag × contestant table of pass rates (each flagged below the floor), then each
+    candidate's win-rate over the tag's pairs."""
     tags = ctx.report.get("per_tag") or []
     if not tags:
         return Section("per-tag", "Per tag", (Para("No tags."),))
-    head: tuple[Cell, ...] = ("tag", "pass rate", "passed", "flag", *_candidate_heads(ctx))
+    names = list(ctx.contestants)
+    head: tuple[Cell, ...] = (
+        "tag",
+        *((Code(name), " pass rate") for name in names),
+        *_candidate_heads(ctx),
+    )
     rows = tuple(
         (
             Code(row.get("tag") or ""),
-            num.rate_n(row.get("rate"), row.get("n")),
-            num.count(row.get("passed")),
-            "FLAGGED" if row.get("flagged") else "",
+            *(_tag_cell((row.get("contestants") or {}).get(name)) for name in names),
             *_candidate_cells(ctx, row, flips=False),
         )
         for row in tags
     )
-    intro = "Pass rate over answers (every repeat counts). FLAGGED: below the tag floor."
+    intro = (
+        "Each contestant's pass rate over its answers with the tag (every repeat counts), "
+        f"with their n. FLAGGED: below the tag floor of {TAG_FLOOR:.2f}."
+    )
     return _with_win_rates(ctx, "per-tag", "Per tag", intro, Table(head, rows))
+
+
+def _tag_cell(cell: Row | None) -> str:
+    if not cell or not cell.get("n"):
+        return num.MISSING
+    rate = num.rate_n(cell.get("rate"), cell.get("n"))
+    return f"{rate} FLAGGED" if cell.get("flagged") else rate

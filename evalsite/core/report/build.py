@@ -17,6 +17,7 @@ from evalsite.core.calibration import REPEATS_RULE, Calibration
 from evalsite.core.gates import check_gates
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
 from evalsite.core.scoring.aggregate import contestant_rates, tag_rates
+from evalsite.core.scoring.scorecard import Criterion, scorecard_report
 from evalsite.core.stats import (
     bootstrap_kappa_ci,
     bradley_terry,
@@ -57,6 +58,9 @@ class AnswerRow:
     graded: bool = False
     grade_score: int | None = None
     grade_passed: bool | None = None
+    match_score: float | None = None  # weighted_match, None when the task has none
+    match_passed: bool | None = None
+    json_valid: bool | None = None  # read only when the scorecard has a json_valid criterion
     passed: bool | None = None
     latency_ms: int | None = None
     input_tokens: int | None = None
@@ -124,6 +128,7 @@ class ReportInput:
     previous: Mapping[str, Any] | None = None
     gate: Mapping[str, Any] = field(default_factory=dict)
     pinned: Mapping[str, Any] | None = None  # the pinned baseline run's report
+    scorecard: Sequence[Criterion] = ()  # the suite's scorecard: criteria
     report_path: str = ""
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
 
@@ -166,6 +171,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "win_rates": win_rates,
         "bradley_terry": _ranking(data, seed) if data.pairing == "all" else None,
         "per_contestant": _per_contestant(data),
+        "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants),
         "per_task": _per_task(data),
         "per_tag": _per_tag(data),
         "exclusions": _exclusions(data),
