@@ -14,6 +14,7 @@ from itertools import combinations, groupby
 
 from django.db import transaction
 
+from evalsite.core.judge_warnings import DEFAULT_JUDGE_MAX_TOKENS
 from evalsite.core.judging import (
     PairSide,
     VerdictUnparseable,
@@ -40,7 +41,6 @@ from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
 from runs.scoring import score_run, stored_suite
 
-DEFAULT_JUDGE_MAX_TOKENS = 400
 RATIONALE_CHARS = 4000
 
 

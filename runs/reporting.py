@@ -19,6 +19,8 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from evalsite.core.calibration import match_labels
+from evalsite.core.judge_warnings import CUT_OFF_REASONS
+from evalsite.core.providers.base import ErrorKind
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
@@ -111,6 +113,8 @@ def compute_report(
             judge_cost_usd=float(judge_calls["cost"] or 0),
             judge_uncached_usd=float(judge_calls["uncached"] or 0),
             judge_errors=_judge_failures(run),
+            judge_max_tokens=judge.max_tokens if judge else None,
+            judge_cut_off=_judge_cut_off(run),
             simulated=run.simulated,
             cost_incomplete=run.cost_incomplete,
             command=reproduce_command(run),
@@ -216,6 +220,19 @@ def _judge_failures(run: Run) -> list[dict]:
         }
         for call in failed[:200]
     ]
+
+
+def _judge_cut_off(run: Run) -> int:
+    """Judge calls stopped by max_tokens that left no verdict: an unreadable reply that
+    stopped there, or an empty one (an error whose message gives the stop reason)."""
+    stopped = Q(finish_reason__in=CUT_OFF_REASONS) & (
+        Q(status=Judgement.Status.ERROR) | Q(parse_status=Judgement.Parse.UNPARSEABLE)
+    )
+    reasons = "|".join(CUT_OFF_REASONS)
+    empty = Q(status=Judgement.Status.ERROR, error_kind=ErrorKind.EMPTY.value) & Q(
+        error_message__iregex=rf"finish reason: ({reasons})\)"
+    )
+    return Judgement.objects.filter(run=run).filter(stopped | empty).count()
 
 
 def _cache_state(answers: list[AnswerRow], judge_calls: dict) -> str:

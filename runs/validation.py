@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from evalsite.core import judge_warnings
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suites import Suite, SuiteError, load_suite
 from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys
@@ -31,6 +32,22 @@ def model_errors(loaded: Suite) -> tuple[list[str], dict]:
         },
     }
     return errors, details
+
+
+def judge_lines(
+    contestants: list[str], judge_model: str | None, max_tokens: int | None
+) -> list[str]:
+    """The judge warnings for the contestants and judge a run will really have (``--models``
+    and ``--judge`` may differ from the suite's, which `validate` checks): printed at a
+    run's start."""
+    if not judge_model:
+        return []
+    lines = (
+        judge_warnings.judge_is_contestant_warning(judge_model, contestants),
+        judge_warnings.self_preference_warning(judge_model, contestants),
+        judge_warnings.budget_warning(max_tokens),
+    )
+    return [line for line in lines if line]
 
 
 def summary_line(path: str, loaded: Suite, table_name: str) -> str:

@@ -96,11 +96,18 @@ def test_a_fake_runs_cost_is_marked_simulated_and_a_cached_rerun_shows_its_uncac
 def test_warnings_are_one_counted_block_with_the_tags_on_one_line(member):
     warnings = [
         "win-rates are UNCALIBRATED: kappa 0.25 is below the floor 0.40",
-        *(f"tag t{i}: pass rate 0.{i}00 is below 0.70" for i in range(1, 6)),
+        *(f"{CANDIDATE}: tag t{i}: pass rate 0.{i}00 is below 0.70" for i in range(1, 6)),
         "the price table is UNVERIFIED",
     ]
     per_tag = [
-        {"tag": f"t{i}", "n": 10, "passed": i, "rate": i / 10, "flagged": True, "win_rates": {}}
+        {
+            "tag": f"t{i}",
+            "contestants": {
+                CANDIDATE: {"n": 10, "passed": i, "rate": i / 10, "flagged": True},
+                CONCISE: {"n": 10, "passed": 9, "rate": 0.9, "flagged": False},
+            },
+            "win_rates": {},
+        }
         for i in range(1, 6)
     ]
     report = make_report("uncalibrated", warnings=warnings, per_tag=per_tag)
@@ -109,7 +116,10 @@ def test_warnings_are_one_counted_block_with_the_tags_on_one_line(member):
     card = _card(page)
 
     assert "<summary>7 warnings</summary>" in card
-    assert "5 tags pass below 0.70: t1 0.100, t2 0.200, t3 0.300, t4 0.400, t5 0.500" in card
+    assert (
+        f"{CANDIDATE}: 5 tags pass below 0.70: t1 0.100, t2 0.200, t3 0.300, t4 0.400, t5 0.500"
+        in card
+    )
     assert card.count("<li>") == 3
     # and the report's own Warnings section groups them the same way
     section = re.search(r'<section id="warnings">.*?</section>', page, re.S).group(0)

@@ -97,14 +97,19 @@ def _strip(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
-def test_tag_warnings_share_one_line_and_the_others_keep_theirs():
+def test_tag_warnings_share_one_line_per_contestant_and_the_others_keep_theirs():
+    def cell(passed: int) -> dict:
+        return {"n": 4, "passed": passed, "rate": passed / 4, "flagged": passed / 4 < 0.7}
+
     report = make_report("uncalibrated")
     report["per_tag"] = [
-        {"tag": t, "n": 4, "passed": 1, "rate": 0.25, "flagged": True} for t in ("a", "b", "c")
-    ] + [{"tag": "fine", "n": 4, "passed": 4, "rate": 1.0, "flagged": False}]
+        {"tag": t, "contestants": {BASELINE: cell(1), CANDIDATE: cell(1 if t == "a" else 4)}}
+        for t in ("a", "b", "c")
+    ] + [{"tag": "fine", "contestants": {BASELINE: cell(4), CANDIDATE: cell(4)}}]
     report["warnings"] = [
         "win-rates are UNCALIBRATED: too few labels",
-        *(f"tag {t}: pass rate 0.250 is below 0.70" for t in ("a", "b", "c")),
+        *(f"{BASELINE}: tag {t}: pass rate 0.250 is below 0.70" for t in ("a", "b", "c")),
+        f"{CANDIDATE}: tag a: pass rate 0.250 is below 0.70",
         "the price table is UNVERIFIED",
     ]
     lines = warning_lines(report)
@@ -112,7 +117,8 @@ def test_tag_warnings_share_one_line_and_the_others_keep_theirs():
         "  warnings:",
         "    win-rates are UNCALIBRATED: too few labels",
         "    the price table is UNVERIFIED",
-        "    3 tags pass below 0.70: a 0.250, b 0.250, c 0.250",
+        f"    {BASELINE}: 3 tags pass below 0.70: a 0.250, b 0.250, c 0.250",
+        f"    {CANDIDATE}: 1 tag pass below 0.70: a 0.250",
     ]
 
 

@@ -10,6 +10,8 @@ resolve inside the schema; regexes that do not compile;
 execution checks without ``run``; graded tasks or cases without the suite's judge;
 ``weighted_match`` blocks and their cases' ``expected`` lists; and every template
 (:mod:`~evalsite.core.prompts`).
+Warnings also name a judge that shares a vendor with a contestant or is one, and a
+``judge.max_tokens`` below the floor (:mod:`~evalsite.core.judge_warnings`).
 
 Every check reads the leniently built Suite, skipping parts the schema already refused.
 """
@@ -21,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from evalsite.core import judge_warnings
 from evalsite.core.json_schemas import task_schema_problems
 from evalsite.core.problems import Path, Problem, SourceMap
 from evalsite.core.prompts import template_problems
@@ -54,7 +57,23 @@ def rule_problems(
     for name, spec in suite.variant_specs.items():
         errors += _layer_problems(spec.prompt, spec.system, ("variants", name), at)
     template_errors, warnings = template_problems(suite, sources, coerced)
-    return errors + template_errors, warnings
+    return errors + template_errors, warnings + _judge_warnings(suite, at)
+
+
+def _judge_warnings(suite: Suite, at: At) -> list[Problem]:
+    """The judge's self-preference (its vendor, or itself, among the default contestants)
+    and a ``max_tokens`` too small for its reply."""
+    judge = suite.judge
+    if judge is None or not judge.model:
+        return []
+    shared = (
+        judge_warnings.judge_is_contestant_warning(judge.model, suite.models),
+        judge_warnings.self_preference_warning(judge.model, suite.models),
+    )
+    problems = [at(("judge", "model"), text, severity="warning") for text in shared if text]
+    if budget := judge_warnings.budget_warning(judge.max_tokens):
+        problems.append(at(("judge", "max_tokens"), budget, severity="warning"))
+    return problems
 
 
 def _suggest(name: str, known: Iterable[str], what: str, where: str = "") -> str:

@@ -15,8 +15,14 @@ from typing import Any
 
 from evalsite.core.calibration import REPEATS_RULE, Calibration
 from evalsite.core.gates import check_gates
+from evalsite.core.judge_warnings import (
+    DEFAULT_JUDGE_MAX_TOKENS,
+    budget_warning,
+    cut_off_warning,
+    self_preference_warning,
+)
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
-from evalsite.core.scoring.aggregate import contestant_rates, tag_rates
+from evalsite.core.scoring.aggregate import TAG_FLOOR, contestant_rates, tag_rates
 from evalsite.core.scoring.scorecard import Criterion, scorecard_report
 from evalsite.core.stats import (
     bootstrap_kappa_ci,
@@ -120,6 +126,8 @@ class ReportInput:
     judge_cost_usd: float = 0.0
     judge_uncached_usd: float = 0.0
     judge_errors: Sequence[Mapping[str, Any]] = ()
+    judge_max_tokens: int | None = None  # the suite's judge.max_tokens, None when unset
+    judge_cut_off: int = 0  # judge replies stopped at max_tokens that left no verdict
     label_times: Mapping[int, str] = field(default_factory=dict)
     simulated: bool = False
     cost_incomplete: bool = False
@@ -492,37 +500,54 @@ def _worst_task(row: dict[str, Any]) -> tuple:
 
 
 def _per_tag(data: ReportInput) -> list[dict[str, Any]]:
-    rates = tag_rates((a.tags, a.effective_pass) for a in data.answers)
+    """Per tag, each contestant's pass rate over its answers with the tag (flagged below
+    the floor), and each candidate's win-rate over the tag's pairs."""
+    by_contestant: dict[str, list[AnswerRow]] = defaultdict(list)
+    for answer in data.answers:
+        by_contestant[answer.contestant].append(answer)
+    rates = {
+        contestant: {
+            rate.tag: rate
+            for rate in tag_rates((a.tags, a.effective_pass) for a in by_contestant[contestant])
+        }
+        for contestant in data.contestants
+    }
+    tags = sorted({tag for answer in data.answers for tag in answer.tags})
+    return [
+        {
+            "tag": tag,
+            "contestants": {c: _tag_cell(rates[c].get(tag)) for c in data.contestants},
+            "win_rates": _tag_win_rates(data, tag),
+        }
+        for tag in tags
+    ]
+
+
+def _tag_cell(rate) -> dict[str, Any]:
+    if rate is None:  # no answer of this contestant has the tag (a stopped run)
+        return {"n": 0, "passed": 0, "rate": None, "flagged": False}
+    return {"n": rate.n, "passed": rate.passed, "rate": rate.rate, "flagged": rate.flagged}
+
+
+def _tag_win_rates(data: ReportInput, tag: str) -> dict[str, Any]:
     tags_of = {(a.task, a.case): a.tags for a in data.answers}
     baseline = data.contestants[0]
-    rows = []
-    for tag in rates:
-        wins = {}
-        for candidate in data.contestants[1:] if data.judge_model else ():
-            scores = [
-                p.score
-                for p in data.pairs
-                if p.candidate == candidate
-                and p.baseline == baseline
-                and p.score is not None
-                and not p.excluded_reason
-                and tag.tag in tags_of.get((p.task, p.case), ())
-            ]
-            wins[candidate] = {
-                "win_rate": math.fsum(scores) / len(scores) if scores else None,
-                "n": len(scores),
-            }
-        rows.append(
-            {
-                "tag": tag.tag,
-                "n": tag.n,
-                "passed": tag.passed,
-                "rate": tag.rate,
-                "flagged": tag.flagged,
-                "win_rates": wins,
-            }
-        )
-    return rows
+    wins = {}
+    for candidate in data.contestants[1:] if data.judge_model else ():
+        scores = [
+            p.score
+            for p in data.pairs
+            if p.candidate == candidate
+            and p.baseline == baseline
+            and p.score is not None
+            and not p.excluded_reason
+            and tag in tags_of.get((p.task, p.case), ())
+        ]
+        wins[candidate] = {
+            "win_rate": math.fsum(scores) / len(scores) if scores else None,
+            "n": len(scores),
+        }
+    return wins
 
 
 # --- failures, totals, movers, warnings ------------------------------------------------------
@@ -648,8 +673,13 @@ def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
             f"{calibration['labels_stale']} labels are stale: their answers changed since"
         )
     for tag in report["per_tag"]:
-        if tag["flagged"]:
-            warnings.append(f"tag {tag['tag']}: pass rate {tag['rate']:.3f} is below 0.70")
+        for contestant, cell in tag["contestants"].items():
+            if cell["flagged"]:
+                warnings.append(
+                    f"{contestant}: tag {tag['tag']}: pass rate {cell['rate']:.3f} is below "
+                    f"{TAG_FLOOR:.2f}"
+                )
+    warnings += _judge_warnings(data)
     if data.cost_incomplete:
         warnings.append("some calls reported no usage; costs are a lower bound")
     if data.simulated:
@@ -657,3 +687,17 @@ def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
     if data.price_table and not data.price_table.get("verified"):
         warnings.append("the price table is UNVERIFIED")
     return warnings
+
+
+def _judge_warnings(data: ReportInput) -> list[str]:
+    """Self-preference (a contestant of the judge's vendor; the judge being a contestant
+    itself is `judge.is_contestant`), a judge budget below the floor, and its replies cut
+    off by that budget."""
+    if not data.judge_model:
+        return []
+    lines = (
+        self_preference_warning(data.judge_model, data.contestants),
+        budget_warning(data.judge_max_tokens),
+        cut_off_warning(data.judge_cut_off, data.judge_max_tokens or DEFAULT_JUDGE_MAX_TOKENS),
+    )
+    return [line for line in lines if line]

@@ -150,18 +150,29 @@ def _schema_rates(ctx: Context) -> tuple[tuple[str, str], ...]:
 
 def group_warnings(report: Mapping[str, Any]) -> tuple[WarningGroup, ...]:
     """The report's warnings, one group each in their order, except the tags below the
-    pass-rate floor (its flagged `per_tag` rows): those share one group, last, naming each
-    tag with its rate."""
-    flagged = [t for t in report.get("per_tag") or [] if t.get("flagged")]
-    prefixes = tuple(f"tag {t.get('tag')}: " for t in flagged)
+    pass-rate floor (the flagged cells of `per_tag`): each contestant's share one group,
+    after the others, in the contestants' order, naming each tag with its rate."""
+    flagged = _flagged_tags(report)
+    prefixes = tuple(f"{name}: tag {tag}: " for name, tags in flagged.items() for tag, _ in tags)
     groups = [
         WarningGroup(visible(text, MESSAGE_CHARS))
         for text in report.get("warnings") or []
         if not str(text).startswith(prefixes)
     ]
-    if flagged:
-        noun = "tag" if len(flagged) == 1 else "tags"
-        title = f"{len(flagged)} {noun} pass below {TAG_FLOOR:.2f}"
-        items = (visible(f"{t.get('tag')} {num.rate(t.get('rate'))}", NAME_CHARS) for t in flagged)
+    for name, tags in flagged.items():
+        noun = "tag" if len(tags) == 1 else "tags"
+        title = visible(f"{name}: {len(tags)} {noun} pass below {TAG_FLOOR:.2f}", MESSAGE_CHARS)
+        items = (visible(f"{tag} {num.rate(rate)}", NAME_CHARS) for tag, rate in tags)
         groups.append(WarningGroup(title, tuple(items)))
     return tuple(groups)
+
+
+def _flagged_tags(report: Mapping[str, Any]) -> dict[str, list[tuple[str, Any]]]:
+    """Per contestant with any, its (tag, rate) below the floor, from `per_tag`'s cells."""
+    order = [str(name) for name in report.get("contestants") or []]
+    flagged: dict[str, list[tuple[str, Any]]] = {name: [] for name in order}
+    for row in report.get("per_tag") or []:
+        for name, cell in (row.get("contestants") or {}).items():
+            if (cell or {}).get("flagged"):
+                flagged.setdefault(str(name), []).append((str(row.get("tag")), cell.get("rate")))
+    return {name: tags for name, tags in flagged.items() if tags}

@@ -20,6 +20,7 @@ from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
 from runs.runner import execute
 from runs.setup import prepare_database
+from runs.validation import judge_lines
 
 MAX_CONCURRENCY = 1024  # calls in flight per model
 
@@ -76,6 +77,9 @@ class Command(EvalsiteCommand):
             plan = make_plan(version, loaded, options)
         except PlanError as error:
             self.fail(str(error), error.code)
+        judge_tokens = loaded.judge.max_tokens if loaded.judge else None
+        for line in judge_lines(plan.contestants, plan.judge_model, judge_tokens):
+            self.stderr.write(f"warning: {line}")
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
             self.stdout.write(keys_line(plan.keys, plan.options.env))

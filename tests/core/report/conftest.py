@@ -156,10 +156,15 @@ def _per_tag(judged: bool) -> list[dict[str, Any]]:
             return {}
         return {CANDIDATE: {"win_rate": value, "n": 8}, CONCISE: {"win_rate": None, "n": 0}}
 
+    def cell(n: int, passed: int) -> dict[str, Any]:
+        return {"n": n, "passed": passed, "rate": passed / n, "flagged": passed / n < 0.7}
+
     return [
-        {"tag": "billing", "n": 40, "passed": 24, "rate": 0.6, "flagged": True,
+        {"tag": "billing",
+         "contestants": {BASELINE: cell(40, 32), CANDIDATE: cell(40, 24), CONCISE: cell(40, 30)},
          "win_rates": rates(0.4)},
-        {"tag": "routing", "n": 80, "passed": 72, "rate": 0.9, "flagged": False,
+        {"tag": "routing",
+         "contestants": {BASELINE: cell(80, 72), CANDIDATE: cell(80, 72), CONCISE: cell(80, 76)},
          "win_rates": rates(0.5)},
     ]  # fmt: skip
 

@@ -121,21 +121,26 @@ def test_tag_warnings_group_into_one_line_and_others_keep_their_order():
     report = {
         "warnings": [
             "win-rates are UNCALIBRATED: no labels",
-            "tag billing: pass rate 0.600 is below 0.70",
+            "b/m: tag billing: pass rate 0.600 is below 0.70",
             "simulated run (fake provider): answers, verdicts and costs are not real",
-            "tag api: pass rate 0.000 is below 0.70",
+            "b/m: tag api: pass rate 0.000 is below 0.70",
         ],
+        "contestants": ["a/m", "b/m"],
         "per_tag": [
-            {"tag": "billing", "n": 5, "passed": 3, "rate": 0.6, "flagged": True},
-            {"tag": "routing", "n": 5, "passed": 5, "rate": 1.0, "flagged": False},
-            {"tag": "api", "n": 4, "passed": 0, "rate": 0.0, "flagged": True},
+            {"tag": "billing", "contestants": {"a/m": _cell(5, 5), "b/m": _cell(5, 3)}},
+            {"tag": "routing", "contestants": {"a/m": _cell(5, 5), "b/m": _cell(5, 5)}},
+            {"tag": "api", "contestants": {"a/m": _cell(4, 4), "b/m": _cell(4, 0)}},
         ],
     }
     assert [(g.title, g.items) for g in group_warnings(report)] == [
         ("win-rates are UNCALIBRATED: no labels", ()),
         ("simulated run (fake provider): answers, verdicts and costs are not real", ()),
-        ("2 tags pass below 0.70", ("billing 0.600", "api 0.000")),
+        ("b/m: 2 tags pass below 0.70", ("billing 0.600", "api 0.000")),
     ]
+
+
+def _cell(n: int, passed: int) -> dict:
+    return {"n": n, "passed": passed, "rate": passed / n, "flagged": passed / n < 0.7}
 
 
 @pytest.mark.parametrize("variant", ["no_labels", "no_judge"])
