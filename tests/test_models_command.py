@@ -77,6 +77,12 @@ def test_free_is_the_free_suffix_or_zero_prices_and_a_router_minus_one_is_unknow
     assert not router.free
 
 
+def test_a_free_suffix_is_free_whatever_the_prices_say():
+    data = b'{"data": [{"id": "x/y:free", "pricing": {}}, {"id": "x/z", "pricing": {}}]}'
+
+    assert [m.free for m in parse_catalog(data).models] == [True, False]
+
+
 @pytest.mark.parametrize(
     ("entry", "reason"),
     [
@@ -422,6 +428,16 @@ class CatalogCommandTests(TestCase):
 
         assert "\x1b" not in out and "\u202e" not in out
         assert "Mistral: \\u001b[31mMistral Small" in out
+
+    def test_control_characters_in_ids_never_reach_the_terminal(self):
+        entry = {"id": "evil/\x1b]0;pwned\x07model", "pricing": {"prompt": "0"}}
+        served = Served(httpx.Response(200, json={"data": [entry]}))
+
+        code, out, _ = models("--catalog", served=served)
+
+        assert code == 0
+        assert "\x1b" not in out and "\x07" not in out
+        assert "openrouter/evil/\\u001b]0;pwned\\u0007model" in out
 
     def test_free_and_min_context_filter_the_catalog_and_imply_it(self):
         code, out, _ = models("--free", "--min-context", "100k")
