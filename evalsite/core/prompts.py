@@ -13,7 +13,9 @@ layer's ``system``. An empty system text means "no system message". Params: ``de
 then the task's overrides, then ``variants.V.params``.
 
 :func:`template_problems` renders every text of every case for the base and every variant
-through the same code :func:`render_messages` uses, so what validates is what runs.
+through the same code :func:`render_messages` uses, so what validates is what runs. The suite's
+``templating`` picks the language: ``{{name}}`` (:mod:`~evalsite.core.templating`, the default)
+or Jinja2 (:mod:`~evalsite.core.jinja`).
 """
 
 from __future__ import annotations
@@ -24,15 +26,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalsite.core import jinja
 from evalsite.core.problems import Path, Problem, SourceMap, format_path
 from evalsite.core.suite_parts import Prompt
 from evalsite.core.templating import (
     TemplateError,
+    VarValue,
     format_value,
     invalid_tokens,
+    is_tag,
     placeholders,
     render,
 )
+
+JINJA2 = "jinja2"
 
 if TYPE_CHECKING:
     from evalsite.core.suites import Contestant, Suite
@@ -68,7 +75,17 @@ def render_messages(
     if variant is not None:
         suite.variant(variant)  # ValueError for a variant the suite does not declare
     pieces = message_pieces(suite, index, variant)
-    return [{"role": piece.role, "content": render(piece.text, case.vars)} for piece in pieces]
+    return [
+        {"role": piece.role, "content": render_text(suite, piece.text, case.vars)}
+        for piece in pieces
+    ]
+
+
+def render_text(suite: Suite, text: str, variables: Mapping[str, VarValue]) -> str:
+    """One template rendered in the suite's templating language."""
+    if suite.templating == JINJA2:
+        return jinja.render(text, variables)
+    return render(text, variables)
 
 
 def request_params(
@@ -143,8 +160,10 @@ def template_problems(
     """Render every prompt of every case for the base and each variant: (errors, warnings).
 
     Errors: a placeholder with no var (naming task, case, variant and where it is used) and
-    malformed ``{{…}}`` tokens. Warnings: vars no rendered text uses (one per task and var)
-    and unquoted var values that YAML turned into booleans or numbers.
+    malformed ``{{…}}`` tokens and Jinja tags; with ``templating: jinja2``, a text that does
+    not compile (once per text) and each case a text fails to render for, with the template's
+    line. Warnings: vars no rendered text uses (one per task and var) and unquoted var values
+    that YAML turned into booleans or numbers.
     """
     errors: list[Problem] = []
     warnings: list[Problem] = []
@@ -161,19 +180,26 @@ def _task_problems(
     task = suite.tasks[index]
     sets = {variant: message_pieces(suite, index, variant) for variant in (None, *suite.variants)}
     texts = {piece.path: piece.text for pieces in sets.values() for piece in pieces}
+    jinja2 = suite.templating == JINJA2
     errors = [
-        sources.problem(path, _invalid_message(token))
+        sources.problem(path, message)
         for path, text in texts.items()
-        for token in invalid_tokens(text)
+        for message in _text_errors(text, jinja2)
     ]
-    used = {name for text in texts.values() for name in placeholders(text)}
+    names = jinja.names_used if jinja2 else placeholders
+    used = {name for text in texts.values() for name in names(text)}
+    stopped: set[str] = set()
     unused: dict[str, list[Path]] = defaultdict(list)
     warnings: list[Problem] = []
     for case_index, case in enumerate(task.cases):
         case_path: Path = ("tasks", index, "cases", case_index)
         errors += [
             sources.problem(case_path, f"case '{case.id}' of task '{task.id}' {message}")
-            for message in _render_failures(case.vars, sets)
+            for message in (
+                _jinja_failures(case.vars, sets, stopped)
+                if jinja2
+                else _render_failures(case.vars, sets)
+            )
         ]
         for name in case.vars:
             if name not in used:
@@ -187,7 +213,25 @@ def _task_problems(
     return errors, warnings
 
 
+def _text_errors(text: str, jinja2: bool) -> list[str]:
+    """What is wrong with a text whatever the case: malformed tokens, or Jinja syntax."""
+    if not jinja2:
+        return [_invalid_message(token) for token in invalid_tokens(text)]
+    error = jinja.check(text)
+    return [] if error is None else [f"does not compile: {_at_line(error)}{error.message}"]
+
+
+def _at_line(error: jinja.JinjaError) -> str:
+    return f"template line {error.line}: " if error.line else ""
+
+
 def _invalid_message(token: str) -> str:
+    if is_tag(token):
+        return (
+            f"{token} is a Jinja tag, and this suite's templating is {{{{name}}}} only: use "
+            "`templating: jinja2` for tags, or write it differently (literal text with {% or "
+            "{# goes in a var)"
+        )
     return (
         f"{token} is not a placeholder: templates allow only {{{{name}}}}, with no expressions "
         "or filters (pass literal braces through a var)"
@@ -218,6 +262,37 @@ def _render_failures(
             message += f"; variant {', '.join(sorted(str(v) for v in variants[name]))}"
         close = difflib.get_close_matches(name, list(variables), n=1, cutoff=0.6)
         messages.append(message + ")" + (f" - the case has var '{close[0]}'" if close else ""))
+    return messages
+
+
+def _jinja_failures(
+    variables: Mapping[str, Any], sets: Mapping[str | None, list[Piece]], stopped: set[str]
+) -> list[str]:
+    """Render each piece of each variant with the case's vars; one message per text and error.
+
+    Texts that do not compile are reported once by the caller; a text that ran past the
+    rendering bounds (``stopped``) is reported for the first case only, not run again.
+    """
+    found: dict[tuple[str, str], set[str | None]] = defaultdict(set)
+    for variant, pieces in sets.items():
+        for piece in pieces:
+            if piece.text in stopped or jinja.check(piece.text) is not None:
+                continue
+            try:
+                jinja.render(piece.text, variables)
+            except jinja.JinjaError as error:
+                if error.over_budget:
+                    stopped.add(piece.text)
+                message = _at_line(error) + error.message
+                close = difflib.get_close_matches(error.undefined or "", list(variables), n=1)
+                if error.undefined and close:
+                    message += f" - the case has var '{close[0]}'"
+                found[(format_path(piece.path), message)].add(variant)
+    messages = []
+    for (path, message), variants in found.items():
+        if None not in variants:
+            path += f" (variant {', '.join(sorted(str(v) for v in variants))})"
+        messages.append(f"fails to render {path}: {message}")
     return messages
 
 

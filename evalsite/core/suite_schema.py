@@ -281,6 +281,10 @@ SUITE_SCHEMA: dict[str, Any] = {
             "suite": _ref("identifier"),
             "version": {"const": 1, "x-message": "must be 1 (the only suite format version)"},
             "description": {"type": "string"},
+            "templating": {
+                "enum": ["default", "jinja2"],
+                "x-message": "must be 'default' ({{name}} only) or 'jinja2'",
+            },
             "defaults": _object({**_PARAMS, "timeout_s": _TIMEOUT, "system": {"type": "string"}}),
             "limits": _object(
                 {"max_cost_usd": {"type": "number", "exclusiveMinimum": 0, "maximum": 100000}}

@@ -108,6 +108,7 @@ class Suite:
     origin: str = "file"
     version: int = 1
     description: str = ""
+    templating: str = "default"  # or "jinja2" (evalsite.core.jinja)
     defaults: Mapping[str, Any] = field(default_factory=dict)
     max_cost_usd: float | None = None
     models: tuple[str, ...] = ()
@@ -191,6 +192,7 @@ def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
         tasks=tuple(Task.from_dict(task) for task in dict_items(document.get("tasks"))),
         version=as_type(document.get("version"), int, 1),
         description=as_type(document.get("description"), str, ""),
+        templating=as_type(document.get("templating"), str, "default"),
         defaults=as_type(document.get("defaults"), dict, {}),
         max_cost_usd=as_type(
             as_type(document.get("limits"), dict, {}).get("max_cost_usd"), NUMBER, None

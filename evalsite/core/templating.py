@@ -7,6 +7,9 @@ Rules (the whole language):
 - Any other ``{{ … }}`` on one line (``{{ x | upper }}``, ``{{a.b}}``, ``{{}}``) is an error:
   there are no expressions and no filters. Literal ``{{x}}`` text reaches a prompt through a
   var, because substituted values are never expanded again.
+- A Jinja tag or comment on one line (``{% if vip %}``, ``{# note #}``) is an error too, not
+  text sent as written: a suite that wants tags says ``templating: jinja2``
+  (:mod:`~evalsite.core.jinja`). Literal ``{%`` text reaches a prompt through a var.
 - Values are inserted as they are: never escaped. Null renders as "", booleans as ``true`` /
   ``false``, numbers as Python writes them (``1.1``, ``1000``).
 """
@@ -21,6 +24,7 @@ VarValue = str | int | float | bool | None
 NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
 _NAME = re.compile(NAME)
 _TOKEN = re.compile(r"\{\{([^{}\n]*)\}\}")
+_TAG = re.compile(r"\{%[^\n]*?%\}|\{#[^\n]*?#\}")
 
 
 class TemplateError(Exception):
@@ -45,8 +49,15 @@ def placeholders(text: str) -> list[str]:
 
 
 def invalid_tokens(text: str) -> list[str]:
-    """Every ``{{ … }}`` in ``text`` that is not a placeholder (an expression, a filter…)."""
-    return [m.group() for m in _TOKEN.finditer(text) if not _NAME.fullmatch(m.group(1).strip())]
+    """Every ``{{ … }}`` in ``text`` that is not a placeholder (an expression, a filter…),
+    then every Jinja tag or comment."""
+    tokens = [m.group() for m in _TOKEN.finditer(text) if not _NAME.fullmatch(m.group(1).strip())]
+    return tokens + [m.group() for m in _TAG.finditer(text)]
+
+
+def is_tag(token: str) -> bool:
+    """Whether an invalid token is a Jinja tag or comment (rather than a ``{{ … }}``)."""
+    return token.startswith(("{%", "{#"))
 
 
 def format_value(value: VarValue) -> str:
