@@ -225,14 +225,11 @@ def _has_exec(suite: Suite) -> bool:
 
 
 def _has_grade(suite: Suite) -> bool:
-    return any(
-        task.grade is not None or any(getattr(case, "grade", None) for case in task.cases)
-        for task in suite.tasks
-    )
+    return any(task.graded for task in suite.tasks)
 
 
 def _has_match(suite: Suite) -> bool:
-    return any(getattr(task, "weighted_match", None) for task in suite.tasks)
+    return any(task.weighted_match is not None for task in suite.tasks)
 
 
 # scorer -> (whether the suite has something for it, what it lacks)
