@@ -10,7 +10,7 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_re
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.core.scoring.aggregate import answer_tags
-from evalsite.core.scoring.scorecard import json_valid_of
+from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
 from runs.calibration import PAIR_FIELDS, pair_view, run_labels, store_human
 from runs.models import Answer, Judgement, Pair, Run
@@ -130,7 +130,31 @@ def compute_report(
 # --- rows ------------------------------------------------------------------------------------
 
 
+_ROW_FIELDS = (
+    "task_id", "case_id", "contestant", "repeat", "status", "schema_verdict", "schema_mode",
+    "checks", "checks_passed", "exec_verdict", "exec_check", "grade_score", "grade_passed",
+    "passed", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
+    "cost_if_uncached_usd", "cached", "error_kind", "error_message", "match_score",
+    "match_passed",
+)  # fmt: skip
+
+
+def _reads_text(suite: Suite) -> bool:
+    """Whether the answer rows need the text: a json_valid criterion parses it."""
+    return any(criterion.scorer == "json_valid" for criterion in suite.scorecard)
+
+
 def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
+    fields = _ROW_FIELDS + (("text",) if _reads_text(suite) else ())
+    to_row = _row_maker(suite)
+    finished = Answer.objects.filter(run=run).finished()  # a stopped run's pending are not in it
+    for row in finished.values(*fields).iterator(chunk_size=2000):
+        yield to_row(row)
+
+
+def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
+    """The report's row of an answer from its values (with ``text`` when the scorecard has
+    a json_valid criterion)."""
     tasks = {task.id: task for task in suite.tasks}
     graded = suite.graded_cases()
     tags = {
@@ -138,20 +162,11 @@ def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
         for task in suite.tasks
         for case in task.cases
     }
-    fields = (
-        "task_id", "case_id", "contestant", "repeat", "status", "schema_verdict", "schema_mode",
-        "checks", "checks_passed", "exec_verdict", "exec_check", "grade_score", "grade_passed",
-        "passed", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
-        "cost_if_uncached_usd", "cached", "error_kind", "error_message", "match_score",
-        "match_passed",
-    )  # fmt: skip
-    # the answers' text only when a criterion parses it
-    wants_json = any(criterion.scorer == "json_valid" for criterion in suite.scorecard)
-    fields += ("text",) if wants_json else ()
-    finished = Answer.objects.filter(run=run).finished()  # a stopped run's pending are not in it
-    for row in finished.values(*fields).iterator(chunk_size=2000):
+    wants_json = _reads_text(suite)
+
+    def to_row(row: dict) -> AnswerRow:
         task = tasks.get(row["task_id"])
-        yield AnswerRow(
+        return AnswerRow(
             task=row["task_id"],
             case=row["case_id"],
             contestant=row["contestant"],
@@ -184,6 +199,8 @@ def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
             error_kind=row["error_kind"],
             error_message=row["error_message"],
         )
+
+    return to_row
 
 
 def _float(value) -> float | None:
@@ -289,14 +306,20 @@ def previous_report(run: Run) -> dict | None:
 
 
 def _answer_lines(run: Run) -> Iterator[dict]:
+    """Each answer's values, and its scorecard: score, pass and each criterion's (or the
+    error that excludes it)."""
     fields = (
         "task_id", "case_id", "contestant", "repeat", "status", "text", "schema_verdict",
         "schema_mode", "schema_error", "checks_passed", "checks", "exec_verdict", "exec_check",
-        "grade_score", "grade_passed", "passed", "latency_ms", "input_tokens", "output_tokens",
-        "cost_usd", "cost_if_uncached_usd", "cached", "error_kind", "error_message",
+        "grade_score", "grade_passed", "match_score", "match_passed", "match_detail", "passed",
+        "latency_ms", "input_tokens", "output_tokens", "cost_usd", "cost_if_uncached_usd",
+        "cached", "error_kind", "error_message",
     )  # fmt: skip
+    suite = stored_suite(run.suite_version)
+    to_row = _row_maker(suite)
     for row in Answer.objects.filter(run=run).finished().values(*fields).iterator(chunk_size=1000):
-        yield {key: _plain(value) for key, value in row.items()}
+        line = {key: _plain(value) for key, value in row.items()}
+        yield line | {"scorecard": score_answer(suite.scorecard, to_row(row)).to_dict()}
 
 
 def _pair_lines(run: Run) -> Iterator[dict]:

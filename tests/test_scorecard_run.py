@@ -148,3 +148,31 @@ def test_the_report_files_show_the_scorecard(suite_path):
     )
     html = (Path(report["report_path"]) / "report.html").read_text()
     assert "<code>extraction</code> (weighted_match, weight 2)" in html
+
+
+def test_answers_jsonl_gives_each_answer_its_scorecard(suite_path):
+    with pytest.raises(SystemExit):
+        call_command("run", str(suite_path), "--json")
+    directory = Path(Run.objects.get().report["report_path"])
+    lines = [json.loads(line) for line in (directory / "answers.jsonl").read_text().splitlines()]
+    cards = {(line["contestant"], line["case_id"]): line["scorecard"] for line in lines}
+
+    assert cards["scripted/good", "one"] == {
+        "score": 1.0,
+        "passed": True,
+        "error": None,
+        "criteria": {
+            "format": {"score": 1.0, "passed": True},
+            "extraction": {"score": 1.0, "passed": True},
+        },
+    }
+    assert cards["scripted/good", "b"] == {
+        "score": 0.25,
+        "passed": False,
+        "error": None,
+        "criteria": {"accuracy": {"score": 0.25, "passed": False}},
+    }
+    assert cards["scripted/sloppy", "c"] == {
+        "score": None, "passed": None, "error": "grade_unusable", "criteria": {}
+    }  # fmt: skip
+    assert cards["scripted/sloppy", "a"]["error"] == "scripted"

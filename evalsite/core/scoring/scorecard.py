@@ -98,6 +98,18 @@ class CaseScore:
     criteria: Mapping[str, CriterionScore] = field(default_factory=dict)
     error: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """As answers.jsonl shows it: ``passed`` is None when the answer was not scored."""
+        return {
+            "score": self.score,
+            "passed": self.passed if self.score is not None else None,
+            "error": self.error or None,
+            "criteria": {
+                name: {"score": one.score, "passed": one.passed}
+                for name, one in self.criteria.items()
+            },
+        }
+
 
 def _binary(passed: bool) -> CriterionScore:
     return CriterionScore(1.0 if passed else 0.0, passed)
