@@ -125,11 +125,9 @@ def _variant_problems(suite: Suite, at: At) -> list[Problem]:
     used: list[tuple[Path, str]] = [(("models", k), text) for k, text in enumerate(suite.models)]
     for k, label in enumerate(suite.labels):
         used += [(("labels", k, side), getattr(label, side)) for side in ("baseline", "candidate")]
-    bounds = suite.gate.get("min_win_rate_lower_bound")
-    used += [
-        (("gate", "min_win_rate_lower_bound", key), key)
-        for key in (bounds if isinstance(bounds, dict) else {})
-    ]
+    for gate in ("min_win_rate_lower_bound", "min_score", "min_pass_rate"):
+        bounds = suite.gate.get(gate)
+        used += [(("gate", gate, key), key) for key in (bounds if isinstance(bounds, dict) else {})]
     for path, text in used:
         variant = text.partition("@")[2] if re.match(CONTESTANT, text) else ""
         if variant and variant != "base" and variant not in declared:

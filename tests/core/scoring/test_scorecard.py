@@ -276,3 +276,25 @@ def test_scores_under_another_scorecard_are_not_compared():
     results = check_gates(later, {"max_regression_points": 5}, pinned)
     assert [r.subject for r in results if r.failed] == ["run"]  # the win-rates: not comparable
     assert any("has another scorecard" in r.message for r in results)
+
+
+def test_a_graded_case_is_enough_for_the_grade_scorer():
+    text = SUITE.replace('    grade: {rubric: "be right"}\n', "").replace(
+        "cases: [{id: a, vars: {q: 1}}]", "cases: [{id: a, vars: {q: 1}, grade: {criteria: ok}}]"
+    )
+    suite = parse_suite(
+        (text + "  - {criterion: a, weight: 1, scorer: grade}\n").encode(), filename="s"
+    )
+    assert suite.scorecard == (Criterion("a", 1, "grade"),)
+
+
+def test_a_score_gate_naming_an_undeclared_variant_is_an_error():
+    text = (
+        SUITE
+        + "  - {criterion: a, weight: 1, scorer: grade}\ngate:\n  min_score: {fake/a@terse: 0.5}\n"
+    )
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(text.encode(), filename="s")
+    assert [(p.path, p.message) for p in caught.value.problems] == [
+        ('gate.min_score["fake/a@terse"]', "unknown variant 'terse'")
+    ]
