@@ -69,19 +69,62 @@ def _ms(value: int | None) -> str:
     return num.MISSING if value is None else f"{int(value)} ms"
 
 
+SCORE_BASIS = (
+    "Score: each answer's criteria that apply to its task, weighted (the weights renormalised "
+    "over those that apply), averaged over the scored answers; an answer passes when every "
+    "criterion that applies passes. Errors (provider errors, grades with no usable score) are "
+    "excluded, never scored 0."
+)
+NO_SCORECARD = (
+    "No scorecard in the suite: the score is the share of scored answers that passed every "
+    "verdict they have (schema, checks, execution check, grade, match); errors are excluded."
+)
+
+
+def _scorecard_rows(ctx: Context, names: list[str]) -> tuple[tuple[Cell, ...], ...]:
+    """The scorecard's rows: score, passed / scored, errors, then each criterion."""
+    scorecard = ctx.get("scorecard")
+    cells = [(scorecard.get("cells") or {}).get(name) or {} for name in names]
+    rows: list[tuple[Cell, ...]] = [
+        ("score", *(num.rate(cell.get("score")) for cell in cells)),
+        (
+            "passed / scored",
+            *(f"{num.count(c.get('passed'))} / {num.count(c.get('scored'))}" for c in cells),
+        ),
+        ("errors (excluded)", *(num.count(cell.get("errors")) for cell in cells)),
+    ]
+    for criterion in scorecard.get("criteria") or ():
+        name = str(criterion.get("criterion"))
+        label = (Code(name), f" ({criterion.get('scorer')}, weight {criterion.get('weight')})")
+        figures = [(cell.get("criteria") or {}).get(name) or {} for cell in cells]
+        rows.append((label, *(_criterion_figures(figure) for figure in figures)))
+    return tuple(rows)
+
+
+def _criterion_figures(figure: Row) -> str:
+    return (
+        f"{num.rate(figure.get('mean'))}, pass {num.rate(figure.get('pass_rate'))} "
+        f"(n={num.count(figure.get('n'))})"
+    )
+
+
 def scorecard_section(ctx: Context) -> Section:
-    cards = ctx.get("per_contestant")
-    names = [name for name in ctx.contestants if name in cards]
-    names += [str(name) for name in cards if name not in names]
+    """The scorecard's cells (score, passes, errors, each criterion), then every verdict's
+    figures, one column per contestant."""
+    cards, cells = ctx.get("per_contestant"), ctx.get("scorecard").get("cells") or {}
+    names = [name for name in ctx.contestants if name in cards or name in cells]
+    names += [str(name) for name in (*cards, *cells) if name not in names]
     if not names:
         return Section("scorecard", "Scorecard", (Para("No answers."),))
     head: tuple[Cell, ...] = ("", *(_marked(ctx, name) for name in names))
-    columns = [_card(cards[name] or {}) for name in names]
+    columns = [_card(cards.get(name) or {}) for name in names]
     rows = tuple(
         (label, *(column[index][1] for column in columns))
         for index, (label, _) in enumerate(columns[0])
     )
-    return Section("scorecard", "Scorecard", (Table(head, rows),))
+    basis = SCORE_BASIS if ctx.get("scorecard").get("criteria") else NO_SCORECARD
+    table = Table(head, _scorecard_rows(ctx, names) + rows)
+    return Section("scorecard", "Scorecard", (Para(basis), table))
 
 
 def _marked(ctx: Context, name: str) -> Cell:
