@@ -41,7 +41,7 @@ from evalsite.core.providers import (
     ProviderError,
     RepliesFileError,
     ScriptedReplies,
-    build_providers,
+    build_contestant_providers,
     required_key,
 )
 from evalsite.core.scoring import OPT_OUT_SETTING
@@ -308,7 +308,8 @@ def _check_replies(suite, contestants, replies, options: RunOptions, judge_model
         raise PlanError("scripted contestants need a replies file: --replies FILE or `replies:`")
     cases = [(t.id, c.id) for t in suite.tasks for c in t.cases]
     for contestant in scripted:
-        missing = replies.missing(parse_contestant(contestant).model.partition("/")[2], cases)
+        chosen = parse_contestant(contestant)
+        missing = replies.missing(chosen.model.partition("/")[2], cases, chosen.variant)
         if missing:
             shown = ", ".join(missing[:10]) + (" …" if len(missing) > 10 else "")
             raise PlanError(f"{replies.filename} has no reply for {contestant} on: {shown}")
@@ -332,14 +333,12 @@ def _providers(contestants, endpoints, replies, options: RunOptions, keys) -> di
         env = {name: "dry-run: not set" for name in keys} | {
             name: value for name, value in env.items() if value.strip()
         }
-    models = {contestant: parse_contestant(contestant).model for contestant in contestants}
     try:
-        built = build_providers(
-            models.values(), env=env, endpoints=endpoints, replies=replies, fake=options.fake
+        return build_contestant_providers(
+            contestants, env=env, endpoints=endpoints, replies=replies, fake=options.fake
         )
     except ProviderError as error:
         raise PlanError(str(error)) from None
-    return {contestant: built[model] for contestant, model in models.items()}
 
 
 # --- a plan of given answers ----------------------------------------------------------------

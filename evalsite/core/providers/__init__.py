@@ -43,7 +43,8 @@ from evalsite.core.providers.scripted import (
 __all__ = [
     "BUILTIN", "KEY_VARIABLES", "Completion", "EndpointConfig", "ErrorKind", "Provider",
     "ProviderError", "RepliesFileError", "Request", "SCHEMA_INSTRUCTION", "ScriptedError",
-    "ScriptedReplies", "build_provider", "build_providers", "make_client", "prepare_client",
+    "ScriptedReplies", "build_contestant_providers", "build_provider", "build_providers",
+    "make_client", "prepare_client",
     "required_key", "schema_instruction",
 ]  # fmt: skip
 
@@ -134,6 +135,32 @@ def build_providers(
         model: build_provider(model, env=env, endpoints=endpoints, replies=replies, fake=fake)
         for model in dict.fromkeys(models)
     }
+
+
+def build_contestant_providers(
+    contestants: Iterable[str],
+    *,
+    env: Mapping[str, str],
+    endpoints: Mapping[str, EndpointConfig] = _NO_ENDPOINTS,
+    replies: ScriptedReplies | None = None,
+    fake: bool = False,
+) -> dict[str, Provider]:
+    """Each contestant's provider (``model`` or ``model@variant``): its model's, shared by
+    every variant, except a scripted contestant whose variant has its own replies in the
+    file (``good@concise``), which gets a provider of its own that reads them."""
+    models = {contestant: contestant.partition("@")[::2] for contestant in contestants}
+    built = build_providers(
+        [model for model, _ in models.values()],
+        env=env, endpoints=endpoints, replies=replies, fake=fake,
+    )  # fmt: skip
+    providers: dict[str, Provider] = {}
+    for contestant, (model, variant) in models.items():
+        scripted = not fake and model.startswith("scripted/") and replies is not None
+        if scripted and replies.has_variant(model, variant):
+            providers[contestant] = ScriptedProvider(replies, variant)
+        else:
+            providers[contestant] = built[model]
+    return providers
 
 
 def required_key(

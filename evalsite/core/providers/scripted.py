@@ -10,6 +10,10 @@ The replies file (SPEC §4) is YAML keyed by the model name after ``scripted/``,
       judge/ticket-triage/charged-twice: ['{"reason": "…", "winner": "2"}',
                                           '{"reason": "…", "winner": "1"}']
 
+A contestant with a prompt variant (``scripted/good@concise``) answers from the entry
+``good@concise`` when the file has one, so a variants × models matrix can be scripted; without
+it, from ``good`` like the bare model.
+
 Repeat ``r`` of an answer gets ``items[r % len(items)]``. A scripted model used as the judge
 is looked up under ``judge/<task>/<case>``; its calls are numbered ``2·repeat + order − 1``
 (order 1 shows the baseline as "Answer 1", order 2 swaps), so the list above says "the
@@ -105,10 +109,23 @@ class ScriptedReplies:
             raise RepliesFileError([Problem(str(path), None, "", str(error))]) from None
         return cls.parse(data.decode("utf-8", "surrogateescape"), str(path))
 
-    def missing(self, model_name: str, cases: Iterable[tuple[str, str]]) -> list[str]:
-        """``task/case`` for each case with no entry for ``model_name``, in the order given."""
-        entries = self.models.get(_bare(model_name), {})
+    def missing(
+        self, model_name: str, cases: Iterable[tuple[str, str]], variant: str | None = None
+    ) -> list[str]:
+        """``task/case`` for each case with no entry for ``model_name`` (with `variant`, as
+        :meth:`entries` chooses), in the order given."""
+        entries = self.entries(_bare(model_name), variant)
         return [f"{t}/{c}" for t, c in dict.fromkeys(cases) if f"{t}/{c}" not in entries]
+
+    def entries(self, name: str, variant: str | None = None) -> Mapping[str, tuple[Item, ...]]:
+        """The replies of the scripted model `name`: its variant's own (``name@variant``)
+        when the file has them, else the model's."""
+        if variant and f"{name}@{variant}" in self.models:
+            return self.models[f"{name}@{variant}"]
+        return self.models.get(name, {})
+
+    def has_variant(self, name: str, variant: str | None) -> bool:
+        return bool(variant) and f"{_bare(name)}@{variant}" in self.models
 
     def missing_judge(self, model_name: str, cases: Iterable[tuple[str, str]]) -> list[str]:
         """``judge/task/case`` for each case a scripted judge has no entry for."""
@@ -116,9 +133,10 @@ class ScriptedReplies:
         keys = [f"judge/{t}/{c}" for t, c in dict.fromkeys(cases)]
         return [key for key in keys if key not in entries]
 
-    def item(self, request: Request) -> Item:
-        """The item for this request; ProviderError(CONFIG) when the file has none."""
-        entries = self.models.get(request.model_name, {})
+    def item(self, request: Request, variant: str | None = None) -> Item:
+        """The item for this request (of a contestant with `variant`); ProviderError(CONFIG)
+        when the file has none."""
+        entries = self.entries(request.model_name, variant)
         cell = f"{request.task_id}/{request.case_id}"
         key, index = cell, request.repeat
         if request.purpose == "judge":
@@ -131,7 +149,9 @@ class ScriptedReplies:
                 key = f"{kind}-retry/{cell}"
         items = entries.get(key)
         if not items:
-            message = f"replies file {self.filename} has no entry {key} for {request.model}"
+            own = self.has_variant(request.model, variant)
+            name = f"{request.model}@{variant}" if own else request.model
+            message = f"replies file {self.filename} has no entry {key} for {name}"
             raise ProviderError(ErrorKind.CONFIG, message)
         return items[index % len(items)]
 
@@ -142,8 +162,9 @@ class ScriptedProvider(SchemaModes):
     name = "scripted"
     version = "scripted-1"
 
-    def __init__(self, replies: ScriptedReplies) -> None:
+    def __init__(self, replies: ScriptedReplies, variant: str | None = None) -> None:
         self.replies = replies
+        self.variant = variant  # a contestant's variant with its own entry in the file
 
     def __repr__(self) -> str:
         return f"<ScriptedProvider {self.replies.filename}>"
@@ -151,7 +172,7 @@ class ScriptedProvider(SchemaModes):
     def reply_source(self, request: Request) -> str | None:
         """The scripted item this request gets, so editing it changes the cache key."""
         try:
-            item = self.replies.item(self.prepare(request))
+            item = self.replies.item(self.prepare(request), self.variant)
         except ProviderError as error:
             return f"missing: {error.message}"
         if isinstance(item, ScriptedError):
@@ -162,7 +183,7 @@ class ScriptedProvider(SchemaModes):
         """The output tokens the reply to `request` will be counted at (0 for a scripted
         failure or a missing entry: neither is a completion)."""
         try:
-            item = self.replies.item(self.prepare(request))
+            item = self.replies.item(self.prepare(request), self.variant)
         except ProviderError:
             return 0
         return 0 if isinstance(item, ScriptedError) else estimate_tokens(clean_text(item))
@@ -172,7 +193,7 @@ class ScriptedProvider(SchemaModes):
     ) -> Completion:
         """The scripted reply; a scripted failure raises ProviderError of its kind."""
         request = self.prepare(request)
-        item = self.replies.item(request)
+        item = self.replies.item(request, self.variant)
         if isinstance(item, ScriptedError):
             raise ProviderError(item.kind, item.message, retry_after=item.retry_after)
         return estimated_completion(
