@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -79,6 +80,15 @@ class PriceTable(models.Model):
         if not self.active:
             self.active = True
             super().save(update_fields=["active"])
+
+    def as_dict(self) -> dict:
+        """The table's identity as the verbs print it in JSON (`prices`, `models`)."""
+        return {
+            "table": self.name,
+            "pinned": self.pinned.isoformat(),
+            "currency": self.currency,
+            "verified": self.verified,
+        }
 
     def to_sheet(self) -> PriceSheet:
         return PriceSheet(
@@ -172,6 +182,14 @@ class Price(models.Model):
                 "duplicate it as a new dated table to change its prices"
             )
 
+    def rates(self) -> dict[str, str | None]:
+        """The row's prices per Mtok as exact decimal text, as the verbs print them in JSON."""
+        return {
+            "input_per_mtok": decimal_text(self.input_per_mtok),
+            "output_per_mtok": decimal_text(self.output_per_mtok),
+            "cached_input_per_mtok": decimal_text(self.cached_input_per_mtok),
+        }
+
     def to_row(self) -> PriceRow:
         return PriceRow(
             model=self.model,
@@ -226,3 +244,8 @@ class Endpoint(models.Model):
         errors = {field: problem for field, problem in problems.items() if problem}
         if errors:
             raise ValidationError(errors)
+
+
+def decimal_text(value: Decimal | None) -> str | None:
+    """`value` as plain decimal text without trailing zeros (``0.15``, not ``0.150000``)."""
+    return None if value is None else f"{value.normalize():f}"

@@ -34,6 +34,7 @@ from evalsite.core.providers import (
 from evalsite.core.providers.openai import OPENROUTER_BASE_URL
 from evalsite.management import EvalsiteCommand
 from runs.models import Price, PriceTable
+from runs.models.pricing import decimal_text
 from runs.planner import endpoint_configs
 from runs.prices import NoActivePriceTable, active_table
 from runs.setup import prepare_database
@@ -214,7 +215,8 @@ def _key_statuses(
 
 
 def _money(value: Decimal | None, missing: str = "?") -> str:
-    return missing if value is None else f"{value.normalize():f}"
+    text = decimal_text(value)
+    return missing if text is None else text
 
 
 def _context(value: int | None) -> str:
@@ -226,20 +228,9 @@ def _short(text: str) -> str:
 
 
 def _table_dict(table: PriceTable, rows: list[Price], keys: dict[str, str]) -> dict:
-    return {
-        "table": table.name,
-        "pinned": table.pinned.isoformat(),
-        "currency": table.currency,
-        "verified": table.verified,
+    return table.as_dict() | {
         "models": [
-            {
-                "model": row.model,
-                "provider": row.provider,
-                "input_per_mtok": _money(row.input_per_mtok),
-                "output_per_mtok": _money(row.output_per_mtok),
-                "cached_input_per_mtok": _money_or_none(row.cached_input_per_mtok),
-                "key": keys[row.model],
-            }
+            {"model": row.model, "provider": row.provider, **row.rates(), "key": keys[row.model]}
             for row in rows
         ],
     }
@@ -257,16 +248,12 @@ def _catalog_dict(catalog: Catalog, shown: list[CatalogModel], table: PriceTable
                 "id": m.id,
                 "name": m.name,
                 "context_length": m.context_length,
-                "input_per_mtok": _money_or_none(m.input_per_mtok),
-                "output_per_mtok": _money_or_none(m.output_per_mtok),
-                "cached_input_per_mtok": _money_or_none(m.cached_input_per_mtok),
+                "input_per_mtok": decimal_text(m.input_per_mtok),
+                "output_per_mtok": decimal_text(m.output_per_mtok),
+                "cached_input_per_mtok": decimal_text(m.cached_input_per_mtok),
                 "free": m.free,
                 "in_price_table": m.model in priced,
             }
             for m in shown
         ],
     }
-
-
-def _money_or_none(value: Decimal | None) -> str | None:
-    return None if value is None else _money(value)

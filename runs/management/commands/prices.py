@@ -15,6 +15,7 @@ from evalsite.core.suites import SuiteError
 from evalsite.core.yamlsafe import load_yaml
 from evalsite.management import EvalsiteCommand
 from runs.models import PriceTable
+from runs.models.pricing import decimal_text
 from runs.prices import (
     NoActivePriceTable,
     active_table,
@@ -111,10 +112,10 @@ class Command(EvalsiteCommand):
         self.stdout.write(f"{table.name}  pinned {table.pinned}  {table.currency}  {flag}")
         self.stdout.write(f"  {'model':<44} {'input':>10} {'output':>10} {'cached in':>10}  $/Mtok")
         for row in rows:
-            cached = "-" if row.cached_input_per_mtok is None else _fmt(row.cached_input_per_mtok)
+            cached = decimal_text(row.cached_input_per_mtok) or "-"
             self.stdout.write(
-                f"  {row.model:<44} {_fmt(row.input_per_mtok):>10} "
-                f"{_fmt(row.output_per_mtok):>10} {cached:>10}"
+                f"  {row.model:<44} {decimal_text(row.input_per_mtok):>10} "
+                f"{decimal_text(row.output_per_mtok):>10} {cached:>10}"
             )
         for model in not_priced:
             self.stdout.write(f"  {model:<44} {'not priced':>10}")
@@ -122,27 +123,9 @@ class Command(EvalsiteCommand):
             self.stderr.write(f"error: {unknown_model_message(model, hint, table.name)}")
 
 
-def _fmt(value) -> str:
-    return f"{value.normalize():f}"
-
-
 def _as_dict(table: PriceTable, rows, not_priced, unknown) -> dict:
-    return {
-        "table": table.name,
-        "pinned": table.pinned.isoformat(),
-        "currency": table.currency,
-        "verified": table.verified,
-        "models": [
-            {
-                "model": row.model,
-                "input_per_mtok": _fmt(row.input_per_mtok),
-                "output_per_mtok": _fmt(row.output_per_mtok),
-                "cached_input_per_mtok": None
-                if row.cached_input_per_mtok is None
-                else _fmt(row.cached_input_per_mtok),
-            }
-            for row in rows
-        ],
+    return table.as_dict() | {
+        "models": [{"model": row.model, **row.rates()} for row in rows],
         "not_priced": not_priced,
         "unknown": [{"model": m, "did_you_mean": h} for m, h in unknown.items()],
     }
