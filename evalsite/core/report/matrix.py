@@ -173,7 +173,9 @@ def build_frontier(matrix: Mapping[str, Any], *, points: float = DEFAULT_POINTS)
     scored = [c for c in cells if c.get("score") is not None]
     costed = [c for c in scored if c.get("cost_per_scored_usd") is not None]
     top = max((_score(c) for c in scored), default=None)
-    within = [] if top is None else [c for c in costed if _score(c) >= top - points / 100]
+    # the floor rounded as the scores are: 0.54 - 0.05 is 0.49000000000000005 in floats
+    floor = None if top is None else round(top - points / 100, _PLACES)
+    within = [] if floor is None else [c for c in costed if _score(c) >= floor]
     cheapest = min((_cost(c) for c in within), default=None)
     return {
         "points": points,

@@ -237,3 +237,10 @@ def test_points_above_100_are_refused_naming_the_key():
     with pytest.raises(SuiteError) as refused:
         parse_suite(SUITE.replace("POINTS", "500").encode(), filename="s.yaml")
     assert "frontier_points" in str(refused.value)
+
+
+def test_a_cell_exactly_the_points_below_the_highest_is_within_them():
+    # 0.54 - 0.05 is 0.49000000000000005 in floats: unrounded, 0.49 fell outside
+    frontier = build_frontier({"cells": [_cell("top", 0.54, 0.02), _cell("edge", 0.49, 0.01)]})
+    assert frontier["cheapest_within"] == ["edge"]
+    assert frontier["cheapest_within_cost_usd"] == 0.01
