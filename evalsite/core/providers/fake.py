@@ -12,8 +12,10 @@ Nothing is random outside that hash.
 - Judge requests (purpose "judge") with no schema, or a schema with a ``winner`` property:
   ``{"reason": …, "winner": "1" | "2" | "tie"}`` drawn with :data:`JUDGE_BIAS` (position
   bias toward "1", so the two orders of a pair disagree and flips occur);
-  :data:`JUDGE_PARSE_FAILURE_RATE` are prose. Other judge schemas (single-answer grading)
-  get schema-valid JSON, with the same share of prose.
+  :data:`JUDGE_PARSE_FAILURE_RATE` are prose. A single-answer grade (a judge request of
+  order 0 with no schema, whose prompt asks for ``{"reasoning", "score"}``) gets that JSON,
+  the score a whole number 1–5 drawn evenly, with the same share of prose. Other judge
+  schemas get schema-valid JSON, with the same share of prose.
 - Usage: input ≈ characters of the messages ÷ 4, output ≈ characters of the text ÷ 4; the
   text is known before the call, so a spend reservation holds its real size
   (:meth:`FakeProvider.output_token_limit`).
@@ -62,6 +64,7 @@ SENTENCES = (
 )
 FALLBACK_WORDS = ("the request", "the main point", "the result", "the details")
 NOT_JSON = "Sorry, I could not put that into the requested format, but the gist is {a}."
+GRADE_REASON = "The answer meets some of the rubric and misses some."
 UNDECIDED = "Both answers have merits and I cannot decide between {a} and {b}."
 
 
@@ -89,9 +92,9 @@ class FakeProvider(SchemaModes):
         return f"<FakeProvider sleep={self.sleep}>"
 
     def outcome(self, request: Request) -> str:
-        """What the fake does with this request: "text", "json", "verdict", "parse_failure"
-        or "schema_failure" (the last may still give valid JSON for a schema that accepts
-        anything)."""
+        """What the fake does with this request: "text", "json", "verdict", "grade",
+        "parse_failure" or "schema_failure" (the last may still give valid JSON for a schema
+        that accepts anything)."""
         request = self.prepare(request)
         return self._outcome(request, _seed(request))
 
@@ -100,6 +103,8 @@ class FakeProvider(SchemaModes):
         if request.purpose == "judge":
             if roll < self.rates.judge_parse_failure:
                 return "parse_failure"
+            if request.schema is None and not request.order:
+                return "grade"
             return "verdict" if _is_verdict(request) else "json"
         if request.schema is None:
             return "text"
@@ -147,6 +152,9 @@ class FakeProvider(SchemaModes):
         if outcome == "verdict":
             winner = _weighted(self.rates.judge_bias, _fraction(seed, "winner"))
             return json.dumps({"reason": REASONS.get(winner, REASONS["tie"]), "winner": winner})
+        if outcome == "grade":
+            score = 1 + int(_fraction(seed, "score") * 5)
+            return json.dumps({"reasoning": GRADE_REASON, "score": score})
         value = fake_json.generate(request.schema, rng)
         if outcome == "schema_failure":
             broken = fake_json.violate(request.schema, value)

@@ -22,6 +22,7 @@ from evalsite.core.providers.fake import (
 )
 from evalsite.core.providers.fake_json import is_valid
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
+from evalsite.core.scoring.grading import parse_grade
 from tests.core.providers.conftest import SCHEMA, make_request
 from tests.core.providers.test_fake_json import random_schema
 
@@ -179,6 +180,16 @@ def test_a_judge_schema_without_winner_gets_schema_valid_json():
     request = dataclasses.replace(judge(1, 0), schema=grade)
     provider = FakeProvider(rates=FakeRates(judge_parse_failure=0))
     assert is_valid(grade, json.loads(complete(request, provider).text))
+
+
+def test_a_grade_gets_a_usable_score_from_one_to_five():
+    # a grade is a judge call of order 0 with no schema: its prompt asks for the score
+    provider = FakeProvider(rates=FakeRates(judge_parse_failure=0))
+    scores = Counter(
+        parse_grade(complete(judge(index, 0), provider).text).score for index in range(500)
+    )
+    assert sorted(scores) == [1, 2, 3, 4, 5]
+    assert all(60 < n < 140 for n in scores.values())  # drawn evenly
 
 
 def test_some_judge_replies_do_not_parse_to_exercise_that_path():
