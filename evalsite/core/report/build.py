@@ -45,6 +45,7 @@ __all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report", "calibration_s
 FORMAT = 1
 CURVE_POINTS = 20
 KAPPA_BOOTSTRAP_RESAMPLES = 2000
+MATRIX_DIGITS = 9  # the matrix's money to the nano-dollar, as answers store it
 
 
 @dataclass(frozen=True)
@@ -194,15 +195,17 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     }
     report["movers"] = _movers(report, data.previous, data.mover_threshold)
     report["warnings"] = _warnings(data, report)
+    # after the scorecard, which scores its cells when there is one, and before the report's
+    # rounding to 6 places: a cost per scored answer is often under $0.00001, where 6 places
+    # would tie cells that differ, so the matrix keeps nano-dollars (9 places)
+    matrix = matrix_report(
+        report, unpriced=unpriced_contestants(data.answers), points=data.frontier_points
+    )
     report = jsonable(report)
     gates = check_gates(report, data.gate, data.pinned) if data.gate else []
     report["gates"] = [result.to_dict() for result in gates]
     report["gates_passed"] = not any(result.failed for result in gates)
-    # last, so it reads whatever the report scores its cells by (the scorecard, if any)
-    report |= matrix_report(
-        report, unpriced=unpriced_contestants(data.answers), points=data.frontier_points
-    )
-    return jsonable(report)
+    return report | jsonable(matrix, digits=MATRIX_DIGITS)
 
 
 def _is_contestant(data: ReportInput) -> bool:

@@ -11,8 +11,8 @@ import numpy as np
 DIGITS = 6
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON: floats rounded to :data:`DIGITS` places (NaN and infinities
+def jsonable(value: Any, digits: int = DIGITS) -> Any:
+    """``value`` as plain JSON: floats rounded to `digits` places (NaN and infinities
     become None), tuples become lists, nested records become dicts."""
     if isinstance(value, Record):
         return value.to_dict()
@@ -21,11 +21,11 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, int | np.integer):
         return int(value)
     if isinstance(value, float | np.floating):
-        return round(float(value), DIGITS) if math.isfinite(value) else None
+        return round(float(value), digits) if math.isfinite(value) else None
     if isinstance(value, list | tuple):
-        return [jsonable(item) for item in value]
+        return [jsonable(item, digits) for item in value]
     if isinstance(value, dict):
-        return {key: jsonable(item) for key, item in value.items()}
+        return {key: jsonable(item, digits) for key, item in value.items()}
     return value
 
 

@@ -244,3 +244,23 @@ def test_a_cell_exactly_the_points_below_the_highest_is_within_them():
     frontier = build_frontier({"cells": [_cell("top", 0.54, 0.02), _cell("edge", 0.49, 0.01)]})
     assert frontier["cheapest_within"] == ["edge"]
     assert frontier["cheapest_within_cost_usd"] == 0.01
+
+
+def test_costs_under_a_hundred_thousandth_of_a_dollar_are_compared_unrounded():
+    # $0.0000101 and $0.0000103 an answer: 6 places made both $0.00001 a scored answer, a
+    # tie, so both were "cheapest" and neither beat the other
+    answers = [
+        *_answers(MINI, passed=4, cost=0.0000101),
+        *_answers(HAIKU, passed=4, cost=0.0000103),
+    ]
+    data = ReportInput(
+        run_id="r1", status="done", suite_name="s", suite_hash="ab" * 32,
+        contestants=[MINI, HAIKU], answers=answers, pairs=[], calibration=Calibration(),
+    )  # fmt: skip
+    report = build_report(data)
+    frontier = report["frontier"]
+    assert frontier["cheapest_within"] == [MINI]
+    assert frontier["cheapest_within_cost_usd"] == 0.0000101
+    assert frontier["not_beaten"] == [MINI]
+    costs = [cell["cost_per_scored_usd"] for cell in report["matrix"]["cells"]]
+    assert costs == [0.0000101, 0.0000103]
