@@ -82,7 +82,7 @@ class FakeProvider(SchemaModes):
     """Deterministic answers, prompted schema mode, no key, no network."""
 
     name = "fake"
-    version = "fake-1"
+    version = "fake-2"  # fake-2: a grade gets {reasoning, score}, not a pairwise verdict
 
     def __init__(self, *, sleep: bool = False, rates: FakeRates | None = None) -> None:
         self.sleep = sleep
