@@ -232,4 +232,3 @@ class CutOffCountTests(TestCase):
             "2 judge replies were cut off at max_tokens=300 with no usable verdict or score; "
             "raise judge.max_tokens"
         ) in warnings
-

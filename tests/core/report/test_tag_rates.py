@@ -37,7 +37,9 @@ def _answers(contestant: str, passes: dict[str, list[bool]]) -> list[AnswerRow]:
 
 def _report(**overrides) -> dict:
     answers = _answers(SLOPPY, {"billing": [True, False, False, True], "easy": [True] * 4})
-    answers += _answers(GOOD, {"billing": [True, True, True, False], "easy": [True, True, False, False]})
+    answers += _answers(
+        GOOD, {"billing": [True, True, True, False], "easy": [True, True, False, False]}
+    )
     data = ReportInput(
         run_id="r1",
         status="done",

@@ -118,7 +118,9 @@ def test_the_markdown_renders_no_link_image_or_html_from_report_text(variant, pa
         assert syntax not in interpreted, syntax
     headings = [line for line in markdown.splitlines() if line.startswith("#")]
     assert len(headings) == len([h for h in headings if re.match(r"#{1,3} [A-Z\w]", h)])
-    assert sum(line.startswith("## ") for line in headings) == 14  # the sections, Gates and Matrix included
+    assert (
+        sum(line.startswith("## ") for line in headings) == 14
+    )  # the sections, Gates and Matrix included
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
