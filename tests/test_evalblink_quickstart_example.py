@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from evalsite.core.report.summary import summary_lines
 from runs.models import Price, PriceTable, Run
 from runs.prices import ensure_default_table
 
@@ -118,3 +119,16 @@ def test_priced_scripted_cells_give_the_hand_counted_frontier(capsys):
         "    cheapest within 5 points of the highest (if uncached, per scored answer): "
         "scripted/sonnet@v2 ($0.000040)" in out
     )
+
+
+def test_a_run_whose_judge_only_grades_says_so_and_calls_nothing_uncalibrated(capsys):
+    # Every task is `judge: false` (the judge grades cases): there are no win-rates, so the
+    # summary must not print "win-rate n/a … n=0" lines or warn that they are UNCALIBRATED.
+    code, _, report = run_example(capsys, *SCRIPTED)
+    assert code == 0
+
+    assert report["pairwise"] is False
+    assert not any("UNCALIBRATED" in warning for warning in report["warnings"])
+    lines = summary_lines(report)
+    assert "  no task is judged in pairs: no win-rates (the judge grades answers)" in lines
+    assert not any(" win-rate " in line for line in lines)

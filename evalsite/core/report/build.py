@@ -178,6 +178,9 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "headline_eligible": eligible,
         "calibration": calibration,
         "win_rates": win_rates,
+        # False when the judge only graded answers (no task is judged in pairs): then there
+        # are no win-rates to calibrate, and nothing says they are UNCALIBRATED.
+        "pairwise": bool(data.pairs),
         "bradley_terry": _ranking(data, seed) if data.pairing == "all" else None,
         "per_contestant": _per_contestant(data),
         "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants),
@@ -653,7 +656,7 @@ def _movers(
 def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
     warnings = []
     calibration = report["calibration"]
-    if data.judge_model and not report["headline_eligible"]:
+    if data.judge_model and data.pairs and not report["headline_eligible"]:
         warnings.append(f"win-rates are UNCALIBRATED: {calibration['reason']}")
     for candidate, rate in report["win_rates"].items():
         if rate["flip_warning"]:

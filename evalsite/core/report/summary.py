@@ -50,6 +50,8 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     lines += [f"  report: {path}/report.md", _calibration_line(ctx)]
     if not report.get("judge"):
         lines.append("  no judge: no win-rates")
+    elif not report.get("pairwise", True):
+        lines.append("  no task is judged in pairs: no win-rates (the judge grades answers)")
     else:
         lines += [_win_rate_line(ctx, name) for name in ctx.candidates]
     lines.append("  cost: " + cost_text(ctx.get("totals")))
