@@ -16,7 +16,12 @@ from django.db.models import Q
 from django.urls import reverse
 
 from evalsite.core.plan import call_hash, plan_cells
-from evalsite.core.providers import Provider, ProviderError, build_provider, required_key
+from evalsite.core.providers import (
+    Provider,
+    ProviderError,
+    build_contestant_providers,
+    required_key,
+)
 from evalsite.core.suites import Contestant, parse_contestant
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.mcp import replies
@@ -56,7 +61,7 @@ def render_prompt(suite_path: str, contestant: str, case: str) -> dict[str, Any]
     task_id, case_id = case_in(loaded, case)
     chosen = contestant_in(loaded, contestant)
     key = _key(chosen.model)
-    provider = _provider(loaded, chosen.model, key)
+    provider = _provider(loaded, chosen, key)
     (cell,) = plan_cells(loaded, [str(chosen)], repeats=1, only=[f"{task_id}/{case_id}"])
     request_hash = call_hash(cell.request, provider)
     cached = provider.cacheable and CachedResponse.objects.filter(request_hash=request_hash)
@@ -113,16 +118,20 @@ def _key(model: str) -> str | None:
         raise Refused("plan_error", str(error)) from None
 
 
-def _provider(loaded: LoadedSuite, model: str, key: str | None) -> Provider:
-    """The model's provider as a run builds it; a key that is not set is stood in for,
+def _provider(loaded: LoadedSuite, chosen: Contestant, key: str | None) -> Provider:
+    """The contestant's provider as a run builds it (a scripted variant's own replies
+    included, so the cache key is the run's); a key that is not set is stood in for,
     since the provider only prepares the request and is never called."""
     env = dict(os.environ)
     if key is not None and not env.get(key, "").strip():
         env[key] = "render_prompt: not set"
     try:
-        scripted = model.startswith("scripted/")
+        scripted = chosen.model.startswith("scripted/")
         answers = load_replies(loaded, RunOptions()) if scripted else None
-        return build_provider(model, env=env, endpoints=endpoint_configs(), replies=answers)
+        built = build_contestant_providers(
+            [str(chosen)], env=env, endpoints=endpoint_configs(), replies=answers
+        )
+        return built[str(chosen)]
     except (PlanError, ProviderError) as error:
         raise Refused("plan_error", str(error)) from None
 
