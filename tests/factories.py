@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from decimal import Decimal
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
@@ -22,6 +23,7 @@ from runs.models import (
     SuiteVersion,
     text_sha,
 )
+from runs.prices import ensure_default_table
 
 _seq = itertools.count(1)
 
@@ -200,3 +202,12 @@ def make_label(pair: Pair, prefer: str = "candidate", *, labeller=None, **overri
         baseline=pair.baseline_contestant, candidate=pair.candidate_contestant,
         baseline_sha=pair.baseline_sha, candidate_sha=pair.candidate_sha, **fields,
     )  # fmt: skip
+
+
+def write_scripted_suite(folder: Path, suite: str, replies: str) -> Path:
+    """`suite` as folder/suite.yaml beside its replies file (replies.yaml, as the suite's
+    `replies:` names it), with the default price table loaded; the suite's path."""
+    ensure_default_table()
+    (folder / "suite.yaml").write_text(suite)
+    (folder / "replies.yaml").write_text(replies)
+    return folder / "suite.yaml"

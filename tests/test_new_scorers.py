@@ -14,7 +14,7 @@ from django.core.management import call_command
 from evalsite.core.suites import load_suite
 from runs.models import Answer, Judgement
 from runs.planner import RunOptions, make_plan
-from runs.prices import ensure_default_table
+from tests.factories import write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,10 +88,7 @@ judge:
 
 @pytest.fixture
 def suite_path(tmp_path) -> Path:
-    ensure_default_table()
-    (tmp_path / "suite.yaml").write_text(SUITE)
-    (tmp_path / "replies.yaml").write_text(REPLIES)
-    return tmp_path / "suite.yaml"
+    return write_scripted_suite(tmp_path, SUITE, REPLIES)
 
 
 def _verdicts() -> dict:

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from runs.models import Run
-from runs.prices import ensure_default_table
+from tests.factories import write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,10 +72,7 @@ judge:
 
 @pytest.fixture
 def suite_path(tmp_path) -> Path:
-    ensure_default_table()
-    (tmp_path / "suite.yaml").write_text(SUITE)
-    (tmp_path / "replies.yaml").write_text(REPLIES)
-    return tmp_path / "suite.yaml"
+    return write_scripted_suite(tmp_path, SUITE, REPLIES)
 
 
 def _cell(score, passed, scored, errors, accuracy, format_, extraction) -> dict:

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from runs.models import Answer
-from runs.prices import ensure_default_table
+from tests.factories import write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,10 +44,7 @@ sloppy:
 
 @pytest.fixture
 def suite_path(tmp_path) -> Path:
-    ensure_default_table()
-    (tmp_path / "suite.yaml").write_text(SUITE)
-    (tmp_path / "replies.yaml").write_text(REPLIES)
-    return tmp_path / "suite.yaml"
+    return write_scripted_suite(tmp_path, SUITE, REPLIES)
 
 
 def test_a_variant_with_its_own_entry_answers_from_it_and_one_without_from_its_model(suite_path):

@@ -8,6 +8,8 @@ import tempfile
 
 import pytest
 
+from tests.browser.helpers import log_in
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -83,10 +85,5 @@ def page(chromium, live_server):
 @pytest.fixture
 def logged_in(page, live_server, django_user_model):
     django_user_model.objects.create_user(username="member", password="a-long-test-password")
-    page.context.clear_cookies()
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "member")
-    page.fill("#id_password", "a-long-test-password")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server.url, "member", "a-long-test-password")
     return page

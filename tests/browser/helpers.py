@@ -265,6 +265,18 @@ CSP_LISTENER = (
 )
 
 
+def log_in(page, origin: str, username: str, password: str, *, open_form: bool = True) -> None:
+    """Sign in through the login form (opened afresh, with no cookies, unless it is already
+    the page) and wait for the dashboard."""
+    if open_form:
+        page.context.clear_cookies()
+        page.goto(f"{origin}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{origin}/")
+
+
 def visible_text(page) -> str:
     """The page's rendered text with every <details> opened (collapsed text is not shown)."""
     return page.evaluate(

@@ -13,6 +13,7 @@ from django.test import override_settings
 from runs.models import Label, Run
 from runs.reporting import write_report
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, PageWatch
+from tests.browser.helpers import log_in
 from tests.factories import make_user
 from tests.test_labelling import run  # noqa: F401 - the fixture: a judged scripted run
 
@@ -42,11 +43,7 @@ def two_browsers():
 def _log_in(context, origin: str, username: str):
     page = context.new_page()
     page.watch = PageWatch(page, origin)
-    page.goto(f"{origin}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{origin}/")
+    log_in(page, origin, username, PASSWORD)
     return page
 
 

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PageWatch
-from tests.browser.helpers import ROOT, Served
+from tests.browser.helpers import ROOT, Served, log_in
 
 REPLIES = ROOT / "examples" / "support-desk.replies.yaml"
 BASELINE, CANDIDATE = "scripted/good", "scripted/sloppy@concise"
@@ -60,12 +60,7 @@ def test_the_form_launches_a_scripted_variant_run_with_a_judge_repeats_and_a_cap
     page = chromium.new_page()
     watch = PageWatch(page, base)
     try:
-        page.context.clear_cookies()
-        page.goto(f"{base}/login/")
-        page.fill("#id_username", "admin")
-        page.fill("#id_password", password)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
+        log_in(page, base, "admin", password)
 
         # the empty dashboard offers the demo suite's run form
         nav = page.locator("nav[aria-label=Main] a[aria-current=page]")

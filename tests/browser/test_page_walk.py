@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.urls import get_resolver, reverse
 
 from runs.models import Decision, Pair, Run, SuiteVersion
-from tests.browser.helpers import ROOT, execute_in_thread
+from tests.browser.helpers import ROOT, execute_in_thread, log_in
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -191,10 +191,7 @@ def test_every_page_fits_1280_px_with_a_quiet_console(walk_data, page, live_serv
 
     page.context.clear_cookies()
     look("login")
-    page.fill("#id_username", "staff")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
+    log_in(page, base, "staff", PASSWORD, open_form=False)
 
     pair = Pair.objects.filter(run=after).order_by("pk").first()
     look("dashboard")

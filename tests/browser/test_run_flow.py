@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PageWatch
-from tests.browser.helpers import EVALSITE, ROOT, Served, server_env
+from tests.browser.helpers import EVALSITE, ROOT, Served, log_in, server_env
 
 DEFAULTS = ("anthropic/claude-haiku-4-5", "google/gemini-2.5-flash")
 REASONING = "Kappa is below the floor: label more pairs before switching models."
@@ -56,12 +56,7 @@ def test_launch_watch_read_review_decide_and_compare_in_the_browser(served, chro
     page.on("request", lambda r: "part=progress" in r.url and polls.append(r.url))
     try:
         # log in with the printed credentials
-        page.context.clear_cookies()
-        page.goto(f"{base}/login/")
-        page.fill("#id_username", "admin")
-        page.fill("#id_password", password)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
+        log_in(page, base, "admin", password)
 
         # the demo suite's page, from the dashboard
         page.get_by_role("link", name="support-desk", exact=True).click()
