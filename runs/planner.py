@@ -116,7 +116,7 @@ class Plan:
 
     @property
     def missing_keys(self) -> list[str]:
-        return [name for name in self.keys if not self.options.env.get(name, "").strip()]
+        return missing_keys(self.keys, self.options.env)
 
     @property
     def over_cap(self) -> bool:
@@ -249,6 +249,11 @@ def needed_keys(models, endpoints, *, fake: bool = False) -> dict[str, list[str]
     return keys
 
 
+def missing_keys(keys: Mapping[str, list[str]], env: Mapping[str, str]) -> list[str]:
+    """The variables of `keys` that `env` does not set (blank counts as not set)."""
+    return [name for name in keys if not env.get(name, "").strip()]
+
+
 def keys_line(keys: dict[str, list[str]], env) -> str:
     """One line naming each key a real run needs and whether it is set here."""
     if not keys:
@@ -263,11 +268,7 @@ def keys_line(keys: dict[str, list[str]], env) -> str:
 def _check_keys(contestants, judge_model, endpoints, options: RunOptions) -> dict[str, list[str]]:
     models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
     keys = needed_keys(models, endpoints, fake=options.fake)
-    missing = [
-        f"{name} (for {', '.join(models)})"
-        for name, models in keys.items()
-        if not options.env.get(name, "").strip()
-    ]
+    missing = [f"{name} (for {', '.join(keys[name])})" for name in missing_keys(keys, options.env)]
     if missing and not options.dry_run:
         raise PlanError(
             "missing API keys, set them in the environment before running: " + ", ".join(missing)
