@@ -47,7 +47,6 @@ from evalsite.core.providers import (
     RepliesFileError,
     ScriptedReplies,
     build_contestant_providers,
-    build_providers,
     make_client,
     prepare_client,
 )
@@ -198,25 +197,19 @@ class Shard:
     def _build_providers(self) -> None:
         options = self.options
         replies = ScriptedReplies.load(options.replies) if options.replies else None
+        contestants = self.run_row.contestants
         judge_model = self.run_row.judge.get("model")
-        built = build_providers(
-            [judge_model] if judge_model else [],
+        built = build_contestant_providers(
+            [*contestants, *([judge_model] if judge_model else [])],
             env=os.environ,
             endpoints=endpoint_configs(),
             replies=replies,
             fake=options.fake,
         )
-        self.providers: dict[str, Provider] = build_contestant_providers(
-            self.run_row.contestants,
-            env=os.environ,
-            endpoints=endpoint_configs(),
-            replies=replies,
-            fake=options.fake,
-        )
+        self.providers: dict[str, Provider] = {c: built[c] for c in contestants}
         self.judge = built[judge_model] if judge_model else None
         limits = Limits(options.concurrency or settings.EVALSITE_MAX_CONCURRENCY)
-        contestant_models = [c.partition("@")[0] for c in self.run_row.contestants]
-        models = dict.fromkeys([*contestant_models, *built])
+        models = dict.fromkeys(c.partition("@")[0] for c in built)  # one gate a model
         self.gates = {model: ModelGate(limits.share(self.shards)) for model in models}
         self.first_calls: dict[str, asyncio.Event] = {}
         self.concurrency = sum(gate.limits.max_concurrency for gate in self.gates.values())
