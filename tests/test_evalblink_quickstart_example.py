@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from evalsite.core.report.summary import summary_lines
+from evalsite.core.report.summary import contestant_table, summary_lines
 from runs.models import Price, PriceTable, Run
 from runs.prices import ensure_default_table
 
@@ -132,3 +132,5 @@ def test_a_run_whose_judge_only_grades_says_so_and_calls_nothing_uncalibrated(ca
     lines = summary_lines(report)
     assert "  no task is judged in pairs: no win-rates (the judge grades answers)" in lines
     assert not any(" win-rate " in line for line in lines)
+    table = contestant_table(report)
+    assert "UNCALIBRATED" not in "\n".join(table) and "no pairs" in table[2]

@@ -201,6 +201,8 @@ def _win_rate_cell(ctx: Context, name: str) -> tuple[str, str]:
         return "baseline", ""
     if not ctx.report.get("judge"):
         return "no judge", ""
+    if not ctx.report.get("pairwise", True):
+        return "no pairs", ""  # the judge only grades: there is no win-rate to calibrate
     row = ctx.get("win_rates").get(name)
     if not row:
         return num.MISSING, ""
