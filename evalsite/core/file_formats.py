@@ -5,7 +5,8 @@
   :mod:`~evalsite.core.yamlsafe`.
 - :func:`load_cases`: a cases file; JSONL (``.jsonl``: one case object a line, blank lines
   skipped) or CSV (``.csv``: header ``id,<var columns…>[,tags]``, tags separated by ``;``,
-  every value text; a field holds at most 131,072 characters, the csv module's limit).
+  every value text; a field holds at most 131,072 characters, the csv module's limit). In
+  either, a var whose value is ``file://PATH`` is a file the case attaches (``files:``).
 
 Both bound size and node count and check UTF-8 and NUL like the suite file, refuse NUL
 characters and lone surrogates in any string, and raise SuiteError with every problem found
@@ -135,7 +136,35 @@ def load_cases(data: bytes, *, filename: str) -> tuple[YamlDocument, list[Proble
     )
     _check_nodes(rows, filename)
     problems += value_problems(rows, SourceMap(filename, lines))
+    for index, row in enumerate(rows):
+        _file_columns(row, index, lines)
     return YamlDocument(rows, lines, {}), problems
+
+
+FILE_SCHEME = "file://"
+
+
+def _file_columns(row: Any, index: int, lines: dict[Path, int]) -> None:
+    """Move each var whose value is ``file://PATH`` into the case's ``files`` as PATH: in a
+    cases file that is how a column names a file (relative to the suite's folder)."""
+    if not isinstance(row, dict) or not isinstance(row.get("vars"), dict):
+        return
+    named = {
+        name: value[len(FILE_SCHEME) :]
+        for name, value in row["vars"].items()
+        if isinstance(value, str) and value.startswith(FILE_SCHEME)
+    }
+    if not named:
+        return
+    files = row.setdefault("files", {})
+    if not isinstance(files, dict):
+        return
+    for name, path in named.items():
+        del row["vars"][name]
+        files.setdefault(name, path)
+        line = lines.get((index, "vars", name), lines.get((index,)))
+        if line is not None:
+            lines[(index, "files", name)] = line
 
 
 def _jsonl_rows(text: str, filename: str) -> tuple[list[Any], dict[Path, int], list[Problem]]:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalsite.core.providers.capabilities import accepts
 from evalsite.core.scoring.json_answer import find_json
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXCLUSION_REASONS", "PROMPT_VERSION", "PairSide", "VerdictUnparseable", "exclusion_reason",
     "judge_config", "judge_messages", "parse_verdict", "retry_messages", "shown_to_side",
+    "with_media",
 ]  # fmt: skip
 
 # Why a pair was not judged (or its judgement not counted), in the order they are checked.
@@ -186,3 +188,22 @@ def shown_to_side(winner: str, order: int) -> str:
         return "tie"
     baseline_shown = "1" if order == 1 else "2"
     return "baseline" if winner == baseline_shown else "candidate"
+
+
+def with_media(
+    messages: Sequence[Mapping[str, Any]], media: Sequence[Mapping[str, Any]], judge_model: str
+) -> list[dict[str, Any]]:
+    """The judge's messages with the files the answerers were shown: the parts the judge's
+    model accepts go before its last message's text; each one it does not accept is named
+    in that text instead, so the judge knows the answers speak of something it cannot see."""
+    if not media:
+        return [dict(message) for message in messages]
+    *head, last = (dict(message) for message in messages)
+    shown = [part for part in media if accepts(judge_model, part["type"], part["media_type"])]
+    unseen = [part for part in media if part not in shown]
+    text = str(last["content"])
+    if unseen:
+        names = ", ".join(f"{p['type']} '{p['name']}' ({p['media_type']})" for p in unseen)
+        text += f"\n\n(The answerers were also shown {names}, which you cannot see.)"
+    last["content"] = [*(dict(part) for part in shown), {"type": "text", "text": text}]
+    return [*head, last]

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from evalsite.core.media import hashed_part, token_ceiling, token_estimate
 from evalsite.core.pricing import PriceRow, Usage, call_cost
-from evalsite.core.providers.base import Provider, Request
+from evalsite.core.providers.base import Provider, Request, message_text, request_media
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.suite_parts import Case, Task
 from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
@@ -156,6 +157,12 @@ def request_hash(
     The timeout is left out: waiting longer does not change the answer.
     """
     fields = {k: v for k, v in request.to_json().items() if k != "timeout_s"}
+    fields["messages"] = [
+        {**m, "content": [hashed_part(p) for p in m["content"]]}
+        if isinstance(m["content"], list)
+        else m
+        for m in fields["messages"]
+    ]
     payload = {
         "provider": provider,
         "adapter": adapter_version,
@@ -169,20 +176,24 @@ def request_hash(
 
 
 def prompt_chars(request: Request) -> int:
-    text = sum(len(message["content"]) for message in request.messages)
+    text = sum(len(message_text(message)) for message in request.messages)
     return text + (len(json.dumps(request.schema)) if request.schema else 0)
 
 
 def prompt_bytes(request: Request) -> int:
-    text = sum(len(m["content"].encode("utf-8", "surrogatepass")) for m in request.messages)
+    text = sum(len(message_text(m).encode("utf-8", "surrogatepass")) for m in request.messages)
     return text + (len(json.dumps(request.schema).encode()) if request.schema else 0)
 
 
 def input_tokens(request: Request, *, worst: bool = False) -> int:
+    """The input tokens of a call: expected, or with ``worst`` at most (text a token a
+    byte, each media part at its ceiling, :mod:`evalsite.core.media`)."""
     overhead = MESSAGE_OVERHEAD_TOKENS * len(request.messages)
+    media = request_media(request)
     if worst:
-        return prompt_bytes(request) + overhead
-    return math.ceil(prompt_chars(request) / ESTIMATE_CHARS_PER_TOKEN) + overhead
+        return prompt_bytes(request) + overhead + sum(map(token_ceiling, media))
+    text = math.ceil(prompt_chars(request) / ESTIMATE_CHARS_PER_TOKEN)
+    return text + overhead + sum(map(token_estimate, media))
 
 
 def max_output_tokens(request: Request) -> int:

@@ -21,15 +21,19 @@ or Jinja2 (:mod:`~evalsite.core.jinja`).
 from __future__ import annotations
 
 import difflib
+import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalsite.core import jinja
+from evalsite.core.media import KIND_NAMES, KINDS
 from evalsite.core.problems import Path, Problem, SourceMap, format_path
-from evalsite.core.suite_parts import Prompt
+from evalsite.core.providers.capabilities import accepts, refusal
+from evalsite.core.suite_parts import Case, Prompt
 from evalsite.core.templating import (
+    NAME,
     TemplateError,
     VarValue,
     format_value,
@@ -47,11 +51,45 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Piece:
-    """One message template: its role, its text and the key path it was written at."""
+    """One message template: its role, its content (a text, or a tuple of parts as written:
+    ``{text: …}``, ``{image: NAME}``…) and the key path it was written at."""
 
     role: str
-    text: str
+    content: str | tuple[Mapping[str, Any], ...]
     path: Path
+
+    def texts(self) -> list[tuple[Path, str]]:
+        """(path, template) of each text this message renders."""
+        if isinstance(self.content, str):
+            return [(self.path, self.content)]
+        return [
+            ((*self.path, k, "text"), part["text"])
+            for k, part in enumerate(self.content)
+            if isinstance(part.get("text"), str)
+        ]
+
+    def media(self) -> list[tuple[Path, str, str]]:
+        """(path, kind, file name) of each media part of this message."""
+        if isinstance(self.content, str):
+            return []
+        return [
+            ((*self.path, k, kind), kind, file_name(value))
+            for k, part in enumerate(self.content)
+            for kind, value in part.items()
+            if kind in KINDS and isinstance(value, str)
+        ]
+
+
+_FILE_REF = re.compile(r"\{\{\s*files\.(" + NAME + r")\s*\}\}|(" + NAME + r")")
+
+
+def file_name(value: str) -> str:
+    """The case file a media part names: ``photo``, or ``{{ files.photo }}`` as evaling
+    writes it."""
+    match = _FILE_REF.fullmatch(value.strip())
+    if match is None:
+        return value.strip()
+    return match.group(1) or match.group(2)
 
 
 @dataclass(frozen=True)
@@ -75,10 +113,25 @@ def render_messages(
     if variant is not None:
         suite.variant(variant)  # ValueError for a variant the suite does not declare
     pieces = message_pieces(suite, index, variant)
-    return [
-        {"role": piece.role, "content": render_text(suite, piece.text, case.vars)}
-        for piece in pieces
-    ]
+    return [{"role": piece.role, "content": _content(suite, piece, case)} for piece in pieces]
+
+
+def _content(suite: Suite, piece: Piece, case: Case) -> str | list[dict[str, Any]]:
+    """A message's rendered content: a text, or its parts with each file named by the case
+    as a reference to that file (a system message's parts are joined into one text)."""
+    if isinstance(piece.content, str):
+        return render_text(suite, piece.content, case.vars)
+    if piece.role == "system":
+        return "\n\n".join(render_text(suite, text, case.vars) for _, text in piece.texts())
+    parts: list[dict[str, Any]] = []
+    for part in piece.content:
+        if isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": render_text(suite, part["text"], case.vars)})
+            continue
+        kind, value = next(iter(part.items()))
+        name = file_name(str(value))
+        parts.append(suite.media[case.files[name]].part(kind, name))
+    return parts
 
 
 def render_text(suite: Suite, text: str, variables: Mapping[str, VarValue]) -> str:
@@ -121,7 +174,7 @@ def message_pieces(suite: Suite, index: int, variant: str | None) -> list[Piece]
     if system is None and isinstance(suite.defaults.get("system"), str):
         system = Piece("system", suite.defaults["system"], ("defaults", "system"))
     prompt_layer = next(layer for layer in layers if layer.prompt is not None)
-    head = [system] if system is not None and system.text else []
+    head = [system] if system is not None and system.content else []
     return head + _turns(prompt_layer)
 
 
@@ -130,10 +183,16 @@ def _system_of(layer: _Layer) -> Piece | None:
         return Piece("system", layer.system, (*layer.path, "system"))
     if _leading_system(layer.prompt):
         assert isinstance(layer.prompt, tuple)
-        return Piece(
-            "system", str(layer.prompt[0].get("content", "")), (*layer.path, "prompt", 0, "content")
-        )
+        content = _written_content(layer.prompt[0])
+        return Piece("system", content, (*layer.path, "prompt", 0, "content"))
     return None
+
+
+def _written_content(message: Mapping[str, Any]) -> str | tuple[Mapping[str, Any], ...]:
+    content = message.get("content", "")
+    if isinstance(content, list | tuple):
+        return tuple(part for part in content if isinstance(part, Mapping) and len(part) == 1)
+    return str(content)
 
 
 def _leading_system(prompt: Prompt | None) -> bool:
@@ -147,7 +206,7 @@ def _turns(layer: _Layer) -> list[Piece]:
     return [
         Piece(
             str(message.get("role", "user")),
-            str(message.get("content", "")),
+            _written_content(message),
             (*layer.path, "prompt", k, "content"),
         )
         for k, message in messages
@@ -179,7 +238,8 @@ def _task_problems(
 ) -> tuple[list[Problem], list[Problem]]:
     task = suite.tasks[index]
     sets = {variant: message_pieces(suite, index, variant) for variant in (None, *suite.variants)}
-    texts = {piece.path: piece.text for pieces in sets.values() for piece in pieces}
+    texts = {path: text for pieces in sets.values() for piece in pieces
+             for path, text in piece.texts()}  # fmt: skip
     jinja2 = suite.templating == JINJA2
     errors = [
         sources.problem(path, message)
@@ -201,6 +261,7 @@ def _task_problems(
                 else _render_failures(case.vars, sets)
             )
         ]
+        errors += _media_problems(suite, task.id, case, case_path, sets, sources)
         for name in case.vars:
             if name not in used:
                 unused[name].append((*case_path, "vars", name))
@@ -248,12 +309,12 @@ def _render_failures(
     where: dict[str, dict[str, None]] = defaultdict(dict)
     variants: dict[str, set[str | None]] = defaultdict(set)
     for variant, pieces in sets.items():
-        for piece in pieces:
+        for path, text in (item for piece in pieces for item in piece.texts()):
             try:
-                render(piece.text, variables)
+                render(text, variables)
             except TemplateError as error:
                 for name in error.missing:
-                    where[name][format_path(piece.path)] = None
+                    where[name][format_path(path)] = None
                     variants[name].add(variant)
     messages = []
     for name, paths in where.items():
@@ -275,25 +336,56 @@ def _jinja_failures(
     """
     found: dict[tuple[str, str], set[str | None]] = defaultdict(set)
     for variant, pieces in sets.items():
-        for piece in pieces:
-            if piece.text in stopped or jinja.check(piece.text) is not None:
+        for path, text in (item for piece in pieces for item in piece.texts()):
+            if text in stopped or jinja.check(text) is not None:
                 continue
             try:
-                jinja.render(piece.text, variables)
+                jinja.render(text, variables)
             except jinja.JinjaError as error:
                 if error.over_budget:
-                    stopped.add(piece.text)
+                    stopped.add(text)
                 message = _at_line(error) + error.message
                 close = difflib.get_close_matches(error.undefined or "", list(variables), n=1)
                 if error.undefined and close:
                     message += f" - the case has var '{close[0]}'"
-                found[(format_path(piece.path), message)].add(variant)
+                found[(format_path(path), message)].add(variant)
     messages = []
     for (path, message), variants in found.items():
         if None not in variants:
             path += f" (variant {', '.join(sorted(str(v) for v in variants))})"
         messages.append(f"fails to render {path}: {message}")
     return messages
+
+
+def _media_problems(
+    suite: Suite,
+    task_id: str,
+    case: Case,
+    case_path: Path,
+    sets: Mapping[str | None, list[Piece]],
+    sources: SourceMap,
+) -> list[Problem]:
+    """Each media part of any variant whose file the case does not attach, or whose file
+    is not of the part's kind, named by the case and the part."""
+    problems: dict[Path, Problem] = {}
+    for path, kind, name in (m for pieces in sets.values() for p in pieces for m in p.media()):
+        where = f"case '{case.id}' of task '{task_id}'"
+        written = case.files.get(name)
+        media = suite.media.get(written) if written is not None else None
+        if written is None:
+            listed = ", ".join(sorted(case.files)) or "none"
+            message = (
+                f"{where} attaches no file '{name}' for the {kind} part at "
+                f"{format_path(path)} (its files: {listed})"
+            )
+            problems.setdefault(path, sources.problem((*case_path, "files"), message))
+        elif media is not None and media.kind != kind:
+            message = (
+                f"{where}: file '{name}' ({written}) is {media.media_type}, not "
+                f"{KIND_NAMES[kind]}, but the part at {format_path(path)} sends it as {kind}"
+            )
+            problems.setdefault(path, sources.problem((*case_path, "files", name), message))
+    return list(problems.values())
 
 
 def _coercions(
@@ -317,3 +409,51 @@ def _coercions(
         )
         warnings.append(sources.problem(path, message, severity="warning"))
     return warnings
+
+
+def media_unknowns(suite: Suite, contestants: Sequence[str]) -> list[tuple[Path, str]]:
+    """(where, warning) for each model the capability table does not know that is sent a
+    media part: one per model, at the first part sent to it."""
+    found: dict[str, tuple[Path, str]] = {}
+    for text, _, at, _, kind, media in _sent_media(suite, contestants):
+        model = text.partition("@")[0]
+        if model not in found and accepts(model, kind, media.media_type) is None:
+            found[model] = (
+                at,
+                f"evalsite does not know which media {model} takes; it is sent the {kind} "
+                f"{media.path} as written, and its provider decides at the first call",
+            )
+    return list(found.values())
+
+
+def _sent_media(suite: Suite, contestants: Sequence[str]):
+    """(contestant, case, where, kind, file) for every media part each contestant sends,
+    ``where`` being the part's key path."""
+    for text in contestants:
+        variant = text.partition("@")[2] or None
+        for index, task in enumerate(suite.tasks):
+            pieces = message_pieces(suite, index, variant)
+            for case_index, case in enumerate(task.cases):
+                for where, kind, name in (m for piece in pieces for m in piece.media()):
+                    media = suite.media.get(case.files.get(name, ""))
+                    if media is not None and media.kind == kind:  # else: _media_problems
+                        at = ("tasks", index, "cases", case_index, "files", name)
+                        yield text, f"case '{case.id}' of task '{task.id}'", at, where, kind, media
+
+
+def media_refusals(suite: Suite, contestants: Sequence[str]) -> list[tuple[Path, str]]:
+    """(where, error) for each media part a contestant's model does not accept: one per
+    model, part and file type, naming the first case that sends it and how many do."""
+    found: dict[tuple[str, Path, str], list[tuple[Path, str]]] = defaultdict(list)
+    for text, label, at, where, kind, media in _sent_media(suite, contestants):
+        model = text.partition("@")[0]
+        part = f"the {kind} part at {format_path(where)}"
+        error = refusal(model, kind, media.media_type, part)
+        if error is not None:
+            found[(model, where, media.media_type)].append((at, f"{label}: {error}"))
+    problems = []
+    for cases in found.values():
+        path, message = cases[0]
+        more = f" ({len(cases) - 1} more case(s) send the same)" if len(cases) > 1 else ""
+        problems.append((path, message + more))
+    return problems

@@ -1,4 +1,5 @@
-"""Files a suite refers to: ``schema_path``, ``cases_path``, ``labels_path`` and ``replies``.
+"""Files a suite refers to: ``schema_path``, ``cases_path``, ``labels_path``, ``replies``
+and the media its cases attach (``files:``).
 
 Contract:
 
@@ -13,6 +14,10 @@ Contract:
 - Formats (:mod:`~evalsite.core.file_formats`): schema and labels files are JSON or YAML,
   labels holding a list or ``{labels: [...]}``; cases are JSONL or CSV.
 - The replies file (SPEC §4) is only checked to exist; the scripted adapter reads it.
+- A case's ``files:`` (and a cases file's ``file://`` values) are media the prompt sends
+  (:mod:`~evalsite.core.media`): read within :data:`MAX_MEDIA_BYTES`, typed by their bytes
+  and hashed; each written path becomes its normalised relative path, and the suite's hash
+  covers every file's hash.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 from evalsite.core.file_formats import load_cases, load_document
 from evalsite.core.input_limits import MAX_BYTES, size_message
+from evalsite.core.media import MAX_MEDIA_BYTES, MediaError, MediaFile, describe
 from evalsite.core.problems import Path, Problem, SourceMap, SuiteError
 from evalsite.core.schema_errors import schema_problems
 
@@ -47,32 +53,61 @@ class Attachments:
     files: dict[str, bytes] = field(default_factory=dict)  # relative posix path -> bytes
     replies_path: FsPath | None = None
     problems: list[Problem] = field(default_factory=list)
+    media: dict[str, MediaFile] = field(default_factory=dict)  # relative posix path -> file
 
 
-def read_bounded(path: FsPath) -> bytes:
-    """The bytes of a regular file, refusing one over MAX_BYTES before reading it all."""
+def read_bounded(path: FsPath, *, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file, refusing one over ``limit`` before reading it all."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
             raise UnreadableFile("not a regular file")
-        if info.st_size > MAX_BYTES:
-            raise UnreadableFile(size_message(info.st_size))
+        if info.st_size > limit:
+            raise UnreadableFile(
+                size_message(info.st_size)
+                if limit == MAX_BYTES
+                else f"{info.st_size:,} bytes is over the limit of {limit:,} for this file"
+            )
         with path.open("rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         raise UnreadableFile("file not found") from None
     except OSError as error:
         raise UnreadableFile(f"cannot read the file: {error.strerror or error}") from None
-    if len(data) > MAX_BYTES:  # it grew, or stat lied (a device or /proc file)
-        raise UnreadableFile(f"file holds more than the limit of {MAX_BYTES:,} bytes")
+    if len(data) > limit:  # it grew, or stat lied (a device or /proc file)
+        raise UnreadableFile(f"file holds more than the limit of {limit:,} bytes")
     return data
 
 
 def attach_files(
-    document: dict[str, Any], sources: SourceMap, *, base_dir: FsPath | None, origin: str
+    document: dict[str, Any],
+    sources: SourceMap,
+    *,
+    base_dir: FsPath | None,
+    origin: str,
+    stored_media: Mapping[str, MediaFile] | None = None,
 ) -> Attachments:
-    """Read, check and inline every file ``document`` refers to (see the module contract)."""
+    """Read, check and inline every file ``document`` refers to (see the module contract),
+    then describe every file a case attaches (``files:``); ``stored_media`` stands in for
+    the suite's folder when a stored version is parsed again."""
     result = Attachments(copy.deepcopy(document))
+    _attach_references(result, document, sources, base_dir=base_dir, origin=origin)
+    for path, written in _case_files(result.document):
+        if stored_media is not None:
+            _stored_media(result, path, written, stored_media, sources)
+        else:
+            _read_media(result, path, written, sources, base_dir=base_dir, origin=origin)
+    return result
+
+
+def _attach_references(
+    result: Attachments,
+    document: dict[str, Any],
+    sources: SourceMap,
+    *,
+    base_dir: FsPath | None,
+    origin: str,
+) -> None:
     for path, written in _references(document):
         key = str(path[-1])
         if base_dir is None or origin != "file":
@@ -92,7 +127,66 @@ def attach_files(
         result.files[relative] = data
         display = posixpath.normpath(posixpath.join(posixpath.dirname(sources.file), relative))
         _inline(result, path, data, display=display, sources=sources)
-    return result
+
+
+def _case_files(document: dict[str, Any]) -> list[tuple[Path, str]]:
+    """(key path, written path) of every file every case attaches, in document order."""
+    found: list[tuple[Path, str]] = []
+    tasks = document.get("tasks")
+    for t, task in enumerate(tasks if isinstance(tasks, list) else []):
+        cases = task.get("cases") if isinstance(task, dict) else None
+        for c, case in enumerate(cases if isinstance(cases, list) else []):
+            files = case.get("files") if isinstance(case, dict) else None
+            for name, written in (files if isinstance(files, dict) else {}).items():
+                if isinstance(written, str) and written:
+                    found.append((("tasks", t, "cases", c, "files", name), written))
+    return found
+
+
+def _read_media(
+    result: Attachments,
+    path: Path,
+    written: str,
+    sources: SourceMap,
+    *,
+    base_dir: FsPath | None,
+    origin: str,
+) -> None:
+    """Hash and type one attached file, read from the suite's folder (files only)."""
+    if base_dir is None or origin != "file":
+        message = "files: is allowed only for suites loaded from a file (paths in its folder)"
+        result.problems.append(sources.problem(path, message))
+        return
+    try:
+        target, relative = _resolve(base_dir, written)
+        if relative in result.media:
+            return
+        data = read_bounded(target, limit=MAX_MEDIA_BYTES)
+        result.media[relative] = describe(data, relative, str(target))
+    except (UnreadableFile, MediaError) as error:
+        result.problems.append(sources.problem(path, f"{written}: {error}"))
+        return
+    _set(result.document, path, relative)
+
+
+def _stored_media(
+    result: Attachments,
+    path: Path,
+    written: str,
+    stored: Mapping[str, MediaFile],
+    sources: SourceMap,
+) -> None:
+    if written in stored:
+        result.media[written] = stored[written]
+    else:
+        result.problems.append(sources.problem(path, f"{written}: not kept with this version"))
+
+
+def _set(document: dict[str, Any], path: Path, value: Any) -> None:
+    node: Any = document
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
 
 
 def _references(document: dict[str, Any]) -> list[tuple[Path, str]]:

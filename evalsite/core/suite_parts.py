@@ -14,7 +14,7 @@ from typing import Any
 
 from evalsite.core.templating import VarValue
 
-Message = Mapping[str, str]
+Message = Mapping[str, Any]  # {role, content}: content a text or a list of parts
 Prompt = str | tuple[Message, ...]
 
 
@@ -45,6 +45,7 @@ class Case:
 
     id: str
     vars: Mapping[str, VarValue] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)  # name -> path in the suite folder
     tags: tuple[str, ...] = ()
     checks: tuple[Mapping[str, Any], ...] = ()
     check: Mapping[str, Any] | None = None
@@ -58,6 +59,11 @@ class Case:
         return cls(
             id=as_type(raw.get("id"), str, ""),
             vars=as_type(raw.get("vars"), dict, {}),
+            files={
+                name: path
+                for name, path in as_type(raw.get("files"), dict, {}).items()
+                if isinstance(path, str)
+            },
             tags=string_items(raw.get("tags")),
             checks=dict_items(raw.get("checks")),
             check=check,
@@ -107,6 +113,7 @@ class Task:
     weighted_match: Mapping[str, Any] | None = None
     variants: Mapping[str, TaskVariant] = field(default_factory=dict)
     params: Mapping[str, Any] = field(default_factory=dict)
+    cases_from: Mapping[str, Any] | None = None  # a datasource: cases come at run time
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Task:
@@ -135,6 +142,7 @@ class Task:
             weighted_match=as_type(raw.get("weighted_match"), dict, None),
             variants=variants,
             params={key: raw[key] for key in _PARAM_KEYS if key in raw},
+            cases_from=as_type(raw.get("cases_from"), dict, None),
         )
 
     @property

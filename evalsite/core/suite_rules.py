@@ -27,6 +27,7 @@ from evalsite.core import judge_warnings
 from evalsite.core.json_schemas import task_schema_problems
 from evalsite.core.problems import Path, Problem, SourceMap
 from evalsite.core.prompts import template_problems
+from evalsite.core.scoring.evalpin import is_json_scalar
 from evalsite.core.scoring.matching import expected_problems, spec_problems
 from evalsite.core.suite_parts import Prompt, Task
 from evalsite.core.suite_schema import CONTESTANT
@@ -40,9 +41,11 @@ JSON_PATH = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\]|\['[^']*'\]|\[\"
 
 
 def rule_problems(
-    suite: Suite, sources: SourceMap, coerced: Mapping[Path, str]
+    suite: Suite, sources: SourceMap, coerced: Mapping[Path, str], *, stripped: bool = False
 ) -> tuple[list[Problem], list[Problem]]:
-    """All cross-reference, schema-validity, check and template problems: (errors, warnings)."""
+    """All cross-reference, schema-validity, check and template problems: (errors, warnings).
+    A `stripped` suite (a no-look suite as stored) has no case data: what reads it (the
+    templates' vars, a weighted match's `expected`) is not checked."""
     at = sources.problem
     errors = (
         _duplicate_ids(suite, sources) + _variant_problems(suite, at) + _label_problems(suite, at)
@@ -53,9 +56,11 @@ def rule_problems(
         errors += _check_problems(task, index, suite.origin, at)
         errors += _exec_check_problems(task, index, at)
         errors += _grade_problems(task, index, suite.judge is not None, at)
-        errors += _match_problems(task, index, at)
+        errors += [] if stripped else _match_problems(task, index, at)
     for name, spec in suite.variant_specs.items():
         errors += _layer_problems(spec.prompt, spec.system, ("variants", name), at)
+    if stripped:
+        return errors, _judge_warnings(suite, at)
     template_errors, warnings = template_problems(suite, sources, coerced)
     return errors + template_errors, warnings + _judge_warnings(suite, at)
 
@@ -187,6 +192,13 @@ def _layer_problems(prompt: Prompt | None, system: str | None, path: Path, at: A
                 "the system prompt is given twice: by 'system' and by the first message",
             )
         )
+    problems += [
+        at((*path, "prompt", k, "content", j), "a system message takes text parts only")
+        for k, message in enumerate(prompt)
+        if message.get("role") == "system" and isinstance(message.get("content"), list)
+        for j, part in enumerate(message["content"])
+        if isinstance(part, dict) and "text" not in part
+    ]
     if all(role == "system" for role in roles):
         problems.append(
             at((*path, "prompt"), "a messages prompt needs a user or assistant message")
@@ -227,6 +239,16 @@ def _check_problems(task: Task, index: int, origin: str, at: At) -> list[Problem
                 "json_path.path must look like $.a.b[0] or $['key'] (names, indexes, quoted keys)"
             )
             problems.append(at((*path, "json_path", "path"), message))
+        if (
+            isinstance(json_path, dict)
+            and json_path.get("compare") == "json_spelling"
+            and not is_json_scalar(json_path.get("equals"))
+        ):
+            message = (
+                "with compare: json_spelling, equals is a text holding one JSON scalar as "
+                "spelled, e.g. '1.0', '\"Ana\"', 'true' or 'null'"
+            )
+            problems.append(at((*path, "json_path", "equals"), message))
         if "python" in check and origin == "upload":
             message = (
                 "python checks are allowed only in suites loaded from a file "

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evalsite.core.media import PART_TYPES
 from evalsite.core.templating import NAME
 
 IDENTIFIER = r"^[a-z0-9][a-z0-9-]{0,63}$"
@@ -86,10 +87,36 @@ DEFS: dict[str, Any] = {
     "stop": {"type": ["string", "array"], "items": {"type": "string", "minLength": 1}},
     "tags": {"type": "array", "items": {"type": "string", "minLength": 1}},
     "message": _object(
-        {"role": {"enum": ["system", "user", "assistant"]}, "content": {"type": "string"}},
+        {
+            "role": {"enum": ["system", "user", "assistant"]},
+            "content": {
+                "type": ["string", "array"],
+                "minItems": 1,
+                "items": _ref("part"),
+                "x-message": "content is a text, or a list of parts (text, image, file, audio, "
+                "video)",
+            },
+        },
         "role",
         "content",
     ),
+    "part": _object(
+        {kind: {"type": "string", "minLength": 1} for kind in PART_TYPES},
+        rules=[
+            _exactly_one(
+                *PART_TYPES,
+                message=f"a content part needs exactly one of: {', '.join(PART_TYPES)}",
+            )
+        ],
+    ),
+    "files": {
+        "type": "object",
+        "propertyNames": {
+            "pattern": f"^{NAME}$",
+            "x-message": "file names are letters, digits, _ and -",
+        },
+        "additionalProperties": _ref("path"),
+    },
     "prompt": {
         "type": ["string", "array"],
         "minLength": 1,
@@ -121,6 +148,10 @@ DEFS: dict[str, Any] = {
                 {
                     "path": {"type": "string"},
                     "equals": {"type": ["string", "number", "boolean", "null"]},
+                    "compare": {
+                        "enum": ["value", "json_spelling"],
+                        "x-message": "compare is 'value' (the default) or 'json_spelling'",
+                    },
                 },
                 "path",
                 "equals",
@@ -131,6 +162,7 @@ DEFS: dict[str, Any] = {
                 "x-message": "must be 'module:function', e.g. 'scoring.triage:check'",
             },
             "case_sensitive": {"type": "boolean"},
+            "read": {"const": "evalpin", "x-message": "read takes 'evalpin' (docs/checks.md)"},
         },
         rules=[
             _exactly_one(
@@ -152,6 +184,7 @@ DEFS: dict[str, Any] = {
         {
             "id": _ref("identifier"),
             "vars": _ref("vars"),
+            "files": _ref("files"),
             "tags": _ref("tags"),
             "checks": _ref("checks"),
             "check": _ref("exec_check"),
@@ -189,6 +222,18 @@ DEFS: dict[str, Any] = {
         **_STRICT,
     },
     "task_schema": {"type": ["object", "boolean"]},
+    # A datasource: the cases come at run time from a callable or a command (core.datasource).
+    "cases_from": _object(
+        {
+            "python": {
+                "type": "string",
+                "pattern": PYTHON_REF,
+                "x-message": "must be 'module:function', e.g. 'sources.tickets:cases'",
+            },
+            "command": {"type": "array", "minItems": 1, "items": _ref("text")},
+        },
+        rules=[_exactly_one("python", "command", message="give 'python' or 'command'")],
+    ),
     "task": _object(
         {
             "id": _ref("identifier"),
@@ -230,6 +275,7 @@ DEFS: dict[str, Any] = {
             "timeout_s": _TIMEOUT,
             "cases": _ref("cases"),
             "cases_path": _ref("path"),
+            "cases_from": _ref("cases_from"),
         },
         "id",
         "prompt",
@@ -237,7 +283,8 @@ DEFS: dict[str, Any] = {
             _exactly_one(
                 "cases",
                 "cases_path",
-                message="a task needs exactly one of 'cases' and 'cases_path'",
+                "cases_from",
+                message="a task needs exactly one of 'cases', 'cases_path' and 'cases_from'",
             ),
             _not_both("schema", "schema_path"),
         ],
@@ -338,6 +385,7 @@ SUITE_SCHEMA: dict[str, Any] = {
                     }
                 ),
             },
+            "privacy": _object({"no_look": {"type": "boolean"}}),
             "replies": _ref("path"),
             "labels": _ref("labels"),
             "labels_path": _ref("path"),

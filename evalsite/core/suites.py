@@ -31,8 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.core.keys import key_prefix, looks_like_key, redact
+from evalsite.core.media import MediaFile
 from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems, walk_strings
-from evalsite.core.prompts import render_messages, request_params
+from evalsite.core.prompts import (
+    media_refusals,
+    media_unknowns,
+    render_messages,
+    request_params,
+)
 from evalsite.core.schema_errors import schema_problems
 from evalsite.core.scoring.scorecard import Criterion, criteria_from, scorecard_problems
 from evalsite.core.suite_files import UnreadableFile, attach_files, read_bounded
@@ -59,6 +65,7 @@ __all__ = [
 ]  # fmt: skip
 
 ORIGINS = ("file", "upload")
+MEDIA_KEY = "_media"  # a stored version's table of attached files (Suite.stored_dict)
 MAX_PROBLEMS = 200
 
 
@@ -123,6 +130,8 @@ class Suite:
     replies: str | None = None
     replies_path: pathlib.Path | None = None
     files: tuple[str, ...] = ()
+    media: Mapping[str, MediaFile] = field(default_factory=dict, repr=False)
+    no_look: bool = False  # privacy.no_look: no case data is ever written (docs/no-look.md)
     warnings: tuple[Problem, ...] = ()
     variant_specs: Mapping[str, Variant] = field(default_factory=dict, repr=False)
     document: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -178,6 +187,14 @@ class Suite:
         """
         return copy.deepcopy(dict(self.document))
 
+    def stored_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` plus, under :data:`MEDIA_KEY`, what is known of each attached file
+        (hash, type, size), so a stored version parses again without the suite's folder."""
+        document = self.to_dict()
+        if self.media:
+            document[MEDIA_KEY] = {path: media.as_dict() for path, media in self.media.items()}
+        return document
+
 
 def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
     """A Suite from a (possibly invalid) document, taking only the well-formed parts."""
@@ -211,6 +228,7 @@ def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
         variants=tuple(variants),
         labels=tuple(SuiteLabel.from_dict(label) for label in dict_items(document.get("labels"))),
         replies=as_type(document.get("replies"), str, None),
+        no_look=as_type(as_type(document.get("privacy"), dict, {}).get("no_look"), bool, False),
         variant_specs=variants,
         document=document,
         **fields,
@@ -218,13 +236,21 @@ def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
 
 
 def parse_suite(
-    data: bytes, *, filename: str, base_dir: pathlib.Path | None = None, origin: str = "file"
+    data: bytes,
+    *,
+    filename: str,
+    base_dir: pathlib.Path | None = None,
+    origin: str = "file",
+    stored_media: Mapping[str, MediaFile] | None = None,
+    stripped: bool = False,
 ) -> Suite:
     """Parse and validate suite bytes; raise SuiteError with every error found.
 
     ``origin`` is "file" (CLI, suites directory, MCP) or "upload" (browser). Referenced files
     are read only for origin "file" with a ``base_dir``; ``python:`` checks are refused for
-    uploads. Warnings (unused vars, YAML coercions) end up in ``Suite.warnings``.
+    uploads. Warnings (unused vars, YAML coercions) end up in ``Suite.warnings``. A
+    ``stripped`` document is a no-look suite as stored (:mod:`~evalsite.core.no_look`): its
+    cases keep only ids and tags, so the checks that read case data are skipped.
     """
     if origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, not {origin!r}")
@@ -233,18 +259,26 @@ def parse_suite(
     problems = schema_problems(loaded.data, sources)
     if not isinstance(loaded.data, dict):
         raise SuiteError(problems)
-    attached = attach_files(loaded.data, sources, base_dir=base_dir, origin=origin)
+    attached = attach_files(
+        loaded.data, sources, base_dir=base_dir, origin=origin, stored_media=stored_media
+    )
     problems += attached.problems + _key_problems(attached.document, sources)
     suite = _build(
         attached.document,
-        sha256=_hash(data, attached.files),
+        sha256=_hash(data, attached.files, attached.media),
         filename=filename,
         origin=origin,
         replies_path=attached.replies_path,
         files=tuple(sorted(attached.files)),
+        media=attached.media,
     )
-    errors, warnings = rule_problems(suite, sources, loaded.coerced)
+    errors, warnings = rule_problems(suite, sources, loaded.coerced, stripped=stripped)
     errors += scorecard_problems(suite, sources)
+    errors += [sources.problem(path, text) for path, text in media_refusals(suite, suite.models)]
+    warnings += [
+        sources.problem(path, text, severity="warning")
+        for path, text in media_unknowns(suite, suite.models)
+    ]
     problems = _ordered(problems + errors, filename)
     if problems:
         raise SuiteError(problems, warnings)
@@ -266,12 +300,14 @@ def load_suite(path: str | os.PathLike[str], *, origin: str = "file") -> Suite:
     return parse_suite(data, filename=display, base_dir=base_dir, origin=origin)
 
 
-def _hash(data: bytes, files: Mapping[str, bytes]) -> str:
+def _hash(data: bytes, files: Mapping[str, bytes], media: Mapping[str, MediaFile]) -> str:
     digest = hashlib.sha256(data)
     for relative in sorted(files):
         content = files[relative]
         digest.update(b"\0" + relative.encode() + b"\0" + str(len(content)).encode() + b"\0")
         digest.update(content)
+    for relative in sorted(media):  # a file's hash stands for its bytes
+        digest.update(b"\0media\0" + relative.encode() + b"\0" + media[relative].sha256.encode())
     return digest.hexdigest()
 
 

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from evalsite.core.keys import redact
+from evalsite.core.media import KINDS, token_estimate
 from evalsite.core.pricing import Usage
 
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Completion", "ErrorKind", "Provider", "ProviderError", "Request", "ROLES",
-    "clean_text", "completion", "estimate_tokens", "scrub",
+    "clean_text", "completion", "estimate_tokens", "message_media", "message_text",
+    "request_media", "scrub",
 ]  # fmt: skip
 
 ROLES = ("system", "user", "assistant")
@@ -130,7 +132,10 @@ class Request:
     """One call: the full model string, the rendered messages and the sampling params.
 
     ``messages`` is normalised to a tuple of ``{"role", "content"}`` dicts (ValueError for
-    an unknown role or non-text content); ``stop`` given as one string becomes a 1-tuple.
+    an unknown role or a content that is neither text nor a list of parts); a part is
+    ``{"type": "text", "text"}`` or a file reference (:mod:`evalsite.core.media`: ``type``
+    image, file, audio or video, ``sha256``, ``media_type``, ``source``…); ``stop`` given
+    as one string becomes a 1-tuple.
     ``order`` is 0 for answers and 1 or 2 for the two judge calls of a pair (order 1 shows
     the baseline as "Answer 1"); it keeps the two calls apart in hashes and scripted replies.
     """
@@ -170,7 +175,9 @@ class Request:
         """Plain JSON-compatible values, stable for hashing; what the command adapter sends."""
         return {
             "model": self.model,
-            "messages": [dict(message) for message in self.messages],
+            "messages": [
+                {"role": m["role"], "content": _json_content(m["content"])} for m in self.messages
+            ],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "top_p": self.top_p,
@@ -201,16 +208,50 @@ class Request:
         return cls(model=model, messages=tuple(messages), **(picked | fields))
 
 
-def _normal_messages(messages: Iterable[Mapping[str, str]]) -> tuple[dict[str, str], ...]:
+def _normal_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
     out = []
     for index, message in enumerate(messages):
         role, content = message.get("role"), message.get("content")
         if role not in ROLES:
             raise ValueError(f"messages[{index}].role must be one of {ROLES}, not {role!r}")
-        if not isinstance(content, str):
-            raise ValueError(f"messages[{index}].content must be text")
+        if isinstance(content, list | tuple):
+            content = [_normal_part(part, f"messages[{index}].content") for part in content]
+        elif not isinstance(content, str):
+            raise ValueError(f"messages[{index}].content must be text or a list of parts")
         out.append({"role": role, "content": content})
     return tuple(out)
+
+
+def _normal_part(part: Any, where: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    if kind == "text" and isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    if kind in KINDS and isinstance(part.get("sha256"), str):
+        return dict(part)
+    raise ValueError(f"{where} has a part that is neither text nor a file reference: {part!r:.80}")
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """A message's text: its content, or its text parts joined by blank lines."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "\n\n".join(part["text"] for part in content if part["type"] == "text")
+
+
+def message_media(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A message's media parts (none for a text message)."""
+    content = message["content"]
+    return [] if isinstance(content, str) else [p for p in content if p["type"] in KINDS]
+
+
+def request_media(request: Request) -> list[dict[str, Any]]:
+    """Every media part a request sends, in order."""
+    return [part for message in request.messages for part in message_media(message)]
+
+
+def _json_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    return content if isinstance(content, str) else [dict(part) for part in content]
 
 
 @dataclass(frozen=True)
@@ -265,11 +306,12 @@ def estimated_completion(
 ) -> Completion:
     """A completion from a provider that reports no usage (fake, scripted, command):
     tokens are estimated from characters, so a priced row can still cost the call."""
-    chars = "".join(message["content"] for message in request.messages)
+    chars = "".join(message_text(message) for message in request.messages)
+    tokens_in = estimate_tokens(chars) + sum(map(token_estimate, request_media(request)))
     return completion(
         text,
         provider=provider,
-        usage=Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(text)),
+        usage=Usage(input_tokens=tokens_in, output_tokens=estimate_tokens(text)),
         finish_reason="stop",
         schema_mode=schema_mode,
         provider_model=provider_model,

@@ -39,6 +39,7 @@ from evalsite.core.providers.base import (
     clean_text,
     estimate_tokens,
     estimated_completion,
+    message_text,
 )
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, SchemaModes
 
@@ -191,7 +192,7 @@ def _is_verdict(request: Request) -> bool:
 
 
 def _prompt_words(request: Request) -> list[str]:
-    users = [m["content"] for m in request.messages if m["role"] == "user"]
+    users = [message_text(m) for m in request.messages if m["role"] == "user"]
     prompt = (users[-1] if users else "").split(SCHEMA_INSTRUCTION)[0]
     found = re.findall(r"[A-Za-z]{4,}", prompt)
     words = list(dict.fromkeys(word.lower() for word in found))[:40]

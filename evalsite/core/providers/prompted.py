@@ -38,6 +38,12 @@ def with_schema_instruction(request: Request) -> Request:
         content = messages[index]["content"]
         if messages[index]["role"] != "user":
             continue
+        if not isinstance(content, str):  # parts: the instruction is one more text part
+            if content and content[-1] == {"type": "text", "text": instruction}:
+                return request
+            content = [*content, {"type": "text", "text": instruction}]
+            messages[index] = {"role": "user", "content": content}
+            break
         if content == instruction or content.endswith(note):
             return request
         messages[index] = {"role": "user", "content": content + note}
