@@ -55,6 +55,7 @@ from evalsite.core.providers.http_json import HttpAdapter
 from runs import outcomes, phases
 from runs.judging import prepare_judging
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
+from runs.models.suites import blob_store
 from runs.outcomes import Outcome
 from runs.planner import endpoint_configs
 from runs.writer import Writer
@@ -205,6 +206,7 @@ class Shard:
             endpoints=endpoint_configs(),
             replies=replies,
             fake=options.fake,
+            blobs=blob_store(),
         )
         self.providers: dict[str, Provider] = {c: built[c] for c in contestants}
         self.judge = built[judge_model] if judge_model else None

@@ -9,6 +9,8 @@ Routing by the provider part of ``provider/model``: the built-in providers
 (:data:`BUILTIN`) first, then admin-defined endpoints by name. ``fake=True`` sends every
 model to the fake adapter (its cost is still priced at the real model's row). An unknown
 provider is ProviderError(CONFIG) with a did-you-mean over the built-ins and endpoints.
+``blobs``, the run's content-addressed store, is where the HTTP adapters read a media
+part's bytes first (its ``source`` next); only a process that makes calls passes it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from evalsite.core.media import BlobStore
 from evalsite.core.providers.anthropic import AnthropicProvider
 from evalsite.core.providers.base import (
     Completion,
@@ -57,11 +60,13 @@ KEY_VARIABLES = {
 KEYLESS = ("fake", "scripted", "command", "given")
 BUILTIN = (*KEY_VARIABLES, *KEYLESS)
 _NO_ENDPOINTS: Mapping[str, EndpointConfig] = {}
-_KEYED: dict[str, Callable[[str | None], Provider]] = {
+_KEYED: dict[str, Callable[[str | None, BlobStore | None], Provider]] = {
     "anthropic": AnthropicProvider,
     "openai": openai_provider,
     "google": GoogleProvider,
-    "openrouter": lambda key: compatible_provider("openrouter", OPENROUTER_BASE_URL, key),
+    "openrouter": lambda key, blobs: compatible_provider(
+        "openrouter", OPENROUTER_BASE_URL, key, blobs
+    ),
 }
 
 
@@ -87,6 +92,7 @@ def build_provider(
     replies: ScriptedReplies | None = None,
     fake: bool = False,
     fake_sleep: bool = False,
+    blobs: BlobStore | None = None,
 ) -> Provider:
     """The adapter for ``model``; ProviderError(CONFIG) if it cannot be built.
 
@@ -113,11 +119,11 @@ def build_provider(
         return CommandProvider.from_env(name, env, also_secret=endpoint_keys)
     key = _key(model, env, endpoints)
     if provider in _KEYED:
-        return _KEYED[provider](key)
+        return _KEYED[provider](key, blobs)
     endpoint = endpoints[provider]
     if problem := host_problem(endpoint.base_url):
         raise ProviderError(ErrorKind.CONFIG, f"{model}: endpoint {provider} refused: {problem}")
-    return compatible_provider(endpoint.name, endpoint.base_url, key)
+    return compatible_provider(endpoint.name, endpoint.base_url, key, blobs)
 
 
 def build_providers(
@@ -127,12 +133,15 @@ def build_providers(
     endpoints: Mapping[str, EndpointConfig] = _NO_ENDPOINTS,
     replies: ScriptedReplies | None = None,
     fake: bool = False,
+    blobs: BlobStore | None = None,
 ) -> dict[str, Provider]:
     """One provider per model, as the planner hashes a run's calls and the runner makes
     them (the same arguments, so the same cache keys); ProviderError(CONFIG) for the first
     that cannot be built here (a missing key, a scripted model without replies)."""
     return {
-        model: build_provider(model, env=env, endpoints=endpoints, replies=replies, fake=fake)
+        model: build_provider(
+            model, env=env, endpoints=endpoints, replies=replies, fake=fake, blobs=blobs
+        )
         for model in dict.fromkeys(models)
     }
 
@@ -144,6 +153,7 @@ def build_contestant_providers(
     endpoints: Mapping[str, EndpointConfig] = _NO_ENDPOINTS,
     replies: ScriptedReplies | None = None,
     fake: bool = False,
+    blobs: BlobStore | None = None,
 ) -> dict[str, Provider]:
     """Each contestant's provider (``model`` or ``model@variant``): its model's, shared by
     every variant, except a scripted contestant whose variant has its own replies in the
@@ -151,7 +161,7 @@ def build_contestant_providers(
     models = {contestant: contestant.partition("@")[::2] for contestant in contestants}
     built = build_providers(
         [model for model, _ in models.values()],
-        env=env, endpoints=endpoints, replies=replies, fake=fake,
+        env=env, endpoints=endpoints, replies=replies, fake=fake, blobs=blobs,
     )  # fmt: skip
     providers: dict[str, Provider] = {}
     for contestant, (model, variant) in models.items():

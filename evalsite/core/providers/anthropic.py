@@ -5,6 +5,15 @@ joined into the top-level ``system``; ``max_tokens`` is required by the API, so
 :data:`DEFAULT_MAX_TOKENS` is sent when the request sets none; ``stop`` goes as
 ``stop_sequences``.
 
+Media (Anthropic's vision and PDF-support guides): a message whose content is a list of
+parts goes as a list of content blocks, in the order written: text as
+``{"type": "text", "text"}``; an image as ``{"type": "image", "source": {"type":
+"base64", "media_type", "data"}}``; a PDF as ``{"type": "document", "source": {"type":
+"base64", "media_type": "application/pdf", "data"}}``; a plain-text file as a document
+whose source is ``{"type": "text", "media_type": "text/plain", "data": <the text>}``. The
+API takes no audio or video: such a part is ``config``. A message whose content is text
+goes as text, as it always did (same body, same cache key).
+
 Native schema mode is a forced tool call: one tool named :data:`TOOL_NAME` whose
 ``input_schema`` is the schema and ``tool_choice {"type": "tool", "name": TOOL_NAME}``;
 the answer text is ``json.dumps`` of the tool_use block's ``input``. The API requires an
@@ -19,6 +28,7 @@ never sends) are added to ``input_tokens`` and so priced at the plain input rate
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from evalsite.core.pricing import Usage
@@ -51,11 +61,15 @@ class AnthropicProvider(HttpAdapter):
 
     def body(self, request: Request) -> dict[str, Any]:
         """The Messages API body for ``request`` (already prepared)."""
-        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        system = self.system_text(request)
         body: dict[str, Any] = {
             "model": request.model_name,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": [dict(m) for m in request.messages if m["role"] != "system"],
+            "messages": [
+                {"role": m["role"], "content": self._content(m["content"])}
+                for m in request.messages
+                if m["role"] != "system"
+            ],
         }
         if system:
             body["system"] = system
@@ -69,6 +83,27 @@ class AnthropicProvider(HttpAdapter):
             body["tools"] = [tool | {"input_schema": dict(request.schema)}]
             body["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         return body
+
+    def _content(self, content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+        if isinstance(content, str):
+            return content
+        return [self._block(part) for part in content]
+
+    def _block(self, part: Mapping[str, Any]) -> dict[str, Any]:
+        """One part as a Messages API content block."""
+        kind, media_type = part["type"], part.get("media_type")
+        if kind == "text":
+            return {"type": "text", "text": part["text"]}
+        if kind == "image":
+            source = {"type": "base64", "media_type": media_type}
+            return {"type": "image", "source": source | {"data": self.media_base64(part)}}
+        if kind == "file" and media_type == "application/pdf":
+            source = {"type": "base64", "media_type": media_type}
+            return {"type": "document", "source": source | {"data": self.media_base64(part)}}
+        if kind == "file" and media_type == "text/plain":
+            source = {"type": "text", "media_type": media_type, "data": self.media_text(part)}
+            return {"type": "document", "source": source}
+        raise self.unsendable(part, "the Messages API takes images, PDFs and plain text")
 
     def parse(self, data: dict[str, Any], request: Request) -> Completion:
         """Text blocks joined, or in native mode the forced tool call's input as JSON."""

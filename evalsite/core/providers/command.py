@@ -8,6 +8,10 @@ and prints the answer on stdout (trailing newlines are dropped). Exit status ≠
 kills the program's whole process group and is a ``timeout``; blank stdout is ``empty``;
 more than :data:`MAX_OUTPUT_BYTES` on stdout is ``malformed``.
 
+Media: a message that sends files has a list of parts as its ``content``, each file a
+reference with ``source`` (an absolute path this machine can read) and ``sha256``; the
+program reads the file itself, and should check the hash (evalsite does not read it here).
+
 Environment: the program inherits evalsite's environment minus secrets: every variable
 whose name ends in KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIALS, the database and
 Redis URLs, and each endpoint's key variable. ``EVALSITE_COMMAND_<NAME>_PASS_ENV`` lists

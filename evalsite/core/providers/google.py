@@ -9,6 +9,17 @@ into ``systemInstruction``, and ``generationConfig`` with ``temperature``, ``top
 ``maxOutputTokens`` and ``stopSequences``. Native schema mode (always, with a schema):
 ``responseMimeType: application/json`` and ``responseJsonSchema`` (standard JSON Schema).
 
+Media: a message whose content is a list of parts sends one part each, in the order
+written: ``{"text"}``, and every file (image, PDF, plain text, audio, video) inline as
+``{"inlineData": {"mimeType", "data": <base64>}}``. That spelling is the API reference's
+JSON for ``Part`` and ``Blob`` (and the JavaScript samples of the media guides), camelCase
+like every other field sent here; the guides' curl samples write ``inline_data`` and
+``mime_type``, which the JSON API accepts as well. MP3 goes as ``audio/mp3``, the type the
+audio guide lists (evalsite calls it ``audio/mpeg``). Inline data may total 20 MB a
+request (the Files API, which evalsite does not use, takes more): a larger request is the
+API's 400. A message whose content is text goes as one text part, as it always did (same
+body, same cache key).
+
 Reply: the first candidate's text parts joined (thought parts skipped); ``finishReason``;
 a prompt blocked by ``promptFeedback.blockReason`` or a candidate with no text is an empty
 answer. Usage: ``promptTokenCount`` includes ``cachedContentTokenCount``, so the cached
@@ -28,6 +39,7 @@ from evalsite.core.providers.http_json import HttpAdapter, optional_str, token_c
 
 BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 ROLE = {"user": "user", "assistant": "model"}
+MIME_TYPES = {"audio/mpeg": "audio/mp3"}  # the audio guide lists MP3 as audio/mp3
 
 
 class GoogleProvider(HttpAdapter):
@@ -46,12 +58,12 @@ class GoogleProvider(HttpAdapter):
     def body(self, request: Request) -> dict[str, Any]:
         """The generateContent body for ``request`` (already prepared)."""
         contents = [
-            {"role": ROLE[m["role"]], "parts": [{"text": m["content"]}]}
+            {"role": ROLE[m["role"]], "parts": self._parts(m["content"])}
             for m in request.messages
             if m["role"] != "system"
         ]
         body: dict[str, Any] = {"contents": contents}
-        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        system = self.system_text(request)
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         config = {
@@ -68,6 +80,17 @@ class GoogleProvider(HttpAdapter):
         if config:
             body["generationConfig"] = config
         return body
+
+    def _parts(self, content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if isinstance(content, str):
+            return [{"text": content}]
+        return [self._part(part) for part in content]
+
+    def _part(self, part: Mapping[str, Any]) -> dict[str, Any]:
+        if part["type"] == "text":
+            return {"text": part["text"]}
+        mime = MIME_TYPES.get(part["media_type"], part["media_type"])
+        return {"inlineData": {"mimeType": mime, "data": self.media_base64(part)}}
 
     def parse(self, data: dict[str, Any], request: Request) -> Completion:
         """The first candidate's text; a blocked prompt or no candidate is empty."""

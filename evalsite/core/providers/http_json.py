@@ -6,11 +6,19 @@ itself is bounded by the request's ``timeout_s`` as a whole (connect, send, wait
 running out of it, or an ``httpx.TimeoutException``, is ``timeout``; a URL without
 http(s) is ``config``; any other ``httpx.TransportError`` is ``network``; a 2xx whose body
 is not a JSON object is ``malformed``.
+
+Media parts: an adapter reads a part's bytes when it builds the body
+(:meth:`HttpAdapter.media_bytes`), from the run's blob store when it was given one and
+holds them, else from the part's ``source``; bytes that are not the ones the part's hash
+names are ``config`` (never sent, never retried). A part the API cannot take is ``config``
+too (:meth:`HttpAdapter.unsendable`), not ``bad_request``: it is one task's part, and the
+model's other calls should still be made.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
 import ssl
@@ -19,7 +27,16 @@ from typing import Any
 
 import httpx
 
-from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, scrub
+from evalsite.core.media import BlobStore, MediaError, read_part
+from evalsite.core.providers.base import (
+    Completion,
+    ErrorKind,
+    ProviderError,
+    Request,
+    message_media,
+    message_text,
+    scrub,
+)
 from evalsite.core.providers.http_errors import SNIPPET_CHARS, error_from_body
 from evalsite.core.providers.prompted import SchemaModes
 
@@ -40,13 +57,15 @@ class HttpAdapter(SchemaModes):
     """An adapter that POSTs JSON: subclasses give the URL, headers, body and parsing.
 
     The key is held privately and never shown by ``repr``; it is scrubbed from every error.
+    ``blobs`` is the run's content-addressed store, where media parts are read first.
     """
 
     name: str
     version: str
 
-    def __init__(self, api_key: str | None) -> None:
+    def __init__(self, api_key: str | None, blobs: BlobStore | None = None) -> None:
         self._api_key = api_key or None
+        self.blobs = blobs
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.version}>"
@@ -66,6 +85,41 @@ class HttpAdapter(SchemaModes):
 
     def parse(self, data: dict[str, Any], request: Request) -> Completion:
         raise NotImplementedError
+
+    def media_base64(self, part: Mapping[str, Any]) -> str:
+        """A media part's bytes in base64 (see :meth:`media_bytes`)."""
+        return base64.b64encode(self.media_bytes(part)).decode("ascii")
+
+    def media_text(self, part: Mapping[str, Any]) -> str:
+        """A ``text/plain`` part's text (UTF-8, as sniffing found it)."""
+        return self.media_bytes(part).decode("utf-8", "replace")
+
+    def media_bytes(self, part: Mapping[str, Any]) -> bytes:
+        """A media part's bytes; ProviderError(CONFIG) when they are not the bytes its hash
+        names (the file changed or went away since the run was planned)."""
+        try:
+            return read_part(part, self.blobs)
+        except MediaError as error:
+            raise ProviderError(ErrorKind.CONFIG, f"{self.name}: {error}") from None
+
+    def unsendable(self, part: Mapping[str, Any], takes: str) -> ProviderError:
+        """The error for a part this API cannot take (validation should have refused it)."""
+        what = f"{part.get('type')} '{part.get('name', '?')}' ({part.get('media_type')})"
+        return ProviderError(ErrorKind.CONFIG, f"{self.name}: cannot send the {what}: {takes}")
+
+    def system_text(self, request: Request) -> str:
+        """The system messages' texts joined by blank lines (see :meth:`system_message`)."""
+        return "\n\n".join(
+            self.system_message(m) for m in request.messages if m["role"] == "system"
+        )
+
+    def system_message(self, message: Mapping[str, Any]) -> str:
+        """A system message's text: it carries text only (a suite's system message is
+        rendered as one text), so a media part in one is ``config``."""
+        media = message_media(message)
+        if media:
+            raise self.unsendable(media[0], "a system message carries text only")
+        return message_text(message)
 
     async def complete(self, request: Request, client: httpx.AsyncClient) -> Completion:
         """Send the prepared request and parse the reply; raises ProviderError."""

@@ -3,6 +3,16 @@
 ``POST {base_url}/chat/completions`` with ``Authorization: Bearer <key>`` (no header when an
 endpoint has no key). Messages go as they are, system messages included.
 
+Media (OpenAI's image, audio and file-input guides; OpenRouter and the compatible servers
+take the same parts): a message whose content is a list of parts goes as a list of content
+parts, in the order written: ``{"type": "text", "text"}``; an image as ``{"type":
+"image_url", "image_url": {"url": "data:<media type>;base64,…"}}``; WAV or MP3 audio as
+``{"type": "input_audio", "input_audio": {"data": <base64>, "format": "wav"|"mp3"}}``; a
+PDF as ``{"type": "file", "file": {"filename": "<name>.pdf", "file_data":
+"data:application/pdf;base64,…"}}``. Chat Completions takes no video, no other audio format
+and no file but a PDF: such a part is ``config``. A system message stays text. A message
+whose content is text goes as text, as it always did (same body, same cache key).
+
 - OpenAI itself (:func:`openai_provider`): the output limit is sent as
   ``max_completion_tokens``, which replaced the deprecated ``max_tokens`` and is the only
   one reasoning models accept. Native schema mode is ``response_format`` ``json_schema``
@@ -24,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalsite.core.media import BlobStore
 from evalsite.core.pricing import Usage
 from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, completion
 from evalsite.core.providers.http_errors import error_from_body
@@ -32,6 +43,7 @@ from evalsite.core.providers.http_json import HttpAdapter, dig, dig_list, option
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 SCHEMA_NAME = "reply"
+AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}  # input_audio's two formats
 
 
 class ChatCompletionsProvider(HttpAdapter):
@@ -46,8 +58,9 @@ class ChatCompletionsProvider(HttpAdapter):
         native: bool,
         limit_field: str,
         version: str,
+        blobs: BlobStore | None = None,
     ) -> None:
-        super().__init__(api_key)
+        super().__init__(api_key, blobs)
         self.name = name
         self.version = version
         self.base_url = base_url.rstrip("/")
@@ -70,7 +83,7 @@ class ChatCompletionsProvider(HttpAdapter):
         """The Chat Completions body for ``request`` (already prepared)."""
         body: dict[str, Any] = {
             "model": request.model_name,
-            "messages": [dict(m) for m in request.messages],
+            "messages": [self._message(m) for m in request.messages],
         }
         optional = {
             "temperature": request.temperature,
@@ -85,6 +98,30 @@ class ChatCompletionsProvider(HttpAdapter):
             schema = {"name": SCHEMA_NAME, "schema": dict(request.schema), "strict": True}
             body["response_format"] = {"type": "json_schema", "json_schema": schema}
         return body
+
+    def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        content = message["content"]
+        if isinstance(content, str):
+            return {"role": message["role"], "content": content}
+        if message["role"] == "system":
+            return {"role": "system", "content": self.system_message(message)}
+        return {"role": message["role"], "content": [self._part(part) for part in content]}
+
+    def _part(self, part: Mapping[str, Any]) -> dict[str, Any]:
+        """One part as a Chat Completions content part."""
+        kind, media_type = part["type"], part.get("media_type")
+        if kind == "text":
+            return {"type": "text", "text": part["text"]}
+        if kind == "image":
+            url = f"data:{media_type};base64,{self.media_base64(part)}"
+            return {"type": "image_url", "image_url": {"url": url}}
+        if kind == "audio" and media_type in AUDIO_FORMATS:
+            audio = {"data": self.media_base64(part), "format": AUDIO_FORMATS[media_type]}
+            return {"type": "input_audio", "input_audio": audio}
+        if kind == "file" and media_type == "application/pdf":
+            data = f"data:{media_type};base64,{self.media_base64(part)}"
+            return {"type": "file", "file": {"filename": f"{part['name']}.pdf", "file_data": data}}
+        raise self.unsendable(part, "Chat Completions takes images, WAV or MP3 audio and PDF files")
 
     def parse(self, data: dict[str, Any], request: Request) -> Completion:
         """The first choice's content; usage with cached tokens split out."""
@@ -179,7 +216,7 @@ def _strict_object(node: Mapping[str, Any]) -> bool:
     )
 
 
-def openai_provider(api_key: str | None) -> ChatCompletionsProvider:
+def openai_provider(api_key: str | None, blobs: BlobStore | None = None) -> ChatCompletionsProvider:
     """OpenAI itself: native strict schemas where possible, ``max_completion_tokens``."""
     return ChatCompletionsProvider(
         name="openai",
@@ -188,10 +225,13 @@ def openai_provider(api_key: str | None) -> ChatCompletionsProvider:
         native=True,
         limit_field="max_completion_tokens",
         version="openai-1",
+        blobs=blobs,
     )
 
 
-def compatible_provider(name: str, base_url: str, api_key: str | None) -> ChatCompletionsProvider:
+def compatible_provider(
+    name: str, base_url: str, api_key: str | None, blobs: BlobStore | None = None
+) -> ChatCompletionsProvider:
     """An OpenAI-compatible server (OpenRouter or an admin endpoint): prompted, ``max_tokens``."""
     return ChatCompletionsProvider(
         name=name,
@@ -200,4 +240,5 @@ def compatible_provider(name: str, base_url: str, api_key: str | None) -> ChatCo
         native=False,
         limit_field="max_tokens",
         version="openai-compatible-1",
+        blobs=blobs,
     )
