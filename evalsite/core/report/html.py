@@ -4,13 +4,20 @@ Inline CSS, inline SVG charts, no script, no external reference, and a ``<meta>`
 forbids fetching or running anything, so the file is safe to open from disk even if a
 rendering bug let report text through. Text from the report goes through
 :func:`evalsite.core.report.text.esc`, this package's own wording through
-:func:`html.escape`; attribute values are only ever this module's constants.
+:func:`html.escape`; attribute values are only ever this module's constants, or an image's
+``data:`` URL built here from its bytes (a type from :data:`EMBEDDED_TYPES`, then base64).
+
+The files a run's cases attach come as :class:`Attachment` values (their bytes read by the
+caller): a "Files" appendix lists each with its type, size and hash, images up to
+:data:`EMBED_MAX_BYTES` shown inline, so the file stays self-contained.
 """
 
 from __future__ import annotations
 
+import base64
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from evalsite.core.report.charts import confusion_svg, cost_vs_winrate_svg, kappa_curve_svg
@@ -30,10 +37,12 @@ from evalsite.core.report.document import (
 from evalsite.core.report.outline import build_document
 from evalsite.core.report.text import esc
 
-__all__ = ["CSP", "render_html", "render_sections"]
+__all__ = ["CSP", "EMBED_MAX_BYTES", "Attachment", "render_html", "render_sections"]
 
 FIGURE_CHARS = 24
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+EMBED_MAX_BYTES = 2 * 1024 * 1024  # a larger image is listed by name and hash only
+EMBEDDED_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 CHARTS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "cost_vs_winrate": cost_vs_winrate_svg,
     "kappa_curve": kappa_curve_svg,
@@ -61,12 +70,31 @@ th { background: var(--soft); }
 .note { color: var(--muted); font-size: .9rem; }
 figure { margin: 1rem 0; } figcaption { color: var(--muted); font-size: .9rem; }
 svg { max-width: 100%; height: auto; }
+img.attached { max-width: 16rem; max-height: 12rem; border: 1px solid var(--line); }
 """
 
 
-def render_html(report: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class Attachment:
+    """One file a case attaches, for the Files appendix: ``data`` is the file's bytes when
+    it is an image small enough to embed, else None."""
+
+    task: str
+    case: str
+    name: str
+    path: str
+    media_type: str
+    size: int
+    sha256: str
+    data: bytes | None = None
+
+
+def render_html(report: Mapping[str, Any], attachments: Sequence[Attachment] = ()) -> str:
     document = build_document(report)
     nav, body = render_sections(report)
+    if attachments:
+        nav += '<a href="#files">Files</a>'
+        body += "\n" + _files_section(attachments)
     title = "".join(
         esc(part.text if isinstance(part, Code) else part) for part in cells(document.title)
     )
@@ -137,3 +165,34 @@ def _block(block: Block, report: Mapping[str, Any]) -> str:
             svg = CHARTS[kind](report)
             return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
     raise TypeError(f"not a report block: {type(block).__name__}")
+
+
+def _files_section(attachments: Sequence[Attachment]) -> str:
+    head = "".join(f"<th>{name}</th>" for name in ("Case", "File", "Type", "Size", "sha256", ""))
+    rows = "".join(
+        f"<tr><td><code>{esc(a.task)}/{esc(a.case)}</code></td>"
+        f"<td><code>{esc(a.name)}</code> {esc(a.path)}</td><td>{esc(a.media_type)}</td>"
+        f'<td class="fig">{a.size:,} bytes</td><td><code>{esc(a.sha256)}</code></td>'
+        f"<td>{_shown(a)}</td></tr>"
+        for a in attachments
+    )
+    return (
+        '<section id="files">\n<h2>Files</h2>\n'
+        "<p>The files the cases sent, by the case's name for each, with their hashes.</p>\n"
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+        "</table></div>\n</section>"
+    )
+
+
+def _shown(attachment: Attachment) -> str:
+    data, media_type = attachment.data, attachment.media_type
+    if media_type not in EMBEDDED_TYPES:
+        return ""
+    if max(attachment.size, len(data or b"")) > EMBED_MAX_BYTES:
+        limit = EMBED_MAX_BYTES // (1024 * 1024)
+        return f'<span class="note">over {limit} MiB: not embedded</span>'
+    if data is None:
+        return '<span class="note">not embedded: the run no longer holds it</span>'
+    encoded = base64.b64encode(data).decode("ascii")
+    alt = esc(f"{attachment.name} ({media_type})")
+    return f'<img class="attached" src="data:{media_type};base64,{encoded}" alt="{alt}">'
