@@ -205,6 +205,7 @@ SECURE_CSP = {
     "script-src": [CSP.SELF, CSP.NONCE],
     "style-src": [CSP.SELF],
     "img-src": [CSP.SELF, "data:"],
+    "media-src": [CSP.SELF],  # a case's audio and video, from the run's media view
     "connect-src": [CSP.SELF],
     "font-src": [CSP.SELF],
     "object-src": [CSP.NONE],

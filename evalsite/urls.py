@@ -27,6 +27,7 @@ urlpatterns = [
     path("runs/<str:run_id>/cancel/", run_pages.run_cancel, name="run_cancel"),
     path("runs/<str:run_id>/pin/", run_pages.run_pin, name="run_pin"),
     path("runs/<str:run_id>/files/<str:name>", run_pages.run_file, name="run_file"),
+    path("runs/<str:run_id>/media/<str:sha256>", run_pages.run_media, name="run_media"),
     path("runs/<str:run_id>/answers/", run_pages.answer_list, name="answer_list"),
     path("runs/<str:run_id>/pairs/", run_pages.pair_list, name="pair_list"),
     path("runs/<str:run_id>/pairs/<int:pair_id>/", run_pages.pair_detail, name="pair_detail"),

@@ -28,6 +28,7 @@ from labels.transfer import LabelImportError, export_yaml, import_yaml
 from runs.calibration import calibration_of, suite_calibration
 from runs.judging import task_text
 from runs.models import Label, Run, Suite
+from runs.media import case_files
 from runs.scoring import stored_suite
 
 MODES = (queue.SAMPLE, queue.TARGETED)
@@ -150,6 +151,7 @@ def _blind(answer) -> dict:
     return {
         "text": answer.text if answer.status == "done" else "",
         "error": answer.status != "done",
+        "files": case_files(pair.run, pair.task_id, pair.case_id),  # the case's, not a side's
         "schema": answer.schema_verdict if answer.schema_verdict != "not_applicable" else "",
         "exec": answer.exec_verdict,
     }

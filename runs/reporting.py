@@ -28,6 +28,7 @@ from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
 from runs.calibration import PAIR_FIELDS, pair_view, run_labels, store_human
+from runs.media import report_attachments
 from runs.models import Answer, Judgement, Pair, Run
 from runs.scoring import score_run, stored_suite
 
@@ -44,7 +45,7 @@ def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
     _write(directory / "answers.jsonl", _jsonl(_answer_lines(run)))
     _write(directory / "pairs.jsonl", _jsonl(_pair_lines(run)))
     _write(directory / "report.md", render_markdown(report))
-    _write(directory / "report.html", render_html(report))
+    _write(directory / "report.html", render_html(report, report_attachments(run)))
     _write(directory / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     Run.objects.filter(pk=run.pk).update(report=report)
     run.report = report

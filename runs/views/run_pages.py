@@ -1,5 +1,5 @@
-"""A run's pages: live progress and cancel, the report, its files, the answers and pairs
-browsers, one pair side by side, and comparing two runs.
+"""A run's pages: live progress and cancel, the report, its files, the files its cases
+attach, the answers and pairs browsers, one pair side by side, and comparing two runs.
 
 Every list is paginated and filtered in SQL, and every aggregate comes from the stored report
 or one query, so a page never loads every row of a big run.
@@ -7,14 +7,17 @@ or one query, so a page never loads every row of a big run.
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.csp import CSP
+from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -22,11 +25,21 @@ from evalsite.core.report.card import summary_card
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.html import render_sections
 from runs.forms import DecisionForm
+from runs.media import NO_LOOK_MEDIA, case_files, download_name, files_by_case, served_file
 from runs.models import Answer, Judgement, Pair, Run
 from runs.progress import progress
 from runs.reporting import REPORT_FILES
 
 PAGE_SIZE = 50
+# An attached file is shown by the app's pages, never run in its origin: a sandboxed
+# document with no script, whatever the bytes (a PDF's JavaScript, an SVG-like image).
+MEDIA_CSP = {
+    "default-src": [CSP.NONE],
+    "img-src": [CSP.SELF],
+    "media-src": [CSP.SELF],
+    "style-src": [CSP.UNSAFE_INLINE],
+    "sandbox": True,
+}
 ANSWER_VERDICTS = {
     "passed": Q(passed=True),
     "failed": Q(passed=False),
@@ -123,6 +136,27 @@ def run_file(request: HttpRequest, run_id: str, name: str) -> FileResponse:
 
 
 @require_GET
+@csp_override(MEDIA_CSP)
+def run_media(request: HttpRequest, run_id: str, sha256: str) -> HttpResponse:
+    """A file the run's cases attach, by its hash: only one its suite version attaches,
+    of a type evalsite sends, and never of a no-look run."""
+    run = _get_run_or_404(run_id)
+    if run.no_look:
+        return HttpResponseNotFound(NO_LOOK_MEDIA, content_type="text/plain")
+    media = served_file(run, sha256)
+    if media is None:
+        return HttpResponseNotFound(
+            "This run's cases attach no such file.", content_type="text/plain"
+        )
+    kind = media.media_type + ("; charset=utf-8" if media.media_type == "text/plain" else "")
+    blob = Path(media.source).open("rb")  # noqa: SIM115 - the response closes it
+    response = FileResponse(blob, content_type=kind, filename=download_name(media))
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, max-age=86400"  # a hash's bytes never change
+    return response
+
+
+@require_GET
 @vary_on_headers("HX-Request")
 def answer_list(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
@@ -135,9 +169,11 @@ def answer_list(request: HttpRequest, run_id: str) -> HttpResponse:
     if filters["verdict"] in ANSWER_VERDICTS:
         answers = answers.filter(ANSWER_VERDICTS[filters["verdict"]])
     page = Paginator(answers.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
+    files = files_by_case(run, ((answer.task_id, answer.case_id) for answer in page))
     context = {
         "run": run,
         "page": page,
+        "rows": [(answer, files[answer.task_id, answer.case_id]) for answer in page],
         "filters": filters,
         "query": _query(filters),
         "tasks": _tasks(run),
@@ -190,6 +226,7 @@ def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse
         "pair": pair,
         "sides": [("Baseline", pair.baseline), ("Candidate", pair.candidate)],
         "judgements": [judgements.get(1), judgements.get(2)],
+        "files": case_files(run, pair.task_id, pair.case_id),
         "previous": Pair.objects.filter(run=run, pk__lt=pair.pk).order_by("-pk").first(),
         "next": Pair.objects.filter(run=run, pk__gt=pair.pk).order_by("pk").first(),
     }

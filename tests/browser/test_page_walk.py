@@ -42,7 +42,10 @@ DOWNLOADS = {
     "labels_export": "labels YAML, plain text",
     "lab_report_json": "JSON",
 }
-SKIPPED = POST_ONLY | DOWNLOADS
+# Files a run's cases attach: no page, shown inside the answers, pair and labelling pages
+# (tests/browser/test_media.py). The demo suite attaches none, so every hash is refused.
+ATTACHED = {"run_media": "a case's attached file, shown inside pages (tests/browser/test_media.py)"}
+SKIPPED = POST_ONLY | DOWNLOADS | ATTACHED
 
 # Runs in the page: the document's width and, when it is wider than the window, the element
 # that reaches furthest right (the deepest one of those that do), ignoring what sits inside
@@ -238,6 +241,7 @@ def _check_skipped(page, base: str, values: dict[str, str], failures: list[str])
     values_for = {
         "run_file": {"name": "report.html"},
         "lab_report_json": {"name": values["pairset"]},
+        "run_media": {"sha256": "0" * 64},
     }
     for name in SKIPPED:
         given = values | values_for.get(name, {})
@@ -247,6 +251,8 @@ def _check_skipped(page, base: str, values: dict[str, str], failures: list[str])
         headers = response.headers
         if name in POST_ONLY and response.status != 405:
             failures.append(f"{url}: skipped as POST-only, but a GET answers {response.status}")
+        if name in ATTACHED and response.status != 404:
+            failures.append(f"{url}: a file the suite does not attach answers {response.status}")
         page_like = "text/html" in headers.get("content-type", "")
         if name in DOWNLOADS and (
             response.status != 200

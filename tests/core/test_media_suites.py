@@ -323,3 +323,9 @@ def test_a_missing_file_in_a_cases_file_names_that_file_and_row(folder) -> None:
         "tasks[0].cases[0].files.scan",
     )
     assert problem.message == "fixtures/nope.png: file not found"
+
+
+def test_gemini_takes_the_audio_types_its_guide_lists_and_not_m4a() -> None:
+    for media_type in ("audio/wav", "audio/mpeg", "audio/ogg", "audio/flac"):
+        assert accepts("google/gemini-2.5-flash", "audio", media_type) is True
+    assert accepts("google/gemini-2.5-flash", "audio", "audio/mp4") is False

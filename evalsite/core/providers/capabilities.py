@@ -12,7 +12,7 @@ vendor's model takes, less video (OpenRouter forwards no video input).
 Sources: Anthropic's vision and PDF support pages (images: JPEG, PNG, GIF, WebP; documents:
 PDF and plain text; no audio or video); OpenAI's image, audio (``input_audio``: wav and
 mp3, on the audio models only) and file-input (PDF) guides; Gemini's inline data
-(images, PDF and plain text, audio, video).
+(images, PDF and plain text, audio but M4A, video).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ ALL = "*"
 _IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _VISION = {"image": _IMAGES, "file": frozenset({"application/pdf"})}
 TEXT_ONLY: Mapping[str, frozenset[str]] = {}
+# Gemini's audio guide: WAV, MP3, AIFF, AAC, OGG, FLAC (no M4A)
+_GEMINI_AUDIO = frozenset({"audio/wav", "audio/mpeg", "audio/ogg", "audio/flac"})
 
 TABLE: tuple[tuple[str, str, Mapping[str, frozenset[str] | str]], ...] = (
     ("anthropic", "claude-instant*", TEXT_ONLY),
@@ -47,7 +49,7 @@ TABLE: tuple[tuple[str, str, Mapping[str, frozenset[str] | str]], ...] = (
     ("openai", "o1*", _VISION),
     ("openai", "o3*", _VISION),
     ("openai", "o4*", _VISION),
-    ("google", "gemini-*", {"image": _IMAGES, "file": ALL, "audio": ALL, "video": ALL}),
+    ("google", "gemini-*", {"image": _IMAGES, "file": ALL, "audio": _GEMINI_AUDIO, "video": ALL}),
     ("google", "gemma-*", TEXT_ONLY),
 )
 EVERYTHING = ("fake", "scripted", "command", "given")
