@@ -17,6 +17,7 @@ from evalsite.core.exitcodes import ExitCode
 GROUPS: dict[str, tuple[str, ...]] = {
     "Run & inspect": (
         "init",
+        "import",
         "validate",
         "run",
         "list",

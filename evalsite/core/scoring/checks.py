@@ -18,21 +18,32 @@ What each kind reads:
   a bool or ``(bool, note)``. Anything else it does (an import error, an exception, another
   return value) is a failed check with a note, never a crash.
 
+A check with ``read: evalpin`` reads evalpin's text instead, whatever its kind
+(:func:`~evalsite.core.scoring.evalpin.evalpin_text`), its JSON parsed from that text alone;
+``json_path`` with ``compare: json_spelling`` compares numbers by their JSON spelling.
+
 All checks run, every result is kept, and the first failing one's note is the answer's.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalsite.core.scoring.fences import checked_text
-from evalsite.core.scoring.json_answer import MISSING, json_path_value, parse_json_answer
+from evalsite.core.scoring.evalpin import JsonNumber, evalpin_text, load_spelled, same_spelling
+from evalsite.core.scoring.fences import checked_text, fenced_blocks
+from evalsite.core.scoring.json_answer import (
+    MISSING,
+    JsonAnswer,
+    json_path_value,
+    parse_json_answer,
+)
 from evalsite.core.suite_schema import CHECK_KINDS
 
 __all__ = [
@@ -71,9 +82,11 @@ class ChecksResult:
 class _Answer:
     trimmed: str
     text: str  # what the text checks read
+    strict_json: bool = False  # read: evalpin - the JSON is the whole text, nothing else
     vars: Mapping[str, Any] = field(default_factory=dict)
     allow_python: bool = False
     python_path: tuple[str, ...] = ()
+    raw: str = ""  # the answer as given, for read: evalpin
 
 
 def run_checks(
@@ -93,7 +106,12 @@ def run_checks(
     """
     trimmed = answer.strip()
     context = _Answer(
-        trimmed, checked_text(trimmed), case_vars or {}, allow_python, tuple(python_path)
+        trimmed,
+        checked_text(trimmed),
+        vars=case_vars or {},
+        allow_python=allow_python,
+        python_path=tuple(python_path),
+        raw=answer,
     )
     results = tuple(_run_one(check, context) for check in checks)
     failed = next((result for result in results if not result.passed), None)
@@ -105,6 +123,9 @@ def _run_one(check: Mapping[str, Any], answer: _Answer) -> CheckResult:
     if len(kinds) != 1:
         return CheckResult("invalid", False, f"a check needs exactly one of {CHECK_KINDS}")
     kind = kinds[0]
+    if check.get("read") == "evalpin":
+        text = evalpin_text(answer.raw)
+        answer = replace(answer, trimmed=text, text=text, strict_json=True)
     try:
         passed, note = _KINDS[kind](check[kind], answer, check.get("case_sensitive", True))
     except Exception as error:  # a malformed check (validation refuses these first)
@@ -163,19 +184,47 @@ def _exact_match(expected: str, answer: _Answer, _: bool) -> Outcome:
 
 
 def _json_valid(_: Any, answer: _Answer, __: bool) -> Outcome:
-    parsed = parse_json_answer(answer.trimmed)
+    parsed = _answer_json(answer, spelled=False)
     return parsed.ok, f"the answer is {parsed.error}"
 
 
 def _json_path(spec: Mapping[str, Any], answer: _Answer, _: bool) -> Outcome:
     path, expected = spec["path"], spec["equals"]
-    parsed = parse_json_answer(answer.trimmed)
+    spelled = spec.get("compare") == "json_spelling"
+    parsed = _answer_json(answer, spelled=spelled)
     if not parsed.ok:
         return False, f"{path}: the answer is {parsed.error}"
     found = json_path_value(parsed.value, path)
     if found is MISSING:
         return False, f"{path}: not found in the answer"
+    if spelled:  # `equals` is the JSON scalar as spelled, e.g. '1.0' or '"Ana"'
+        wanted = load_spelled(expected).value
+        passed = same_spelling(found, wanted)
+        return passed, f"{path} is {_show_json(found)}, expected {expected}"
     return _same_json(found, expected), f"{path} is {_show(found)}, expected {_show(expected)}"
+
+
+def _answer_json(answer: _Answer, *, spelled: bool) -> JsonAnswer:
+    """The answer's JSON: the whole text only under read: evalpin, else the whole trimmed
+    answer or its first fenced block; numbers kept as spelled when ``spelled``."""
+    if answer.strict_json:
+        return load_spelled(answer.trimmed) if spelled else _loads_whole(answer.trimmed)
+    if not spelled:
+        return parse_json_answer(answer.trimmed)
+    whole = load_spelled(answer.trimmed)
+    blocks = [] if whole.ok else fenced_blocks(answer.trimmed)
+    return load_spelled(blocks[0].code) if blocks else whole
+
+
+def _loads_whole(text: str) -> JsonAnswer:
+    parsed = load_spelled(text)  # the same parser; plain values for the value comparison
+    return parse_json_answer(text) if parsed.ok else parsed
+
+
+def _show_json(value: Any) -> str:
+    if isinstance(value, list | dict):
+        return "not a scalar"
+    return _cut(json.dumps(value) if not isinstance(value, JsonNumber) else value.text, SHOWN)
 
 
 def _same_json(found: Any, expected: Any) -> bool:

@@ -1,0 +1,112 @@
+"""Suites of other tools in evalsite's format: ``evalsite import FORMAT SOURCE`` and the
+add-suite page's upload (docs/importing.md).
+
+One module per format: :mod:`.evalpin` (text suites, replies and results), :mod:`.evaling`
+(``eval.yaml``), :mod:`.evalblink` (benchmark YAML) and :mod:`.promptfoo`
+(``promptfooconfig.yaml``); :mod:`.common` holds the result type. :func:`detect` names the
+format of a file by its content, for ``auto``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+from evalsite.core.importers.common import (
+    Translation,
+    Untranslated,
+    check_translation,
+    write_translation,
+)
+from evalsite.core.input_limits import decode_text
+from evalsite.core.problems import Problem, SuiteError
+
+__all__ = [
+    "FORMATS",
+    "Translation",
+    "Untranslated",
+    "check_translation",
+    "detect",
+    "detect_text",
+    "translate",
+    "write_translation",
+]
+
+FORMATS = ("evalpin", "evaling", "evalblink", "promptfoo")
+_EVALBLINK = {"models", "prompts", "test_cases"}
+_PROMPTFOO = {"prompts", "providers", "tests"}
+_EVALING = {"variants", "cases", "scorecard", "judges", "thresholds", "settings"}
+
+
+def detect_text(text: str) -> str | None:
+    """The format ``text`` is written in, or None when it is none of them."""
+    from evalsite.core.importers.evalpin import kind_of
+    from evalsite.core.yamlsafe import load_yaml
+
+    if kind_of(text) is not None:
+        return "evalpin"
+    try:
+        data = load_yaml(text.encode("utf-8"), filename="source").data
+    except SuiteError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    keys = set(data)
+    if "test_cases" in keys and keys & {"models", "prompts", "evaluation"}:
+        return "evalblink"
+    if "suite" in keys and "tasks" in keys:
+        return None  # evalsite's own format
+    if keys & {"providers", "targets"} and keys & {"prompts", "tests", "defaultTest"}:
+        return "promptfoo"
+    if keys & _EVALING and ("models" in keys or "variants" in keys or "prompt" in keys):
+        return "evaling"
+    return None
+
+
+def detect(source: pathlib.Path) -> str:
+    """The format of the file at ``source``; SuiteError saying what was looked for when
+    it is none of them."""
+    from evalsite.core.suite_files import UnreadableFile, read_bounded
+
+    try:
+        text = decode_text(read_bounded(source), filename=str(source)).replace("\r\n", "\n")
+    except UnreadableFile as error:
+        raise SuiteError([Problem(str(source), None, "", str(error))]) from None
+    found = detect_text(text)
+    if found is None:
+        message = (
+            "cannot tell its format: evalpin's case/prompt:/expect, reply/fail or "
+            "'evalpin-results 1' lines; evaling's models/variants/cases/scorecard keys; "
+            "evalblink's models/prompts/test_cases; promptfoo's prompts/providers/tests. "
+            "Name the format instead of auto"
+        )
+        raise SuiteError([Problem(str(source), None, "", message)])
+    return found
+
+
+def translate(
+    format: str,
+    source: pathlib.Path,
+    *,
+    replies: pathlib.Path | None = None,
+    repeats: int | None = None,
+) -> Translation:
+    """The file at ``source`` in evalsite's format; SuiteError when it cannot be read."""
+    if format == "auto":
+        format = detect(source)
+    if format == "evalpin":
+        from evalsite.core.importers import evalpin
+
+        return evalpin.translate(source, replies=replies, repeats=repeats)
+    if format == "evaling":
+        from evalsite.core.importers import evaling
+
+        return evaling.translate(source)
+    if format == "evalblink":
+        from evalsite.core.importers import evalblink
+
+        return evalblink.translate(source)
+    if format == "promptfoo":
+        from evalsite.core.importers import promptfoo
+
+        return promptfoo.translate(source)
+    raise ValueError(f"unknown format {format!r}; one of {', '.join(FORMATS)} or auto")

@@ -1,0 +1,260 @@
+"""What every importer returns, and the steps they share: reading a source, naming things
+as evalsite's identifiers, writing the suite YAML and checking it with ``parse_suite``.
+
+An importer is a pure function from source files to a :class:`Translation`: the suite
+document, the other files to write beside it (scripted replies, cases files, copied media),
+and every part of the source that did not translate, as :class:`Untranslated` with its file
+and line. Nothing is dropped silently: a key the importer does not know is untranslated too.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from evalsite.core.input_limits import decode_text
+from evalsite.core.problems import Problem, SuiteError
+from evalsite.core.suite_files import UnreadableFile, read_bounded
+from evalsite.core.yamlsafe import YamlDocument, load_yaml
+
+__all__ = [
+    "Translation",
+    "Untranslated",
+    "check_translation",
+    "identifier",
+    "read_text",
+    "read_yaml",
+    "render_suite",
+    "write_translation",
+]
+
+_NOT_ID = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass(frozen=True)
+class Untranslated:
+    """A part of the source evalsite's suite does not carry, and why."""
+
+    file: str
+    line: int | None
+    what: str
+    why: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.what}: {self.why}"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One imported source. ``suite`` is None for a source that is no suite (an evalpin
+    results file); ``files`` are written beside the suite, by path relative to it (text or
+    bytes); ``notes`` are decisions a reader should know (renamed ids, endpoints to add)."""
+
+    format: str
+    source: str
+    suite_file: str | None
+    suite: dict[str, Any] | None
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
+    untranslated: tuple[Untranslated, ...] = ()
+    notes: tuple[str, ...] = ()
+    header: tuple[str, ...] = ()  # comment lines at the top of the suite YAML
+
+    def rendered(self) -> dict[str, bytes]:
+        """Every file to write, the suite YAML included, as bytes."""
+        out = {
+            name: content if isinstance(content, bytes) else content.encode("utf-8")
+            for name, content in self.files.items()
+        }
+        if self.suite is not None and self.suite_file is not None:
+            out[self.suite_file] = render_suite(self).encode("utf-8")
+        return out
+
+    @property
+    def needs_files(self) -> tuple[str, ...]:
+        """The files the suite refers to, which a suite uploaded in the browser cannot."""
+        return tuple(name for name in self.files if name != self.suite_file)
+
+
+def render_suite(translation: Translation) -> str:
+    """The suite as YAML, headed by comments: where it came from and what did not come."""
+    lines = [f"# Imported by `evalsite import {translation.format}` from {translation.source}."]
+    lines += [f"# {line}" if line else "#" for line in translation.header]
+    if translation.untranslated:
+        lines.append("#")
+        lines.append("# Not translated (see docs/importing.md):")
+        lines += [f"#   {_one_line(str(item))}" for item in translation.untranslated]
+    return "\n".join(lines) + "\n\n" + dump_yaml(translation.suite)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line text as a literal block (``|``), as a person writes a prompt; a value
+    shared by several cases is written out in each, never as an anchor and alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None  # the emitter falls back when | cannot hold it
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` as YAML in document order, multi-line texts as literal blocks."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def read_text(path: pathlib.Path, display: str | None = None) -> str:
+    """The file's text (bounded, UTF-8, no NUL, BOM dropped, CRLF as LF); SuiteError naming
+    the file otherwise."""
+    name = display or str(path)
+    try:
+        data = read_bounded(path)
+    except UnreadableFile as error:
+        raise SuiteError([Problem(name, None, "", str(error))]) from None
+    return decode_text(data, filename=name).replace("\r\n", "\n")
+
+
+def read_yaml(path: pathlib.Path, display: str | None = None) -> YamlDocument:
+    """The YAML (or JSON) file at ``path`` with the line of every key; SuiteError otherwise."""
+    name = display or str(path)
+    try:
+        data = read_bounded(path)
+    except UnreadableFile as error:
+        raise SuiteError([Problem(name, None, "", str(error))]) from None
+    return load_yaml(data, filename=name)
+
+
+def identifier(text: str, fallback: str) -> str:
+    """``text`` as an evalsite identifier (lowercase, digits, '-', at most 64), or
+    ``fallback`` when nothing of it is left."""
+    slug = _NOT_ID.sub("-", str(text).lower()).strip("-")[:64].strip("-")
+    return slug or fallback
+
+
+def unique(name: str, taken: set[str]) -> str:
+    """``name``, or ``name-2``, ``name-3``… when taken; the result is added to ``taken``."""
+    candidate, number = name, 2
+    while candidate in taken:
+        suffix = f"-{number}"
+        candidate, number = name[: 64 - len(suffix)] + suffix, number + 1
+    taken.add(candidate)
+    return candidate
+
+
+def check_translation(translation: Translation, *, origin: str = "file") -> list[Problem]:
+    """What ``parse_suite`` finds wrong with the translated suite, written to a temporary
+    folder with its files; an empty list when it validates."""
+    from evalsite.core.suites import parse_suite  # the heavy part, only when checking
+
+    if translation.suite is None or translation.suite_file is None:
+        return []
+    rendered = translation.rendered()
+    with tempfile.TemporaryDirectory(prefix="evalsite-import-") as folder:
+        base = pathlib.Path(folder)
+        for name, content in rendered.items():
+            target = base / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        try:
+            parse_suite(
+                rendered[translation.suite_file],
+                filename=translation.suite_file,
+                base_dir=base if origin == "file" else None,
+                origin=origin,
+            )
+        except SuiteError as error:
+            return list(error.problems)
+    return []
+
+
+def existing_outputs(translation: Translation, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """The files writing ``translation`` to ``out_dir`` would overwrite."""
+    return [out_dir / name for name in translation.rendered() if (out_dir / name).exists()]
+
+
+def write_translation(
+    translation: Translation, out_dir: pathlib.Path, *, force: bool = False
+) -> list[pathlib.Path]:
+    """Write every file under ``out_dir``; FileExistsError naming the files that exist
+    unless ``force``. Returns the paths written."""
+    existing = existing_outputs(translation, out_dir)
+    if existing and not force:
+        raise FileExistsError(", ".join(str(path) for path in existing))
+    written = []
+    for name, content in translation.rendered().items():
+        target = out_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+        written.append(target)
+    return written
+
+
+def has_system(prompt: Any) -> bool:
+    """Whether a prompt (a text or a list of messages) starts with a system message."""
+    return isinstance(prompt, list) and bool(prompt) and prompt[0].get("role") == "system"
+
+
+def variant_specs(prompts: Mapping[str, Any], system: str | None = None) -> dict[str, Any]:
+    """The suite's ``variants:`` for named prompts, the first being the task's own (``{}``).
+
+    A variant whose prompt has no system message of its own gets ``system: ""`` when the
+    task has one (``system`` or a leading system message): evalsite would otherwise send
+    it the task's, which the source tool does not."""
+    items = list(prompts.items())
+    base_system = system is not None or (bool(items) and has_system(items[0][1]))
+    specs: dict[str, Any] = {}
+    for index, (name, prompt) in enumerate(items):
+        if index == 0:
+            specs[name] = {}
+            continue
+        specs[name] = {"prompt": prompt}
+        if base_system and not has_system(prompt):
+            specs[name]["system"] = ""
+    return specs
+
+
+def line_of(document: YamlDocument, path: tuple[str | int, ...]) -> int | None:
+    """The line of ``path`` in ``document``, or of its nearest parent that has one."""
+    while path and path not in document.lines:
+        path = path[:-1]
+    return document.lines.get(path)
+
+
+class Collector:
+    """Gathers untranslated parts and notes of one source file as an importer walks it."""
+
+    def __init__(self, file: str, document: YamlDocument | None = None) -> None:
+        self.file = file
+        self.document = document
+        self.untranslated: list[Untranslated] = []
+        self.notes: list[str] = []
+
+    def skip(self, path: tuple[str | int, ...], what: str, why: str, *, file: str = "") -> None:
+        line = line_of(self.document, path) if self.document is not None else None
+        self.untranslated.append(Untranslated(file or self.file, line, what, why))
+
+    def skip_at(self, line: int | None, what: str, why: str, *, file: str = "") -> None:
+        self.untranslated.append(Untranslated(file or self.file, line, what, why))
+
+    def unknown_keys(
+        self, mapping: Mapping[str, Any], known: set[str], path: tuple[str | int, ...], where: str
+    ) -> None:
+        """Every key of ``mapping`` not in ``known``, as untranslated."""
+        for key in mapping:
+            if key not in known:
+                self.skip((*path, key), f"{where}{key}", "not a key this importer translates")

@@ -1,0 +1,421 @@
+"""evaling's ``eval.yaml`` in evalsite's format: models with provider and params, variants
+with prompt files, cases inline or from CSV/JSONL (``file://`` values become case files),
+the scorecard's criteria and judges, thresholds and settings. evaling's prompts are Jinja2,
+so the suite says ``templating: jinja2``; content parts (``text``, ``image: "{{ files.x }}"``)
+are evalsite's own. Every file a case attaches is copied beside the suite, under the same
+relative path (evalsite reads no file outside the suite's folder).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import pathlib
+from typing import Any
+
+from evalsite.core.importers.common import (
+    Collector,
+    Translation,
+    identifier,
+    read_text,
+    read_yaml,
+    unique,
+    variant_specs,
+)
+
+__all__ = ["translate"]
+
+TOP = {"settings", "models", "variants", "prompt", "cases", "scorecard", "judges", "thresholds"}
+PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}
+PARAMS = ("temperature", "max_tokens", "top_p", "stop", "timeout_s")
+CHECK_SCORERS = {"exact", "contains", "not-contains", "regex"}
+CASE_KEYS = {"id", "vars", "files", "expected", "tags"}
+
+
+class _State:
+    """What the walk collects beside the suite: files to copy, checks per case."""
+
+    def __init__(self, folder: pathlib.Path, c: Collector) -> None:
+        self.folder = folder
+        self.c = c
+        self.files: dict[str, str | bytes] = {}
+
+    def copy(self, relative: str, where: str) -> str | None:
+        """Copy a file the source refers to; its relative path, or None when it is outside."""
+        path = (self.folder / relative).resolve()
+        if not path.is_relative_to(self.folder.resolve()) or not path.is_file():
+            self.c.skip_at(
+                None,
+                f"file {relative}",
+                "missing, or outside the source's folder "
+                f"(evalsite reads files inside the suite's folder only): {where}",
+            )
+            return None
+        name = path.relative_to(self.folder.resolve()).as_posix()
+        self.files[name] = path.read_bytes()
+        return name
+
+
+def translate(source: pathlib.Path) -> Translation:
+    document = read_yaml(source)
+    data = document.data if isinstance(document.data, dict) else {}
+    c = Collector(str(source), document)
+    state = _State(source.parent, c)
+    c.unknown_keys(data, TOP, (), "")
+    for key in (data.get("settings") or {}) if isinstance(data.get("settings"), dict) else {}:
+        why = "a workspace setting: evalsite's are EVALSITE_DATA_DIR and `evalsite run` options"
+        c.skip(("settings", key), f"settings.{key}", why)
+    suite: dict[str, Any] = {
+        "suite": identifier(
+            source.parent.name if source.stem == "eval" else source.stem, "evaling"
+        ),
+        "version": 1,
+        "templating": "jinja2",
+    }
+    ids, models, params = _models(data.get("models"), c)
+    variants = _variants(data, state)
+    names = list(variants)
+    suite["models"] = [f"{m}@{v}" for m in models for v in names] if len(names) > 1 else models
+    if params:
+        suite["defaults"] = params
+    task: dict[str, Any] = {"id": "eval", "prompt": next(iter(variants.values()), "")}
+    scorecard, checks, judge = _scorecard(data, ids, task, state)
+    if judge:
+        suite["judge"] = judge
+        task["judge"] = False  # evaling's judges grade answers; they compare none in pairs
+    gate = _thresholds(data.get("thresholds"), c)
+    if gate:
+        suite["gate"] = gate
+    if scorecard:
+        suite["scorecard"] = scorecard
+    if len(names) > 1:
+        suite["variants"] = variant_specs(variants)
+    _cases(data.get("cases"), task, checks, state)
+    suite["tasks"] = [task]
+    return Translation(
+        "evaling",
+        str(source),
+        f"{suite['suite']}.yaml",
+        suite,
+        state.files,
+        tuple(c.untranslated),
+        tuple(c.notes),
+        _HEADER,
+    )
+
+
+_HEADER = (
+    "evaling -> evalsite: a contestant is model@variant (the first variant is the task's",
+    "own prompt), cases keep their vars and files, the scorecard's criteria keep their",
+    "names and weights (llm-judge -> grade, json-schema -> schema, the deterministic",
+    "scorers -> checks), thresholds are gates. Files are copied beside this suite.",
+)
+
+
+def _models(value: Any, c: Collector) -> tuple[dict[str, str], list[str], dict[str, Any]]:
+    """evaling model id -> evalsite model string, the contestants' models, shared params."""
+    ids: dict[str, str] = {}
+    configs: list[dict[str, Any]] = []
+    for index, entry in enumerate(value if isinstance(value, list) else []):
+        if not isinstance(entry, dict):
+            continue
+        provider, model_id = entry.get("provider"), entry.get("id")
+        path = ("models", index)
+        if provider == "openai-compatible":
+            url = entry.get("base_url", "")
+            c.skip(path, f"model {model_id}", "an OpenAI-compatible base_url is an Endpoint")
+            c.notes.append(
+                f"{model_id} calls {url}: add an Endpoint in the admin with that "
+                f"base URL and run with --models <endpoint>/{model_id}"
+            )
+            continue
+        if provider not in PROVIDERS:
+            why = (
+                "evalsite has no such provider (mock is `evalsite run --fake`; "
+                "command is in docs/providers.md)"
+            )
+            c.skip(path, f"model {model_id} ({provider})", why)
+            continue
+        ids[str(model_id)] = f"{PROVIDERS[provider]}/{model_id}"
+        params = dict(entry.get("params") or {})
+        for key in ("max_retries", "timeout_s", "max_concurrency", "requests_per_minute"):
+            if key in entry:
+                params.setdefault(key, entry[key])
+        configs.append(params)
+        c.unknown_keys(
+            entry,
+            {
+                "id",
+                "provider",
+                "params",
+                "max_retries",
+                "timeout_s",
+                "max_concurrency",
+                "requests_per_minute",
+            },
+            path,
+            "models[].",
+        )
+    return ids, list(ids.values()), _shared(configs, c)
+
+
+def _shared(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    keys = {key for config in configs for key in config}
+    for key in sorted(keys):
+        values = [config.get(key) for config in configs]
+        if key in PARAMS and all(v == values[0] for v in values):
+            params[key] = values[0]
+        elif key in PARAMS:
+            c.skip(
+                ("models",),
+                f"params.{key}",
+                "differs between models; evalsite's defaults hold one value for every contestant",
+            )
+        else:
+            c.skip(
+                ("models",),
+                f"{key}",
+                "not a request setting of a suite (rate limits and retries are the server's)",
+            )
+    return params
+
+
+def _variants(data: dict[str, Any], state: _State) -> dict[str, Any]:
+    """Variant name -> prompt (a text or messages), the top-level prompt when none."""
+    out: dict[str, Any] = {}
+    taken = {"base"}
+    for index, entry in enumerate(data.get("variants") or []):
+        if not isinstance(entry, dict):
+            continue
+        name = unique(identifier(entry.get("name", ""), f"variant-{index + 1}"), taken)
+        prompt = _prompt(entry.get("prompt"), state, ("variants", index, "prompt"))
+        if prompt is not None:
+            out[name] = prompt
+    if not out and data.get("prompt") is not None:
+        prompt = _prompt(data["prompt"], state, ("prompt",))
+        if prompt is not None:
+            out["base"] = prompt
+    return out
+
+
+def _prompt(value: Any, state: _State, path: tuple) -> Any:
+    if isinstance(value, str) and value.endswith((".yaml", ".yml", ".json", ".txt", ".j2")):
+        target = state.folder / value
+        if target.suffix in {".txt", ".j2"}:
+            return read_text(target, str(target))
+        value = read_yaml(target, str(target)).data
+        if isinstance(value, dict):
+            value = value.get("messages", value.get("prompt"))
+    if isinstance(value, str) or (isinstance(value, list) and value):
+        return value
+    state.c.skip(path, "prompt", "not a text, a list of messages or a prompt file")
+    return None
+
+
+def _scorecard(
+    data: dict[str, Any], ids: dict[str, str], task: dict[str, Any], state: _State
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The scorecard, the check specs every case gets, and the judge."""
+    c = state.c
+    scorecard: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
+    judge: dict[str, Any] = {}
+    judges = data.get("judges") if isinstance(data.get("judges"), dict) else {}
+    for index, entry in enumerate(data.get("scorecard") or []):
+        scorer = entry.get("scorer") if isinstance(entry, dict) else None
+        if not isinstance(scorer, dict):
+            continue
+        kind, path = scorer.get("type"), ("scorecard", index)
+        criterion = {
+            "criterion": identifier(entry.get("criterion", ""), f"c{index}"),
+            "weight": entry.get("weight", 1),
+        }
+        if kind == "llm-judge":
+            name = scorer.get("judge")
+            spec = judges.get(name) if isinstance(judges.get(name), dict) else {}
+            if judge:
+                c.skip(
+                    path,
+                    f"criterion {criterion['criterion']}",
+                    "evalsite grades with one "
+                    "judge and one rubric per task: only the first llm-judge criterion is kept",
+                )
+                continue
+            judge = {"model": ids.get(str(spec.get("model")), f"anthropic/{spec.get('model')}")}
+            task["grade"] = {"rubric": _rubric(spec.get("rubric"), state, ("judges", name))}
+            scorecard.append({**criterion, "scorer": "grade"})
+        elif kind == "json-schema":
+            task["schema"] = _schema(scorer.get("schema"), state, (*path, "scorer", "schema"))
+            scorecard.append({**criterion, "scorer": "schema"})
+        elif kind == "json-valid":
+            scorecard.append({**criterion, "scorer": "json_valid"})
+        elif kind in CHECK_SCORERS:
+            checks.append(scorer)
+            if any(item["scorer"] == "checks" for item in scorecard):
+                c.skip(
+                    path,
+                    f"criterion {criterion['criterion']} weight",
+                    "its check joins "
+                    "the first deterministic criterion: evalsite's checks scorer scores all "
+                    "checks together",
+                )
+            else:
+                scorecard.append({**criterion, "scorer": "checks"})
+        else:
+            c.skip(path, f"scorer {kind}", _WHY.get(str(kind), "no evalsite scorer does this"))
+    return scorecard, checks, judge
+
+
+_CALIBRATION = "judge calibration in evalsite is labels and the judge lab (docs/judge-lab.md)"
+_WHY = {
+    "python": "evalsite's python check calls function(answer, vars): write one and add it "
+    "as {python: module:function}",
+    "exact-agreement": _CALIBRATION,
+    "within-n": _CALIBRATION,
+}
+
+
+def _rubric(value: Any, state: _State, path: tuple) -> str:
+    if isinstance(value, str) and value.endswith((".yaml", ".yml", ".txt", ".md", ".j2")):
+        target = state.folder / value
+        loaded = read_yaml(target, str(target)).data if target.suffix in {".yaml", ".yml"} else None
+        if isinstance(loaded, list):  # a judge prompt: its messages' text is the rubric
+            state.c.notes.append(
+                f"the judge prompt {value} is the grade's rubric text; "
+                "evalsite's grade prompt frames it"
+            )
+            return "\n\n".join(str(m.get("content", "")) for m in loaded if isinstance(m, dict))
+        return loaded if isinstance(loaded, str) else read_text(target, str(target))
+    return str(value or "")
+
+
+def _schema(value: Any, state: _State, path: tuple) -> Any:
+    if isinstance(value, dict):
+        return value
+    target = state.folder / str(value)
+    return read_yaml(target, str(target)).data  # inlined: an uploaded suite can keep it
+
+
+def _thresholds(value: Any, c: Collector) -> dict[str, Any]:
+    gate: dict[str, Any] = {}
+    if not isinstance(value, dict):
+        return gate
+    for key, number in value.items():
+        if key in {"min_pass_rate", "min_score"}:
+            gate[key] = number
+        elif key == "baseline" and number == "regression":
+            gate["max_regression_points"] = 0
+            c.notes.append(
+                "thresholds.baseline: regression is gate.max_regression_points: 0 "
+                "against the run pinned with `evalsite baseline set`"
+            )
+        else:
+            c.skip(("thresholds", key), f"thresholds.{key}", "no evalsite gate does this")
+    return gate
+
+
+def _cases(value: Any, task: dict[str, Any], checks: list, state: _State) -> None:
+    c = state.c
+    if isinstance(value, dict) and "file" in value:
+        value = str(value["file"])
+    if isinstance(value, str):
+        records = _records(state.folder / value, state)
+        where = value
+    else:
+        records = [(r, c.file, None) for r in (value or []) if isinstance(r, dict)]
+        where = c.file
+    taken: set[str] = set()
+    cases = [
+        _case(record, n, file, line, checks, taken, state)
+        for n, (record, file, line) in enumerate(records, start=1)
+    ]
+    if isinstance(value, str):
+        name = f"{pathlib.Path(where).stem}.imported.jsonl"
+        state.files[name] = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
+        task["cases_path"] = name
+    else:
+        task["cases"] = cases
+
+
+def _records(path: pathlib.Path, state: _State) -> list[tuple[dict, str, int | None]]:
+    text = read_text(path, str(path))
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        return [(dict(row), str(path), reader.line_num) for row in reader]
+    out = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            out.append((json.loads(line), str(path), number))
+    return out
+
+
+def _case(
+    record: dict[str, Any],
+    number: int,
+    file: str,
+    line: int | None,
+    checks: list,
+    taken: set[str],
+    state: _State,
+) -> dict[str, Any]:
+    flat = "vars" not in record and "files" not in record
+    variables = dict(record.get("vars") or {})
+    files = dict(record.get("files") or {})
+    extra = {k: v for k, v in record.items() if k not in CASE_KEYS | {"reference", "human_label"}}
+    if flat:
+        variables.update(extra)
+    else:
+        for key in extra:
+            state.c.skip_at(line, f"case {number}: {key}", "not a case key", file=file)
+    for key in ("reference", "human_label"):
+        if key in record:
+            why = (
+                (
+                    "a preference label in evalsite is a pair of answers (labels:); a "
+                    "per-answer human label is not"
+                )
+                if key == "human_label"
+                else "not translated"
+            )
+            state.c.skip_at(line, f"case {number}: {key}", why, file=file)
+    for key, value in list(variables.items()):
+        if isinstance(value, str) and value.startswith("file://"):
+            files[key] = variables.pop(key).removeprefix("file://")
+    case: dict[str, Any] = {"id": unique(identifier(record.get("id", ""), f"case-{number}"), taken)}
+    if variables:
+        case["vars"] = variables
+    copied = {k: state.copy(str(v), f"{file}:{line or ''}") for k, v in files.items()}
+    if any(v for v in copied.values()):
+        case["files"] = {k: v for k, v in copied.items() if v}
+    case_checks = [_check(spec, record.get("expected")) for spec in checks]
+    if any(check is None for check in case_checks):
+        state.c.skip_at(
+            line,
+            f"case {number}: expected",
+            "a check compares with the case's expected value, which this case lacks",
+            file=file,
+        )
+    if any(case_checks):
+        case["checks"] = [check for check in case_checks if check]
+    if record.get("tags"):
+        case["tags"] = [str(tag) for tag in record["tags"]]
+    return case
+
+
+def _check(spec: dict[str, Any], expected: Any) -> dict[str, Any] | None:
+    kind = spec["type"]
+    value = spec.get("pattern", spec.get("value", expected))
+    if value is None:
+        return None
+    sensitive = spec.get("case_sensitive")
+    check: dict[str, Any] = {
+        "exact": {"equals": str(value)},
+        "contains": {"contains": str(value)},
+        "not-contains": {"not_contains": str(value)},
+        "regex": {"regex": str(value)},
+    }[kind]
+    if sensitive is False:
+        check["case_sensitive"] = False
+    return check

@@ -1,0 +1,547 @@
+"""promptfoo's ``promptfooconfig.yaml`` in evalsite's format, following promptfoo's
+configuration reference: ``prompts`` (inline and ``file://``), ``providers``, ``tests``
+(inline, or a CSV/YAML file), ``defaultTest`` and the common assertions. Each prompt after
+the first is a variant (a contestant is ``provider@prompt``); the tests are the cases of one
+task, ``tests``; an assertion becomes a check, a grade or the judge's rubric, and every
+other assertion is listed as untranslated (docs/importing.md has the table).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import pathlib
+import re
+from typing import Any
+
+from evalsite.core.importers.common import (
+    Collector,
+    Translation,
+    identifier,
+    read_text,
+    read_yaml,
+    unique,
+    variant_specs,
+)
+from evalsite.core.suite_schema import MODEL
+
+__all__ = ["translate"]
+
+TOP = {"description", "prompts", "providers", "targets", "tests", "defaultTest", "evaluateOptions"}
+TEST = {"description", "vars", "assert", "options"}
+ASSERTION = {"type", "value", "threshold"}
+PLAIN = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+ANY_TAG = re.compile(r"\{\{.*?\}\}|\{%|\{#", re.S)
+_MODEL = re.compile(MODEL)
+DEFAULT_GRADER = "openai/gpt-4.1"  # promptfoo grades with an OpenAI model by default
+PREFIXES = {  # promptfoo provider prefix -> evalsite provider
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "vertex": "google",
+    "google": "google",
+    "openrouter": "openrouter",
+}
+NO_GATE = (
+    "evalsite's gates have no per-answer {what} threshold (limits.max_cost_usd caps a whole "
+    "run's spend; the report shows latency p50)"
+)
+
+
+def translate(source: pathlib.Path) -> Translation:
+    document = read_yaml(source)
+    data = document.data if isinstance(document.data, dict) else {}
+    c = Collector(str(source), document)
+    c.unknown_keys(data, TOP, (), "")
+    folder = source.parent
+    prompts = _prompts(data.get("prompts"), folder, c)
+    models, params = _providers(data.get("providers", data.get("targets")), c)
+    tests = _tests(data.get("tests"), folder, c)
+    default = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
+    suite: dict[str, Any] = {
+        "suite": identifier(
+            source.parent.name if source.stem == "promptfooconfig" else source.stem, "promptfoo"
+        ),
+        "version": 1,
+    }
+    if data.get("description"):
+        suite["description"] = str(data["description"])
+    texts = [text for _, text in prompts if isinstance(text, str)]
+    if any(_needs_jinja(text) for text in texts):
+        suite["templating"] = "jinja2"
+    names = [name for name, _ in prompts]
+    suite["models"] = [f"{m}@{n}" for m in models for n in names] if len(names) > 1 else models
+    repeat = (data.get("evaluateOptions") or {}).get("repeat")
+    if isinstance(repeat, int) and 1 <= repeat <= 20:
+        suite["repeats"] = repeat
+    _evaluate_options(data.get("evaluateOptions"), c)
+    if params:
+        suite["defaults"] = params
+    task, judge = _task(prompts, tests, default, c)
+    if judge:
+        suite["judge"] = judge
+    if len(prompts) > 1:
+        suite["variants"] = variant_specs(dict(prompts))
+    suite["tasks"] = [task]
+    return Translation(
+        "promptfoo",
+        str(source),
+        f"{suite['suite']}.yaml",
+        suite,
+        {},
+        tuple(c.untranslated),
+        tuple(c.notes),
+        _HEADER,
+    )
+
+
+_HEADER = (
+    "promptfoo -> evalsite: providers are contestants (one per provider and prompt:",
+    "provider@prompt), the tests are the cases of the task `tests`, defaultTest's vars and",
+    "assertions are merged into every case; assertions are checks, llm-rubric a case grade",
+    "(the judge scores 1-5, normalised to 0-1), select-best the pairwise judge's rubric.",
+)
+
+
+def _needs_jinja(text: str) -> bool:
+    """Nunjucks beyond plain ``{{name}}`` (filters, tags, comments) needs Jinja2."""
+    return any(not PLAIN.fullmatch(tag) for tag in ANY_TAG.findall(text))
+
+
+def _evaluate_options(options: Any, c: Collector) -> None:
+    if not isinstance(options, dict):
+        return
+    for key in options:
+        if key != "repeat":
+            why = "a run option in evalsite (e.g. evalsite run --concurrency N)"
+            c.skip(("evaluateOptions", key), f"evaluateOptions.{key}", why)
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+
+def _prompts(value: Any, folder: pathlib.Path, c: Collector) -> list[tuple[str, Any]]:
+    """(variant name, prompt) of each prompt; a prompt is a text or a list of messages."""
+    items = value if isinstance(value, list) else [] if value is None else [value]
+    out: list[tuple[str, Any]] = []
+    taken = {"base"}
+    for index, item in enumerate(items):
+        label, texts = _prompt_texts(item, folder, ("prompts", index), c)
+        for k, text in enumerate(texts):
+            base = identifier(label, f"prompt-{index + 1}") if label else f"prompt-{index + 1}"
+            name = unique(base if k == 0 else f"{base}-{k + 1}", taken)
+            out.append((name, text))
+    return out
+
+
+def _prompt_texts(item: Any, folder: pathlib.Path, path: tuple, c: Collector) -> tuple[str, list]:
+    if isinstance(item, dict):
+        label = str(item.get("label") or item.get("id") or "")
+        raw = item.get("raw")
+        if isinstance(raw, str):
+            return label, [raw]
+        reference = item.get("id") if str(item.get("id", "")).startswith("file://") else None
+        if reference is None:
+            c.skip(path, "prompt", "a prompt object needs raw text or a file:// id")
+            return label, []
+        item = reference
+    if not isinstance(item, str):
+        c.skip(path, "prompt", "not a text or a file:// reference")
+        return "", []
+    if not item.startswith("file://"):
+        return "", [item]
+    return _prompt_file(item.removeprefix("file://"), folder, path, c)
+
+
+def _prompt_file(name: str, folder: pathlib.Path, path: tuple, c: Collector) -> tuple[str, list]:
+    target = folder / name
+    suffix = target.suffix.lower()
+    if suffix in {".js", ".cjs", ".mjs", ".ts", ".py"} or any(ch in name for ch in "*?:"):
+        c.skip(
+            path, f"prompt file://{name}", "prompt functions and globs are code evalsite runs not"
+        )
+        return "", []
+    if suffix in {".json", ".yaml", ".yml"}:
+        messages = read_yaml(target, str(target)).data
+        if not _is_chat(messages):
+            c.skip(path, f"prompt file://{name}", "not a list of {role, content} messages")
+            return "", []
+        return target.stem, [[{"role": m["role"], "content": m["content"]} for m in messages]]
+    text = read_text(target, str(target))
+    parts = [part.strip("\n") for part in re.split(r"\n-{3,}\n", text)]  # promptfoo's separator
+    return target.stem, [part for part in parts if part]
+
+
+def _is_chat(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(m, dict)
+        and m.get("role") in {"system", "user", "assistant"}
+        and isinstance(m.get("content"), str)
+        for m in value
+    )
+
+
+# --- providers -------------------------------------------------------------------------------
+
+
+def _providers(value: Any, c: Collector) -> tuple[list[str], dict[str, Any]]:
+    """The contestants' model strings and the request settings they all share."""
+    if isinstance(value, dict):
+        value = [{"id": key, **(options or {})} for key, options in value.items()]
+    items = value if isinstance(value, list) else [] if value is None else [value]
+    models: list[str] = []
+    configs: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        spec = item if isinstance(item, dict) else {"id": item}
+        config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
+        model = _model(str(spec.get("id", "")), config, ("providers", index), c)
+        if model and model not in models:
+            models.append(model)
+            configs.append(config)
+    return models, _shared_params(configs, c)
+
+
+def _model(provider: str, config: dict[str, Any], path: tuple, c: Collector) -> str | None:
+    prefix, _, rest = provider.partition(":")
+    for mode in ("chat:", "messages:", "responses:"):
+        rest = rest.removeprefix(mode)
+    base_url = config.get("apiBaseUrl") or config.get("apiHost")
+    if base_url:
+        endpoint = identifier(re.sub(r"^https?://", "", str(base_url)).split("/")[0], "local")
+        endpoint = endpoint.replace("-", "")[:30] or "local"
+        c.notes.append(
+            f"{provider} calls {base_url}: add an Endpoint in the admin (name {endpoint}, base "
+            f"URL {base_url}) and run with --models {endpoint}/{rest}"
+        )
+        c.skip(path, f"provider {provider}", "an OpenAI-compatible apiBaseUrl is an Endpoint")
+        return None
+    if prefix not in PREFIXES or not rest:
+        c.skip(
+            path,
+            f"provider {provider}",
+            "not a provider evalsite has (openai, anthropic, "
+            "google/vertex, openrouter, or an Endpoint)",
+        )
+        return None
+    model = f"{PREFIXES[prefix]}/{rest}"
+    if not _MODEL.fullmatch(model):
+        c.skip(path, f"provider {provider}", "not an evalsite model string")
+        return None
+    if prefix == "vertex":
+        c.notes.append(f"{provider} is {model}: evalsite calls Gemini's API, not Vertex AI")
+    return model
+
+
+def _shared_params(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for key in ("temperature", "max_tokens", "top_p"):
+        values = [config.get(key) for config in configs]
+        if values and all(v is not None and v == values[0] for v in values):
+            params[key] = values[0]
+        elif any(v is not None for v in values):
+            c.skip(
+                ("providers",),
+                f"config.{key}",
+                "differs between providers; evalsite's "
+                "defaults hold one value (a variant's params can hold another)",
+            )
+    known = {"temperature", "max_tokens", "top_p", "apiBaseUrl", "apiHost"}
+    for config in configs:
+        for key in config:
+            if key not in known:
+                c.skip(("providers",), f"config.{key}", "not a request setting evalsite has")
+    return params
+
+
+# --- tests -----------------------------------------------------------------------------------
+
+
+def _tests(value: Any, folder: pathlib.Path, c: Collector) -> list[tuple[dict, str, int | None]]:
+    """(test, file, line) of every test, inline or read from CSV/YAML files."""
+    items = value if isinstance(value, list) else [] if value is None else [value]
+    out: list[tuple[dict, str, int | None]] = []
+    for index, item in enumerate(items):
+        if isinstance(item, dict):
+            out.append((item, c.file, _line(c, ("tests", index))))
+        elif isinstance(item, str) and item.startswith("file://"):
+            out += _test_file(folder / item.removeprefix("file://"), ("tests", index), c)
+        else:
+            c.skip(("tests", index), "test", "not a test or a file:// reference")
+    return out
+
+
+def _line(c: Collector, path: tuple) -> int | None:
+    from evalsite.core.importers.common import line_of
+
+    return line_of(c.document, path) if c.document is not None else None
+
+
+def _test_file(
+    path: pathlib.Path, where: tuple, c: Collector
+) -> list[tuple[dict, str, int | None]]:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _csv_tests(read_text(path, str(path)), str(path), c)
+    if suffix in {".yaml", ".yml", ".json"}:
+        document = read_yaml(path, str(path))
+        tests = document.data if isinstance(document.data, list) else []
+        return [
+            (t, str(path), document.lines.get((i,)))
+            for i, t in enumerate(tests)
+            if isinstance(t, dict)
+        ]
+    c.skip(where, f"tests file://{path.name}", "only CSV, YAML and JSON test files translate")
+    return []
+
+
+def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict, str, int | None]]:
+    reader = csv.DictReader(io.StringIO(text))
+    out = []
+    for row in reader:
+        line = reader.line_num
+        test: dict[str, Any] = {"vars": {}, "assert": []}
+        for column, cell in row.items():
+            if column is None or cell is None:
+                continue
+            if column.startswith("__expected"):
+                if cell:
+                    test["assert"].append(_csv_assertion(cell))
+            elif column == "__description":
+                test["description"] = cell
+            elif column.startswith("__"):
+                c.skip_at(line, f"column {column}", "not translated", file=file)
+            else:
+                test["vars"][column] = cell
+        out.append((test, file, line))
+    return out
+
+
+def _csv_assertion(cell: str) -> dict[str, Any]:
+    """promptfoo's ``__expected`` cell: ``type: value``, a bare type, or text to equal."""
+    match = re.fullmatch(r"([a-z-]+):\s?(.*)", cell, re.S)
+    kind, value = (match[1], match[2]) if match else ("equals", cell)
+    if match is None and cell in {"is-json", "contains-json"}:
+        return {"type": cell}
+    if kind == "grade":
+        kind = "llm-rubric"
+    if kind in {"contains-any", "contains-all", "icontains-any", "icontains-all"}:
+        return {"type": kind, "value": [part.strip() for part in value.split(",")]}
+    if kind in {"fn", "eval"}:
+        kind = "javascript"
+    return {"type": kind, "value": value}
+
+
+# --- the task --------------------------------------------------------------------------------
+
+
+def _task(
+    prompts: list[tuple[str, Any]], tests: list, default: dict[str, Any], c: Collector
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    base_prompt = prompts[0][1] if prompts else ""
+    task: dict[str, Any] = {"id": "tests", "prompt": base_prompt}
+    grader = _grader(default.get("options"))
+    context = _Context(grader)
+    default_checks = _assertions(
+        default.get("assert"), ("defaultTest", "assert"), c.file, c, context, None
+    )
+    c.unknown_keys(default, {"vars", "assert", "options"}, ("defaultTest",), "defaultTest.")
+    taken: set[str] = set()
+    placeholders = set()
+    for _, prompt in prompts:
+        texts = [prompt] if isinstance(prompt, str) else [m["content"] for m in prompt]
+        for text in texts:
+            placeholders |= set(PLAIN.findall(text))
+    cases = []
+    for number, (test, file, line) in enumerate(tests, start=1):
+        cases.append(
+            _case(
+                test, number, file, line, default, default_checks, placeholders, taken, c, context
+            )
+        )
+    if context.schema is not None:
+        task["schema"] = context.schema
+    judge: dict[str, Any] = {}
+    if context.graded or context.rubric:
+        judge["model"] = context.grader or DEFAULT_GRADER
+        if context.grader is None:
+            c.notes.append(
+                f"the judge is {DEFAULT_GRADER}, promptfoo's default grader's vendor: "
+                "set judge.model to yours"
+            )
+    if context.rubric:
+        judge["rubric"] = context.rubric
+    elif judge:
+        task["judge"] = False  # the judge grades; it compares in pairs only for select-best
+    task["cases"] = cases or [{"id": "empty"}]
+    return task, judge
+
+
+class _Context:
+    """What the assertions of every test add to the task and the judge."""
+
+    def __init__(self, grader: str | None) -> None:
+        self.grader = grader
+        self.graded = False
+        self.rubric: str | None = None
+        self.schema: Any = None
+
+
+def _grader(options: Any) -> str | None:
+    provider = options.get("provider") if isinstance(options, dict) else None
+    if isinstance(provider, dict):
+        provider = provider.get("id")
+    if not isinstance(provider, str):
+        return None
+    prefix, _, rest = provider.partition(":")
+    rest = rest.removeprefix("chat:").removeprefix("messages:")
+    model = f"{PREFIXES.get(prefix, prefix)}/{rest}"
+    return model if prefix in PREFIXES and _MODEL.fullmatch(model) else None
+
+
+def _case(
+    test: dict[str, Any],
+    number: int,
+    file: str,
+    line: int | None,
+    default: dict[str, Any],
+    default_checks: tuple[list, dict | None],
+    placeholders: set[str],
+    taken: set[str],
+    c: Collector,
+    context: _Context,
+) -> dict[str, Any]:
+    for key in test:
+        if key not in TEST:
+            c.skip_at(
+                line, f"test {number}: {key}", "not a key this importer translates", file=file
+            )
+    name = str(test.get("description") or "")
+    case: dict[str, Any] = {
+        "id": unique(identifier(name, f"test-{number}") if name else f"test-{number}", taken)
+    }
+    variables = {**(default.get("vars") or {}), **(test.get("vars") or {})}
+    vars_out = {}
+    for key, value in variables.items():
+        if isinstance(value, str | int | float | bool) or value is None:
+            vars_out[key] = value
+        else:
+            c.skip_at(
+                line,
+                f"test {number}: var {key}",
+                "evalsite's vars are text, numbers, "
+                "true/false or null (promptfoo expands a list into several tests)",
+                file=file,
+            )
+    for key in sorted(placeholders - set(vars_out)):
+        vars_out[key] = ""  # promptfoo renders a missing var as nothing
+    if vars_out:
+        case["vars"] = vars_out
+    checks, grade = _assertions(test.get("assert"), (), file, c, context, line)
+    checks = default_checks[0] + checks
+    grade = grade or default_checks[1]
+    if checks:
+        case["checks"] = checks
+    if grade:
+        case["grade"] = grade
+    return case
+
+
+def _assertions(
+    value: Any, path: tuple, file: str, c: Collector, context: _Context, line: int | None
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    checks: list[dict[str, Any]] = []
+    criteria: list[str] = []
+    threshold = None
+    for index, assertion in enumerate(value if isinstance(value, list) else []):
+        where = _line(c, (*path, index)) if path else line
+        if not isinstance(assertion, dict):
+            continue
+        kind = str(assertion.get("type", ""))
+        for key in assertion:
+            if key not in ASSERTION and key != "provider":
+                c.skip_at(
+                    where,
+                    f"{kind} {key}",
+                    "not translated (evalsite checks all count "
+                    "alike; a scorecard weighs verdicts, not single checks)",
+                    file=file,
+                )
+        if kind == "llm-rubric":
+            criteria.append(str(assertion.get("value", "")))
+            threshold = assertion.get("threshold", threshold)
+            context.graded = True
+            continue
+        if kind == "select-best":
+            context.rubric = str(assertion.get("value", ""))
+            c.notes.append(
+                "select-best is the pairwise judge: evalsite compares each "
+                "candidate with the baseline (judge.pairing: all for every pair)"
+            )
+            continue
+        mapped, why = _check(kind, assertion.get("value"), context)
+        if mapped is None:
+            c.skip_at(where, f"assertion {kind}", why, file=file)
+        checks += mapped or []
+    grade = None
+    if criteria:
+        grade = {"criteria": "\n".join(criteria)}
+        if isinstance(threshold, int | float):
+            grade["threshold"] = threshold
+    return checks, grade
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    return [part.strip() for part in str(value).split(",")] if value is not None else []
+
+
+def _check(kind: str, value: Any, context: _Context) -> tuple[list | None, str]:
+    """The checks for one assertion, or None and why it does not translate."""
+    folded = {"case_sensitive": False}
+    if kind in {
+        "equals",
+        "contains",
+        "not-contains",
+        "icontains",
+        "not-icontains",
+        "starts-with",
+        "regex",
+    }:
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            return None, f"{kind} with a non-text value is not translated"
+        value = str(value)
+    simple = {
+        "equals": [{"equals": value}],
+        "contains": [{"contains": value}],
+        "icontains": [{"contains": value, **folded}],
+        "not-contains": [{"not_contains": value}],
+        "not-icontains": [{"not_contains": value, **folded}],
+        "starts-with": [{"regex": r"\A" + re.escape(str(value))}],
+        "regex": [{"regex": value}],
+        "contains-any": [{"regex": "|".join(re.escape(t) for t in _texts(value))}],
+        "icontains-any": [{"regex": "|".join(re.escape(t) for t in _texts(value)), **folded}],
+        "contains-all": [{"contains": t} for t in _texts(value)],
+        "icontains-all": [{"contains": t, **folded} for t in _texts(value)],
+        "not-contains-any": [{"not_contains": t} for t in _texts(value)],
+    }
+    if kind in simple:
+        return simple[kind], ""
+    if kind in {"is-json", "contains-json"}:
+        if isinstance(value, dict):
+            if context.schema not in (None, value):
+                return None, "a second, different schema: evalsite's schema is the task's, one"
+            context.schema = value
+            return [], ""
+        if value is not None:
+            return None, "a schema given as a file or text is not translated; write it inline"
+        return [{"json_valid": True}], ""
+    if kind == "javascript":
+        return None, "evalsite runs no JavaScript: rewrite it as a python check (module:function)"
+    if kind == "python":
+        return None, (
+            "rewrite it as a python check: a module next to the suite with "
+            "function(answer, vars) -> bool or (bool, note)"
+        )
+    if kind in {"cost", "latency"}:
+        return None, NO_GATE.format(what=kind)
+    return None, "no evalsite check does this"

@@ -1,0 +1,66 @@
+"""`evalsite import FORMAT SOURCE`: another tool's suite in evalsite's format, with every part
+that did not translate listed at its source line (docs/importing.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from evalsite.core.exitcodes import ExitCode
+from evalsite.management import EvalsiteCommand
+
+
+class Command(EvalsiteCommand):
+    help = (
+        "Import an evalpin, evaling, evalblink or promptfoo suite as an evalsite suite, "
+        "listing what did not translate."
+    )
+    requires_system_checks: list[str] = []  # reads and writes files only, no database
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "format", choices=["evalpin", "evaling", "evalblink", "promptfoo", "auto"]
+        )
+        parser.add_argument("source", help="The suite (or evalpin results file) to import.")
+        parser.add_argument("--out", default=".", help="Folder to write to (default: here).")
+        parser.add_argument("--force", action="store_true", help="Overwrite existing files.")
+        parser.add_argument("--replies", help="evalpin: the replies file of the suite.")
+        parser.add_argument("--repeats", type=int, help="evalpin: its -k N, as repeats: N.")
+
+    def handle(self, *args, format: str, source: str, out: str, force: bool, **options):
+        from evalsite.core.importers import check_translation, translate, write_translation
+        from evalsite.core.importers.common import existing_outputs
+        from evalsite.core.problems import SuiteError
+
+        repeats = options["repeats"]
+        if repeats is not None and not 1 <= repeats <= 20:
+            self.fail("--repeats takes 1 to 20")
+        replies = Path(options["replies"]) if options["replies"] else None
+        try:
+            translation = translate(format, Path(source), replies=replies, repeats=repeats)
+        except SuiteError as error:
+            self.fail_all(error.problems)
+        problems = check_translation(translation)
+        if problems:
+            self.stderr.write("the translated suite does not validate (a bug of the importer):")
+            self.fail_all(problems)
+        out_dir = Path(out)
+        existing = existing_outputs(translation, out_dir)
+        if existing and not force:
+            names = ", ".join(str(path) for path in existing)
+            self.fail(f"{names} already exist; pass --force to overwrite")
+        for path in write_translation(translation, out_dir, force=force):
+            self.stdout.write(f"wrote {path}")
+        self._report(translation, out_dir)
+        sys.exit(ExitCode.OK)
+
+    def _report(self, translation, out_dir: Path) -> None:
+        for item in translation.untranslated:
+            self.stdout.write(f"untranslated: {item}")
+        for note in translation.notes:
+            self.stdout.write(f"note: {note}")
+        count = len(translation.untranslated)
+        self.stdout.write(f"{count} part(s) not translated" if count else "everything translated")
+        if translation.suite_file:
+            suite = out_dir / translation.suite_file
+            self.stdout.write(f"next: evalsite validate {suite} && evalsite run {suite} --fake")

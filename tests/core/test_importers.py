@@ -1,0 +1,251 @@
+"""The importers' pure core: each format's parser and its errors (file and line), the
+mappings onto evalsite's keys, what is listed as untranslated, and evalpin's check semantics
+kept exactly (read: evalpin, compare: json_spelling). No database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalsite.core.importers import check_translation, detect, translate
+from evalsite.core.importers import evalpin as pin
+from evalsite.core.problems import SuiteError
+from evalsite.core.scoring.checks import run_checks
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+
+
+def _errors(call, *args) -> list[str]:
+    with pytest.raises(SuiteError) as caught:
+        call(*args)
+    return [str(problem) for problem in caught.value.problems]
+
+
+# --- evalpin: parsers ------------------------------------------------------------------------
+
+
+def test_evalpin_suite_errors_name_the_file_and_line():
+    text = (
+        "prompt: orphan\n"
+        "case greet\n"
+        "prompt: Greet Ana.\n"
+        "expect contians: Ana\n"
+        "expect max-chars: 1234567\n"
+        "case greet\n"
+        "case Bad_Id\n"
+        "expect json: $.a = [1]\n"
+        "what is this\n"
+    )
+    errors = _errors(pin.parse_suite_text, text, "suite.txt")
+    assert "suite.txt:1: expected 'case ID' before any prompt or expect line" in errors
+    assert any(e.startswith("suite.txt:4: unknown check kind 'contians'") for e in errors)
+    assert "suite.txt:5: expect max-chars: takes 1 to 6 ASCII digits, not '1234567'" in errors
+    assert "suite.txt:6: duplicate case id 'greet' (first at line 2)" in errors
+    assert any(e.startswith("suite.txt:7: case id 'Bad_Id'") for e in errors)
+    assert any(
+        e.startswith("suite.txt:8: expect json: '[1]' is not one JSON scalar") for e in errors
+    )
+    assert any(e.startswith("suite.txt:9: expected 'case ID'") for e in errors)
+    assert "suite.txt:6: case 'greet' has no 'prompt:' line" in errors
+
+
+def test_evalpin_replies_cycle_in_order_and_a_text_line_after_a_blank_is_an_error():
+    entries = pin.parse_replies("reply a\n| one\n|two\nfail a rate limited\nreply a\n", "r.txt")
+    assert [(e.case, e.text, e.message) for e in entries] == [
+        ("a", "one\ntwo", None),
+        ("a", None, "rate limited"),
+        ("a", "", None),
+    ]
+    errors = _errors(pin.parse_replies, "reply a\n| one\n\n| two\nnonsense\n", "r.txt")
+    assert errors == [
+        "r.txt:4: a '|' text line outside a reply (after a blank, comment or fail line)",
+        "r.txt:5: expected 'reply ID', a '| text' line or 'fail ID MESSAGE'",
+    ]
+
+
+def test_evalpin_results_are_strict():
+    rows = pin.parse_results("evalpin-results 1\ngreet 1 2\n", "first.txt")
+    assert rows == [pin.ResultRow("greet", 1, 2, 2)]
+    errors = _errors(
+        pin.parse_results, "evalpin-results 1\na 3 2\na  1 2\nb 0 0\n\nb 1 1\nb 1 1\n", "r.txt"
+    )
+    assert errors == [
+        "r.txt:2: PASSED (3) cannot exceed TOTAL (2)",
+        "r.txt:3: expected 'ID PASSED TOTAL', separated by single spaces",
+        "r.txt:4: TOTAL must be at least 1",
+        "r.txt:5: expected 'ID PASSED TOTAL', separated by single spaces",
+        "r.txt:7: duplicate id 'b' (first at line 6)",
+    ]
+    assert _errors(pin.parse_results, "evalpin-results 2\n", "r.txt") == [
+        "r.txt:1: the first line must be 'evalpin-results 1'"
+    ]
+
+
+# --- evalpin: its check semantics, through evalsite's checks ----------------------------------
+
+
+def _verdict(reply: str, expect: str) -> bool:
+    kind, _, value = expect.partition(": ")
+    assert pin.expect_problem(kind, value) is None
+    return run_checks(reply, [pin.check_of(kind, value)]).passed
+
+
+@pytest.mark.parametrize(
+    ("reply", "expect", "passed"),
+    [
+        ("  Hello Ana!\r\n", "equals: Hello Ana!", True),  # ASCII blanks trimmed
+        ("Hello Ana!\u00a0", "equals: Hello Ana!", False),  # NBSP is not trimmed
+        ("\u3000Ana", "max-chars: 3", False),  # an ideographic space counts: 4 code points
+        ("日本語", "max-chars: 3", True),  # code points, not bytes
+        ("日本語", "min-chars: 004", False),  # leading zeros
+        ("```text\nAna\n```", "equals: Ana", True),  # the whole reply fenced
+        ("Here:\n```\nAna\n```", "equals: Ana", False),  # prose around the fence: read whole
+        ("```\nAna\n````", "equals: Ana", False),  # the last line must be exactly ```
+        ("```\n  Ana\n```", "equals: Ana", False),  # the inside is not trimmed again
+        ("no", "one-of: yes | no", True),
+        ("No", "one-of: yes|no", False),
+        ("ok", "not-contains: as an AI", True),
+        ('{"user": {"n": 1.0}}', "json: $.user.n = 1.0", True),
+        ('{"user": {"n": 1.0}}', "json: $.user.n = 1", False),  # 1 and 1.0 differ
+        ('{"a": ["x", "A\\u006ea"]}', 'json: $.a[1] = "Ana"', True),  # decoded content
+        ('{"ok": true}', "json: $.ok = true", True),
+        ('{"ok": null}', "json: $.ok = false", False),
+        ('```json\n{"n": 2}\n```', "json: $.n = 2", True),
+        ('Sure: {"n": 2}', "json: $.n = 2", False),  # the reply must be JSON
+    ],
+)
+def test_evalpin_checks_give_evalpins_verdicts(reply, expect, passed):
+    assert _verdict(reply, expect) is passed
+
+
+def test_evalpin_paths_become_evalsite_paths():
+    assert pin.evalsite_path("$.user.name") == "$.user.name"
+    assert pin.evalsite_path("$.items[0].unit price") == '$.items[0]["unit price"]'
+    assert pin.evalsite_path("$") == "$"
+
+
+# --- each format, translated and validated ----------------------------------------------------
+
+
+def test_evalpin_readme_suite_translates_to_one_scripted_contestant(tmp_path):
+    (tmp_path / "suite.txt").write_text("case greet\nprompt: Greet Ana.\nexpect contains: Ana\n")
+    (tmp_path / "replies.txt").write_text(
+        "reply greet\n| Hello Ana!\nreply greet\n| Hi there.\nfail other rate limited\n"
+    )
+    result = translate("auto", tmp_path / "suite.txt", replies=tmp_path / "replies.txt", repeats=2)
+    assert check_translation(result) == []
+    suite = result.suite
+    assert suite["models"] == ["scripted/evalpin"] and suite["repeats"] == 2
+    assert "judge" not in suite
+    assert suite["tasks"][0]["cases"] == [
+        {
+            "id": "greet",
+            "vars": {"prompt": "Greet Ana."},
+            "checks": [{"contains": "Ana", "read": "evalpin"}],
+        }
+    ]
+    assert "evalpin/greet:\n  - Hello Ana!\n  - Hi there.\n" in result.files["suite.replies.yaml"]
+    [skipped] = result.untranslated
+    assert (skipped.line, skipped.what) == (5, "reply for 'other'")
+
+
+def test_evalpin_results_become_a_baseline_document(tmp_path):
+    (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\nmy_case 2 2\n")
+    result = translate("auto", tmp_path / "first.txt")
+    assert result.suite is None
+    assert result.files["first.baseline.json"].startswith("{")
+    import json
+
+    document = json.loads(result.files["first.baseline.json"])
+    assert document["format"] == "evalpin-results"
+    assert document["cases"][1] == {
+        "task": "evalpin",
+        "case": "my-case",
+        "evalpin_id": "my_case",
+        "passed": 2,
+        "total": 2,
+    }
+
+
+def test_evalblink_benchmark_maps_as_the_quickstart_example_does():
+    result = translate("auto", FIXTURES / "evalblink" / "benchmark.yaml")
+    assert check_translation(result) == []
+    suite = result.suite
+    assert suite["models"][:2] == [
+        "openrouter/openai/gpt-4o-mini@short",
+        "openrouter/openai/gpt-4o-mini@careful",
+    ]
+    assert suite["gate"] == {"min_score": {"openrouter/openai/gpt-4o-mini@short": 0.8}}
+    assert suite["limits"] == {"max_cost_usd": 2.5}
+    assert suite["variants"]["careful"]["system"] == "You route support tickets."
+    cases = {case["id"]: case for task in suite["tasks"] for case in task["cases"]}
+    assert cases["t-001"]["checks"] == [{"exact_match": "billing"}]
+    assert cases["t-002"]["grade"]["threshold"] == 0.75
+    assert suite["tasks"][1]["weighted_match"]["fields"]["percent"] == {
+        "weight": 0.25,
+        "tolerance": 0.1,
+    }
+    skipped = {item.what: item.line for item in result.untranslated}
+    assert skipped["model 'poolside/laguna-xs-2.1:free'"] == 9
+    assert skipped["concurrency"] == 5
+    assert "quality_threshold (best combination)" in skipped
+
+
+def test_promptfoo_config_maps_prompts_providers_tests_and_assertions():
+    result = translate("auto", FIXTURES / "promptfoo" / "promptfooconfig.yaml")
+    assert check_translation(result) == []
+    suite = result.suite
+    assert suite["templating"] == "jinja2"  # the second prompt uses a Nunjucks filter
+    assert suite["models"] == [
+        "openai/gpt-4o-mini@prompt-1",
+        "openai/gpt-4o-mini@careful",
+        "anthropic/claude-haiku-4-5@prompt-1",
+        "anthropic/claude-haiku-4-5@careful",
+    ]
+    cases = {case["id"]: case for case in suite["tasks"][0]["cases"]}
+    assert list(cases) == ["france", "japan", "italy", "peru", "egypt"]
+    assert cases["france"]["checks"][1:] == [{"equals": "Paris"}, {"regex": "Paris|paris"}]
+    assert cases["japan"]["grade"] == {
+        "criteria": "Names Tokyo and nothing else.",
+        "threshold": 0.75,
+    }
+    assert cases["peru"]["checks"][1:] == [{"contains": "Li"}, {"contains": "ma"}]
+    assert cases["egypt"]["checks"][1:] == [{"equals": "Cairo"}]
+    skipped = {(item.what, item.line) for item in result.untranslated}
+    assert ("assertion javascript", 21) in skipped
+    assert ("assertion cost", 31) in skipped
+    assert ("assertion latency", 18) in skipped
+    assert ("provider openai:chat:llama3", 11) in skipped
+    assert any("add an Endpoint in the admin" in note for note in result.notes)
+
+
+def test_evaling_eval_maps_variants_cases_files_scorecard_and_thresholds():
+    result = translate("auto", FIXTURES / "evaling" / "eval.yaml")
+    assert check_translation(result) == []
+    suite = result.suite
+    assert suite["templating"] == "jinja2"
+    assert suite["models"][0] == "anthropic/claude-haiku-4-5@terse"
+    assert [c["scorer"] for c in suite["scorecard"]] == ["grade", "schema", "checks"]
+    assert suite["gate"] == {"min_pass_rate": 0.8, "max_regression_points": 0}
+    assert suite["variants"]["friendly"]["system"] == ""  # not the terse prompt's system
+    task = suite["tasks"][0]
+    assert task["cases_path"] == "cases.imported.jsonl"
+    assert '"files": {"photo": "fixtures/dog.png"}' in result.files["cases.imported.jsonl"]
+    assert result.files["fixtures/dog.png"].startswith(b"\x89PNG")
+    skipped = {(item.file.rsplit("/", 1)[-1], item.line, item.what) for item in result.untranslated}
+    assert ("cases.jsonl", 2, "case 2: human_label") in skipped
+    assert ("eval.yaml", 13, "model local-llama") in skipped
+
+
+def test_auto_refuses_a_file_it_cannot_place(tmp_path):
+    (tmp_path / "x.yaml").write_text("suite: mine\nversion: 1\ntasks: []\n")
+    with pytest.raises(SuiteError, match="cannot tell its format"):
+        detect(tmp_path / "x.yaml")
+
+
+def test_an_unreadable_source_names_its_line(tmp_path):
+    (tmp_path / "bad.yaml").write_text("models: [a\n")
+    with pytest.raises(SuiteError) as caught:
+        translate("evalblink", tmp_path / "bad.yaml")
+    assert caught.value.problems[0].line is not None
