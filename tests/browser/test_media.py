@@ -87,7 +87,8 @@ def test_the_answers_browser_plays_the_voicemail_from_the_apps_origin(
     page.wait_for_function(
         "() => [...document.querySelectorAll('audio')].every(a => a.duration > 0)"
     )
-    assert page.locator("audio").count() == 2  # one a contestant's answer to the voicemail
+    # one player beside each contestant's answer to the voicemail
+    assert page.locator("audio").count() == 2
     assert all(count > 0 for count in page.locator("img.media-thumb").evaluate_all(
         f"imgs => imgs.map({LOADED})"
     ))  # fmt: skip
