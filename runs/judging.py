@@ -37,6 +37,7 @@ from evalsite.core.scoring.grading import (
 )
 from evalsite.core.stats import pair_score
 from evalsite.core.suites import Suite
+from runs import sealed
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
 from runs.scoring import score_run, stored_suite
@@ -59,7 +60,7 @@ def prepare_judging(run: Run, judge: Provider | None) -> None:
 
 # What pairing and grading read of an answer: never its request (a run of 100,000 answers
 # is read in chunks, a cell at a time, so memory does not grow with the run).
-_SIDE_FIELDS = ("id", "task_id", "case_id", "repeat", "contestant", "status", "text",
+_SIDE_FIELDS = ("id", "run", "task_id", "case_id", "repeat", "contestant", "status", "text",
                 "schema_verdict", "exec_verdict", "exec_check")  # fmt: skip
 BATCH = 500
 
@@ -108,8 +109,8 @@ def _cell_pairs(run: Run, suite: Suite, key: tuple[str, str, int], sides: dict[s
             candidate_id=candidate.pk,
             baseline_contestant=base,
             candidate_contestant=cand,
-            baseline_sha=text_sha(baseline.text) if baseline.status == "done" else "",
-            candidate_sha=text_sha(candidate.text) if candidate.status == "done" else "",
+            baseline_sha=_content_sha(baseline),
+            candidate_sha=_content_sha(candidate),
             excluded_reason=excluded[0] if excluded else "",
             excluded_side=excluded[1] if excluded else "",
         )
@@ -200,7 +201,24 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
 
 def _side(answer: Answer) -> PairSide:
     check = answer.exec_check or {}
-    return PairSide(answer.text, answer.exec_verdict or None, check.get("output_tail") or "")
+    return PairSide(
+        answer_text(answer), answer.exec_verdict or None, check.get("output_tail") or ""
+    )
+
+
+def _content_sha(answer: Answer) -> str:
+    """What binds a label to an answer's content: its text's sha; none for an answer with
+    no text, or in a no-look run (never labelled; a digest of a short answer could be
+    matched against guesses)."""
+    if answer.status != "done" or sealed.held(answer.run_id) is not None:
+        return ""
+    return text_sha(answer.text)
+
+
+def answer_text(answer: Answer) -> str:
+    """An answer's text: from its row, or in a no-look run from this process's memory."""
+    held = sealed.held(answer.run_id)
+    return held.text(answer) if held is not None else answer.text
 
 
 def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
@@ -237,7 +255,7 @@ def _grade_request(suite: Suite, task, answer: Answer, judge_model: str, params:
     rubric = str((task.grade or {}).get("rubric") or task.rubric or suite.judge.rubric or "")
     messages = grade_messages(
         task_text(suite, task.id, answer.case_id),
-        answer.text,
+        answer_text(answer),
         rubric,
         criteria=str(own.get("criteria") or ""),
         reference=own["reference"] if isinstance(own.get("reference"), str) else None,
@@ -254,14 +272,18 @@ def _grade_request(suite: Suite, task, answer: Answer, judge_model: str, params:
 
 
 def _judgement(run, request: Request, judge: Provider, judge_model: str, **fields) -> Judgement:
+    """A pending judge call; a no-look run's row keeps its request without the messages
+    (they quote the case and the answers), this process the request itself."""
+    digest = call_hash(request, judge)
+    held = sealed.held(run.pk)
     return Judgement(
         run=run,
         judge_model=judge_model,
         task_id=request.task_id,
         case_id=request.case_id,
         repeat=request.repeat,
-        request=request.to_json(),
-        request_hash=call_hash(request, judge),
+        request=held.row_request(request, digest) if held else request.to_json(),
+        request_hash=digest,
         **fields,
     )
 
@@ -269,10 +291,12 @@ def _judgement(run, request: Request, judge: Provider, judge_model: str, **field
 # --- reading a reply ----------------------------------------------------------------------
 
 
-def read_judgement(call: Judgement, text: str) -> dict:
+def read_judgement(call: Judgement, text: str, request: dict | None = None) -> dict:
     """The fields a judge reply sets on its row. A first unreadable reply sends the call
     back to pending with the retry request (the engine hashes it); a second one is
-    recorded as unparseable."""
+    recorded as unparseable. `request` is the call's request when its row does not hold
+    it whole (a no-look run)."""
+    request = request or call.request
     try:
         if call.kind == Judgement.Kind.GRADE:
             fields = _read_grade(call, text)
@@ -282,12 +306,12 @@ def read_judgement(call: Judgement, text: str) -> dict:
             fields["rationale"] = reason[:RATIONALE_CHARS]
     except (VerdictUnparseable, GradeUnusable) as error:
         if not call.retried:
-            messages = retry_messages(call.request["messages"], text)
+            messages = retry_messages(request["messages"], text)
             return {
                 "status": Call.Status.PENDING,
                 "retried": True,
                 "parse_error": str(error),
-                "request": call.request | {"messages": messages},
+                "request": request | {"messages": messages},
             }
         return {"parse_status": Judgement.Parse.UNPARSEABLE, "parse_error": str(error)}
     return fields | {"parse_status": Judgement.Parse.OK, "parse_error": ""}

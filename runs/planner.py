@@ -7,6 +7,7 @@ model or variant, a missing key, a replies file without a case, an estimate over
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import itertools
@@ -46,7 +47,7 @@ from evalsite.core.providers import (
 )
 from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suites import Contestant, Suite, parse_contestant
-from runs import estimates
+from runs import estimates, sealed
 from runs.models import (
     Answer,
     Call,
@@ -59,6 +60,7 @@ from runs.models import (
 from runs.models.run import StoredOptions
 from runs.prices import NoActivePriceTable, active_table
 from runs.scoring import sandbox_or_none
+from runs.sealed import Sealed
 
 DEFAULT_CAP_USD = Decimal("2.00")
 ANSWER_BATCH = 2000
@@ -90,6 +92,8 @@ class RunOptions:
     concurrency: int | None = None
     judge: str | None = None  # overrides the suite's judge model (e.g. scripted/… in CI)
     dry_run: bool = False  # an estimate only: missing keys are listed, not refused
+    no_look: bool = False  # no case data written (docs/no-look.md); the suite may say so too
+    datasource: bool = False  # some task's cases were read from a source (never resumed)
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -135,6 +139,8 @@ def make_plan(
     With `given`, every answer was supplied (the judge lab): none is requested, so none is
     hashed or costs anything, and the estimate is of the judge's calls on those answers."""
     contestants = _contestants(suite, options.models)
+    if options.no_look or suite.no_look:
+        options = _no_look_options(suite, options)
     try:
         table = active_table()
     except NoActivePriceTable as error:
@@ -179,6 +185,20 @@ def make_plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
         judge_model, keys, given,
     )  # fmt: skip
+
+
+def _no_look_options(suite: Suite, options: RunOptions) -> RunOptions:
+    """A no-look run's options: the cache off (a cached reply is case data on disk).
+    PlanError for what would write case data anyway: execution checks (the sandbox gets
+    the answer and the vars as files)."""
+    checked = [task.id for task in suite.tasks if any(case.check for case in task.cases)]
+    if checked:
+        raise PlanError(
+            "a no-look run cannot run execution checks (tasks: "
+            f"{', '.join(checked)}): the sandbox is given the answer and the case's vars as "
+            "files on disk; drop the `check:` blocks or run without no-look"
+        )
+    return dataclasses.replace(options, no_look=True, no_cache=True)
 
 
 def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
@@ -384,7 +404,9 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
         estimate=plan.estimate,
         cap_usd=plan.cap,
         created_by=user if user is not None and user.is_authenticated else None,
+        no_look=options.no_look,
     )
+    held = sealed.seal(run.id, plan.version.pk, plan.suite) if options.no_look else None
     if plan.over_cap:
         run.finish(Run.Status.REFUSED, _over_cap_message(plan))
         return run
@@ -392,20 +414,25 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
     # with their requests as model instances took 390 MB at once.
     rows = zip(plan.cells, plan.hashes, strict=True)
     for batch in itertools.batched(rows, ANSWER_BATCH):
-        Answer.objects.bulk_create(_answer(run, cell, digest, plan.given) for cell, digest in batch)
+        Answer.objects.bulk_create(
+            _answer(run, cell, digest, plan.given, held) for cell, digest in batch
+        )
     return run
 
 
-def _answer(run: Run, cell: Cell, digest: str, given: GivenAnswers | None) -> Answer:
+def _answer(
+    run: Run, cell: Cell, digest: str, given: GivenAnswers | None, held: Sealed | None = None
+) -> Answer:
     """The row of one cell: pending, or with a given answer done already and free (the
-    engine scores and judges it and never requests it)."""
+    engine scores and judges it and never requests it). A no-look run's row keeps the
+    request without its messages; this process keeps the request (:mod:`runs.sealed`)."""
     answer = Answer(
         run=run,
         task_id=cell.task_id,
         case_id=cell.case_id,
         contestant=cell.contestant,
         repeat=cell.repeat,
-        request=cell.request.to_json(),
+        request=held.row_request(cell.request, digest) if held else cell.request.to_json(),
         request_hash=digest,
     )
     if given is not None:
@@ -429,6 +456,7 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         limit=options.limit,
         concurrency=options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
         form_submission=form_submission,
+        datasource=options.datasource,
     ).to_json()
 
 

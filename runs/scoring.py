@@ -14,10 +14,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from evalsite.core.no_look import sealed_scores
 from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
 from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
 from evalsite.core.suites import Suite, parse_suite
+from runs import sealed
 from runs.models import Answer, Run, SuiteVersion
 from runs.models.rows import update_each
 
@@ -36,8 +38,13 @@ def stored_suite(version: SuiteVersion) -> Suite:
     """The suite as stored: its parsed form, with referenced files already inlined.
 
     A version never changes (its content is its hash), and the parsed suite is a frozen
-    value, so each process parses a version once."""
-    key = (version.pk, version.sha256, version.origin, version.source_path)
+    value, so each process parses a version once. A no-look version is stored stripped of
+    its case data: the process running one of its runs sees the full suite it holds
+    (:mod:`runs.sealed`), every other process the stripped one."""
+    full = sealed.suite_for(version.pk) if version.stripped else None
+    if full is not None:
+        return full
+    key = (version.pk, version.sha256, version.origin, version.source_path, version.stripped)
     suite = _PARSED.get(key)
     if suite is None:
         if len(_PARSED) >= _PARSED_MAX:
@@ -50,7 +57,8 @@ def _parse_stored(version: SuiteVersion) -> Suite:
     origin = "file" if version.origin in FILESYSTEM_ORIGINS else "upload"
     document = {k: v for k, v in version.parsed.items() if k != "replies"}
     data = json.dumps(document).encode()
-    return parse_suite(data, filename=f"{version.suite.name}@{version.short_hash}", origin=origin)
+    name = f"{version.suite.name}@{version.short_hash}"
+    return parse_suite(data, filename=name, origin=origin, stripped=version.stripped)
 
 
 def python_path(version: SuiteVersion) -> list[str]:
@@ -94,6 +102,9 @@ def score_run(run: Run) -> int:
     """Score every done answer not scored yet; returns how many were scored. In batches by
     id, so a run of 100,000 answers never holds them all."""
     version = run.suite_version
+    held = sealed.held(run.pk)
+    if run.no_look and held is None:
+        return 0  # the answers' texts live only in the process that runs it
     suite = stored_suite(version)
     tasks = {task.id: task for task in suite.tasks}
     folders = python_path(version)
@@ -106,7 +117,7 @@ def score_run(run: Run) -> int:
         return answer, score_answer(
             task,
             task.case(answer.case_id),
-            answer.text,
+            held.text(answer) if held else answer.text,
             sandbox=sandbox,
             allow_python=version.origin in FILESYSTEM_ORIGINS,
             python_path=folders,
@@ -117,12 +128,14 @@ def score_run(run: Run) -> int:
         while batch := list(unscored.filter(pk__gt=after)[:SCORE_BATCH]):
             if sandbox is None and any(tasks[a.task_id].case(a.case_id).check for a in batch):
                 sandbox = sandbox_or_none()
-            _store(dict(pool.map(score, batch)))
+            _store(dict(pool.map(score, batch)), sealed=held is not None)
             scored, after = scored + len(batch), batch[-1].pk
     return scored
 
 
-def _store(results: dict[Answer, AnswerScore]) -> None:
+def _store(results: dict[Answer, AnswerScore], *, sealed: bool = False) -> None:
+    """The verdicts on their rows; in a no-look run, without the notes that quote the
+    answer or the case (:func:`~evalsite.core.no_look.sealed_scores`)."""
     now = timezone.now()
     changes = {}
     for answer, result in results.items():
@@ -141,5 +154,7 @@ def _store(results: dict[Answer, AnswerScore]) -> None:
             "passed": result.passed,
             "scored_at": now,
         }
+        if sealed:
+            changes[answer.pk] = sealed_scores(changes[answer.pk])
     with transaction.atomic():
         update_each(Answer, changes)
