@@ -13,6 +13,7 @@ from evalsite.core.report.markdown import render_markdown
 from evalsite.management import EvalsiteCommand
 from runs.exports import ANSWER_COLUMNS, PAIR_COLUMNS, answer_rows, pair_rows, write_csv
 from runs.inspection import case_keys, case_lines, failure_lines, known_cases
+from runs.media import report_attachments
 from runs.setup import prepare_database
 
 
@@ -48,7 +49,7 @@ class Command(EvalsiteCommand):
         if fmt == "json":
             self.stdout.write(json.dumps(run.report, indent=2, ensure_ascii=False))
         elif fmt == "html":
-            self.stdout.write(render_html(run.report))
+            self.stdout.write(render_html(run.report, report_attachments(run)))
         else:
             self.stdout.write(render_markdown(run.report))
 
