@@ -12,6 +12,8 @@ from django import forms
 from django.core import signing
 from django.db import transaction
 
+from evalsite.core.importers import Translation, translate_upload
+from evalsite.core.importers.common import render_suite
 from evalsite.core.input_limits import sent_size_message
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
@@ -83,6 +85,8 @@ class SuiteForm(forms.Form):
         self.problems: list[Problem] = []
         self.source_name = "pasted suite"
         self.text = ""
+        self.translation: Translation | None = None  # another tool's file, translated
+        self.translated_text = ""
 
     @classmethod
     def too_big(cls, sent: int | None) -> SuiteForm:
@@ -100,6 +104,9 @@ class SuiteForm(forms.Form):
         data = self._suite_bytes(cleaned)
         if data is None:
             return cleaned
+        data = self._translated(data)
+        if data is None:
+            raise forms.ValidationError(f"{self.source_name} could not be translated.")
         try:
             self.suite = parse_suite(
                 data, filename=self.source_name, base_dir=None, origin="upload"
@@ -134,9 +141,36 @@ class SuiteForm(forms.Form):
             return None
         return text.encode("utf-8", errors="surrogatepass")
 
+    def _translated(self, data: bytes) -> bytes | None:
+        """An evalpin, evaling, evalblink or promptfoo file as evalsite's YAML, kept for the
+        preview (docs/importing.md); an evalsite suite unchanged; None when it cannot be."""
+        try:
+            self.translation = translate_upload(data, self.source_name)
+        except SuiteError as exc:
+            self.problems = list(exc.problems)
+            return None
+        if self.translation is None:
+            return data
+        if self.translation.suite_file is None:
+            message = "an evalpin results file is a baseline, not a suite: `evalsite import`"
+            self.problems = [Problem(self.source_name, None, "", message)]
+            return None
+        self.source_name = self.translation.suite_file
+        self.translated_text = render_suite(self.translation)
+        return self.translated_text.encode("utf-8")
+
     @property
     def wants_registration(self) -> bool:
-        return self.cleaned_data.get("intent") == self.REGISTER and self.suite is not None
+        registering = self.cleaned_data.get("intent") == self.REGISTER
+        return registering and self.suite is not None and self.translation is None
+
+    def preview(self) -> SuiteForm:
+        """The page after a translation: the translated YAML in the editor, to register as
+        any pasted suite once read; what did not translate listed beside it."""
+        form = SuiteForm(initial={"yaml_text": self.translated_text})
+        form.translation, form.translated_text = self.translation, self.translated_text
+        form.suite, form.problems, form.source_name = self.suite, self.problems, self.source_name
+        return form
 
     def register(self, user) -> tuple[SuiteVersion, bool]:
         assert self.suite is not None

@@ -5,18 +5,24 @@ README runs it: two runs of one scripted contestant with two attempts each."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.test import TestCase
+from django.urls import reverse
 
 from evalsite.core.suites import load_suite
-from runs.models import Answer, Run, SuiteVersion
+from runs.models import Answer, Price, PriceTable, Run, Suite, SuiteVersion
 from runs.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
 from runs.runner import execute
+from tests.factories import make_user
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "imports"
+HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def _import(*args: str) -> int:
@@ -46,6 +52,18 @@ def _passed(run: Run, contestant: str) -> dict[str, list[bool]]:
         )
         out.setdefault(f"{answer.task_id}/{answer.case_id}", []).append(passed)
     return out
+
+
+def _price_openrouter_models() -> None:
+    """Rows for the fixture's OpenRouter models, as an admin adds them."""
+    ensure_default_table()
+    table = PriceTable.objects.active()
+    for model in ("openai/gpt-4o-mini", "anthropic/claude-haiku-4.5", "google/gemini-2.5-flash"):
+        Price.objects.get_or_create(
+            table=table,
+            model=f"openrouter/{model}",
+            defaults={"input_per_mtok": Decimal("0.1"), "output_per_mtok": Decimal("0.4")},
+        )
 
 
 def _evalpin_readme(folder: Path, second: str) -> None:
@@ -100,12 +118,19 @@ def test_a_bad_source_exits_2_with_its_file_and_line(tmp_path, capsys):
 
 @pytest.mark.django_db(transaction=True)
 def test_evalblink_import_runs_scripted_with_its_exact_match_and_judge_verdicts(tmp_path, capsys):
+    ensure_default_table()
     out = tmp_path / "out"
     assert (
         _import("evalblink", str(FIXTURES / "evalblink" / "benchmark.yaml"), "--out", str(out)) == 0
     )
     printed = capsys.readouterr().out
     assert "untranslated: " in printed and "benchmark.yaml:9: model" in printed
+    # OpenRouter models need price rows before `evalsite validate` accepts the suite
+    assert "note: unknown model 'openrouter/openai/gpt-4o-mini'" in printed
+    _price_openrouter_models()
+    with pytest.raises(SystemExit) as validated:
+        call_command("validate", str(out / "ticket-routing.yaml"))
+    assert validated.value.code == 0
     replies = out / "replies.yaml"
     replies.write_text(
         "m:\n"
@@ -178,3 +203,68 @@ def test_evaling_import_runs_with_fake_and_scripted(tmp_path):
         out / "evaling.yaml", models=["scripted/m"], judge="scripted/judge", replies=str(replies)
     )
     assert _passed(run, "scripted/m") == {"eval/dog": [True], "eval/cat": [False]}
+
+
+class AddSuitePageTests(TestCase):
+    """The add-suite page takes another tool's file: upload -> preview -> register."""
+
+    @classmethod
+    def setUpTestData(cls):
+        _price_openrouter_models()
+        cls.user = make_user()
+
+    def setUp(self):
+        self.client.force_login(self.user)
+
+    def _upload(self, path: Path, **headers):
+        with path.open("rb") as handle:
+            upload = SimpleUploadedFile(path.name, handle.read())
+        data = {"file": upload, "intent": "register"}
+        return self.client.post(reverse("suite_new"), data, **headers)
+
+    def test_an_evalblink_file_is_previewed_not_registered_then_registered_from_the_editor(self):
+        response = self._upload(FIXTURES / "evalblink" / "benchmark.yaml")
+        page = response.content.decode()
+        assert response.status_code == 200 and "<html" in page
+        assert "Translated from evalblink" in page
+        assert "benchmark.yaml:5: concurrency: a run option in evalsite" in page
+        assert "openrouter/openai/gpt-4o-mini@short" in page  # the YAML, in the editor
+        assert not Suite.objects.exists()
+        text = response.context["form"].initial["yaml_text"]
+        registered = self.client.post(
+            reverse("suite_new"), {"yaml_text": text, "intent": "register"}
+        )
+        assert registered.status_code == 302
+        assert registered["Location"] == "/suites/ticket-routing/"
+
+    def test_the_htmx_check_of_an_upload_shows_the_translation_fragment(self):
+        config = (
+            "prompts: ['Capital of {{country}}?']\n"
+            "providers: [openai:gpt-4o-mini]\n"
+            "tests:\n"
+            "  - vars: {country: France}\n"
+            "    assert:\n"
+            "      - {type: icontains, value: paris}\n"
+            "      - {type: javascript, value: output.length < 9}\n"
+        )
+        upload = SimpleUploadedFile("promptfooconfig.yaml", config.encode())
+        response = self.client.post(
+            reverse("suite_new"), {"file": upload, "intent": "check"}, **HTMX
+        )
+        page = response.content.decode()
+        assert "<html" not in page and 'id="suite-problems"' in page
+        assert "Translated from promptfoo" in page and "assertion javascript" in page
+        assert not Suite.objects.exists()
+
+    def test_a_file_that_needs_other_files_says_the_cli_is_needed(self):
+        response = self._upload(FIXTURES / "evaling" / "eval.yaml")
+        page = response.content.decode()
+        assert "prompts/terse.yaml" in page  # the prompt file it cannot read here
+        assert not Suite.objects.exists()
+
+    def test_an_evalpin_suite_with_replies_elsewhere_registers_as_an_upload(self):
+        text = "case greet\nprompt: Greet Ana.\nexpect contains: Ana\n"
+        upload = SimpleUploadedFile("suite.txt", text.encode())
+        response = self.client.post(reverse("suite_new"), {"file": upload, "intent": "register"})
+        assert "Translated from evalpin" in response.content.decode()
+        assert "read: evalpin" in response.context["form"].initial["yaml_text"]

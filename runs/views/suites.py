@@ -54,6 +54,8 @@ def _suite_new(request: HttpRequest, form: SuiteForm) -> HttpResponse:
         note = "Registered a new version of" if created else "Already registered:"
         messages.success(request, f"{note} {version.suite.name} ({version.short_hash}).")
         return redirect("suite_detail", name=version.suite.name)
+    if form.translation is not None and not request.htmx:  # another tool's file: preview first
+        return _suite_new_page(request, form.preview())
     return _suite_new_page(request, form)
 
 

@@ -28,12 +28,11 @@ __all__ = [
     "detect",
     "detect_text",
     "translate",
+    "translate_upload",
     "write_translation",
 ]
 
 FORMATS = ("evalpin", "evaling", "evalblink", "promptfoo")
-_EVALBLINK = {"models", "prompts", "test_cases"}
-_PROMPTFOO = {"prompts", "providers", "tests"}
 _EVALING = {"variants", "cases", "scorecard", "judges", "thresholds", "settings"}
 
 
@@ -42,14 +41,12 @@ def detect_text(text: str) -> str | None:
     from evalsite.core.importers.evalpin import kind_of
     from evalsite.core.yamlsafe import load_yaml
 
-    if kind_of(text) is not None:
-        return "evalpin"
     try:
-        data = load_yaml(text.encode("utf-8"), filename="source").data
+        data = load_yaml(text.encode("utf-8", "surrogatepass"), filename="source").data
     except SuiteError:
-        return None
+        data = None  # evalpin's files are seldom YAML
     if not isinstance(data, dict):
-        return None
+        return "evalpin" if kind_of(text) is not None else None
     keys = set(data)
     if "test_cases" in keys and keys & {"models", "prompts", "evaluation"}:
         return "evalblink"
@@ -81,6 +78,42 @@ def detect(source: pathlib.Path) -> str:
         )
         raise SuiteError([Problem(str(source), None, "", message)])
     return found
+
+
+def translate_upload(data: bytes, filename: str) -> Translation | None:
+    """An uploaded file in another tool's format, translated (read from a temporary folder
+    holding only that file, so a source that refers to other files is a SuiteError naming
+    them); None when the file is in none of the formats (an evalsite suite)."""
+    import tempfile
+
+    try:
+        text = decode_text(data, filename=filename).replace("\r\n", "\n")
+    except SuiteError:
+        return None  # evalsite's own validation words the problem
+    format = detect_text(text)
+    if format is None:
+        return None
+    name = pathlib.Path(filename).name or "upload.txt"
+    with tempfile.TemporaryDirectory(prefix="evalsite-upload-") as folder:
+        source = pathlib.Path(folder) / name
+        source.write_bytes(data)
+        try:
+            return translate(format, source)
+        except SuiteError as error:
+            problems = [_relative(problem, folder) for problem in error.problems]
+            raise SuiteError(problems) from None
+
+
+def _relative(problem: Problem, folder: str) -> Problem:
+    """The problem without the temporary folder in its file name and message."""
+    prefix = folder.rstrip("/") + "/"
+    return Problem(
+        problem.file.replace(prefix, ""),
+        problem.line,
+        problem.path,
+        problem.message.replace(prefix, ""),
+        problem.severity,
+    )
 
 
 def translate(

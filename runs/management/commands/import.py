@@ -63,4 +63,20 @@ class Command(EvalsiteCommand):
         self.stdout.write(f"{count} part(s) not translated" if count else "everything translated")
         if translation.suite_file:
             suite = out_dir / translation.suite_file
+            for error in _unpriced(suite):
+                self.stdout.write(
+                    f"note: {error}; add a row (the admin's Prices, or `evalsite "
+                    "prices import`) before `evalsite validate` accepts it"
+                )
             self.stdout.write(f"next: evalsite validate {suite} && evalsite run {suite} --fake")
+
+
+def _unpriced(path: Path) -> list[str]:
+    """The model strings of the written suite the active price table cannot resolve (an
+    OpenRouter model of evalblink's, typically): the one check of `validate` that needs the
+    database, which the pure importer cannot make."""
+    from evalsite.core.suites import load_suite
+    from runs.validation import model_errors
+
+    errors, _ = model_errors(load_suite(path))
+    return errors
