@@ -1,0 +1,94 @@
+"""Two runs of one suite compared unit by unit (a unit is a task, case and repeat), §15.
+
+Pairing removes the between-case spread that two independent samples would carry: a hard
+case is hard in both runs. The change in a mean (win-rate, scorecard score) gets a seeded
+percentile bootstrap that resamples units, the same draw for both runs; the change in a
+pass rate gets McNemar's exact test on the units that passed in one run only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from evalsite.core.stats.bootstrap import LEVEL, percentile_interval
+from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
+from evalsite.core.stats.record import Record
+
+PAIRED_RESAMPLES = 2000
+_CHUNK_CELLS = 4_000_000  # indices drawn at once: bounds memory on runs of many units
+
+
+@dataclass(frozen=True)
+class PairedDelta(Record):
+    n: int  # units in both runs
+    before: float | None  # the mean over those units in A
+    after: float | None
+    delta: float | None  # after − before
+    ci: tuple[float, float] | None  # percentile bootstrap; None below MIN_N_FOR_INTERVAL
+    level: float
+
+
+def paired_bootstrap(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    seed: int,
+    resamples: int = PAIRED_RESAMPLES,
+    level: float = LEVEL,
+    min_n: int = MIN_N_FOR_INTERVAL,
+) -> PairedDelta:
+    """Δ mean from ``before`` to ``after`` (aligned: item i is one unit in both), with the
+    ``level`` percentile interval of ``resamples`` resamples of the units drawn by
+    ``numpy.random.default_rng(seed).integers(0, n, n)`` one resample after another."""
+    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"{a.size} and {b.size} values: a paired comparison needs one each")
+    n = a.size
+    if n == 0:
+        return PairedDelta(0, None, None, None, None, level)
+    differences = b - a
+    ci = None
+    if n >= min_n:
+        rng = np.random.default_rng(seed)
+        step = max(1, _CHUNK_CELLS // n)
+        means = [
+            differences[rng.integers(0, n, size=(min(step, resamples - done), n))].mean(axis=1)
+            for done in range(0, resamples, step)
+        ]
+        ci = percentile_interval(np.concatenate(means), level)
+    mean_a, mean_b = math.fsum(a) / n, math.fsum(b) / n
+    return PairedDelta(n, mean_a, mean_b, math.fsum(differences) / n, ci, level)
+
+
+@dataclass(frozen=True)
+class McNemar(Record):
+    n: int  # units in both runs
+    before: float | None  # pass rate in A over those units
+    after: float | None
+    delta: float | None
+    lost: int  # passed in A, failed in B
+    gained: int  # failed in A, passed in B
+    p_value: float | None  # exact two-sided; None without units
+
+
+def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> McNemar:
+    """McNemar's exact test of a change in pass rate: under no change, each unit that
+    passed in one run only is equally likely to be a loss or a gain, so
+    p = min(1, 2·P(X ≤ min(lost, gained))), X ~ Binomial(lost + gained, ½)."""
+    if len(before) != len(after):
+        raise ValueError(f"{len(before)} and {len(after)} verdicts: a pair needs one each")
+    n = len(before)
+    if n == 0:
+        return McNemar(0, None, None, None, 0, 0, None)
+    lost = sum(1 for a, b in zip(before, after, strict=True) if a and not b)
+    gained = sum(1 for a, b in zip(before, after, strict=True) if b and not a)
+    discordant = lost + gained
+    tail = sum(math.comb(discordant, k) for k in range(min(lost, gained) + 1))
+    p_value = float(min(Fraction(1), 2 * Fraction(tail, 2**discordant)))
+    passed_a, passed_b = sum(map(bool, before)), sum(map(bool, after))
+    return McNemar(n, passed_a / n, passed_b / n, (passed_b - passed_a) / n, lost, gained, p_value)

@@ -1,0 +1,64 @@
+"""Paired significance between two runs: the bootstrap against a plain numpy loop, McNemar
+against statsmodels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from statsmodels.stats.contingency_tables import mcnemar
+
+from evalsite.core.stats.paired import mcnemar_exact, paired_bootstrap
+
+
+def plain_paired_bootstrap(before, after, seed, resamples):
+    """The textbook paired bootstrap: resample units with replacement, one at a time."""
+    rng = np.random.default_rng(seed)
+    before, after = np.asarray(before), np.asarray(after)
+    n = before.size
+    deltas = []
+    for _ in range(resamples):
+        index = rng.integers(0, n, n)
+        deltas.append(after[index].mean() - before[index].mean())
+    return np.percentile(deltas, [2.5, 97.5])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_paired_bootstrap_equals_the_plain_loop(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(8, 700))
+    before = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], n)
+    after = np.clip(before + rng.normal(-0.05, 0.3, n), 0, 1)
+    result = paired_bootstrap(before, after, seed=seed, resamples=500)
+    low, high = plain_paired_bootstrap(before, after, seed, 500)
+    assert result.ci == pytest.approx((low, high), abs=1e-6)
+    assert result.delta == pytest.approx(after.mean() - before.mean(), abs=1e-12)
+    assert result.n == n
+
+
+def test_paired_bootstrap_in_chunks_draws_as_one_resample_at_a_time(monkeypatch):
+    monkeypatch.setattr("evalsite.core.stats.paired._CHUNK_CELLS", 1000)
+    before, after = np.arange(300) % 2, np.arange(300) % 3 == 0
+    result = paired_bootstrap(before, after, seed=5, resamples=40)
+    assert result.ci == pytest.approx(tuple(plain_paired_bootstrap(before, after, 5, 40)))
+
+
+def test_no_interval_below_eight_units():
+    result = paired_bootstrap([1, 0, 1], [0, 0, 1], seed=1)
+    assert result.ci is None and result.delta == pytest.approx(-1 / 3)
+    assert paired_bootstrap([], [], seed=1).delta is None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_mcnemar_equals_statsmodels_exact(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([1, 5, 20, 80, 400]))
+    before = rng.random(n) < 0.7
+    after = np.where(rng.random(n) < rng.uniform(0.5, 1), before, rng.random(n) < 0.5)
+    result = mcnemar_exact(before.tolist(), after.tolist())
+    table = [
+        [np.sum(before & after), np.sum(before & ~after)],
+        [np.sum(~before & after), np.sum(~before & ~after)],
+    ]
+    assert result.p_value == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-6)
+    assert (result.lost, result.gained) == (table[0][1], table[1][0])
+    assert result.delta == pytest.approx(after.mean() - before.mean())
