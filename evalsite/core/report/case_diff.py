@@ -1,0 +1,119 @@
+"""The per-case diff of two runs (evalpin's ``diff``, evalblink's ``compare --detailed``), and
+evalpin's results files, which either side of it may be.
+
+Each case is *better*, *same* or *worse* by its share of passed attempts (2/2 against 1/2 is
+better; with the same number of attempts that is the count of passed attempts), *new* when
+only the later side has it and *gone* when only the earlier one does. Rows list the later
+side's cases in its order, then the gone ones sorted by code point, as evalpin does.
+
+An evalpin results file is the exact header ``evalpin-results 1`` and one row per case, ``ID
+PASSED TOTAL``: fields separated by single spaces, decimal counts, TOTAL at least 1 and PASSED
+at most TOTAL, no blank row and no ID twice (:func:`parse_results`, errors name the line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from evalsite.core.importers import evalpin
+from evalsite.core.problems import SuiteError, format_problems
+
+HEADER = evalpin.RESULTS_HEADER
+STATUSES = ("better", "same", "worse", "new", "gone")
+
+
+class ResultsError(ValueError):
+    """A results file that does not follow the format; the message names the line."""
+
+
+@dataclass(frozen=True)
+class Attempts:
+    passed: int
+    total: int
+
+    @property
+    def rate(self) -> Fraction:
+        return Fraction(self.passed, self.total)
+
+    def __str__(self) -> str:
+        return f"{self.passed}/{self.total}"
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    key: str
+    before: Attempts | None
+    after: Attempts | None
+
+    @property
+    def status(self) -> str:
+        if self.before is None:
+            return "new"
+        if self.after is None:
+            return "gone"
+        if self.after.rate == self.before.rate:
+            return "same"
+        return "better" if self.after.rate > self.before.rate else "worse"
+
+
+def diff_cases(before: Mapping[str, Attempts], after: Mapping[str, Attempts]) -> list[CaseChange]:
+    """Every case of either side: the later side's in its order, then the gone ones."""
+    rows = [CaseChange(key, before.get(key), attempts) for key, attempts in after.items()]
+    gone = sorted(key for key in before if key not in after)
+    return rows + [CaseChange(key, before[key], None) for key in gone]
+
+
+def counts(changes: Iterable[CaseChange]) -> dict[str, int]:
+    tally = dict.fromkeys(STATUSES, 0)
+    for change in changes:
+        tally[change.status] += 1
+    return tally
+
+
+def totals_text(changes: Iterable[CaseChange]) -> str:
+    """``1 better, 0 same, 0 worse, 0 new, 0 gone``."""
+    return ", ".join(f"{n} {status}" for status, n in counts(changes).items())
+
+
+def diff_lines(changes: list[CaseChange], *, show: str = "all") -> list[str]:
+    """The diff as an aligned table (``--show changes`` leaves out the same rows; the totals
+    line still counts every case)."""
+    shown = [c for c in changes if show == "all" or c.status != "same"]
+    rows = [("CASE", "OLD", "NEW", "VS")] + [
+        (c.key, str(c.before or "-"), str(c.after or "-"), c.status) for c in shown
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[3]])
+        for row in rows
+    ]
+    return [*lines, f"cases: {totals_text(changes)}"]
+
+
+def parse_results(text: str, *, filename: str) -> dict[str, Attempts]:
+    """The rows of an evalpin results file, by evalpin's case id, in order; ResultsError
+    naming every line at fault (the format is read by :mod:`~evalsite.core.importers.evalpin`,
+    the one reader of it)."""
+    try:
+        rows = evalpin.parse_results(text, filename)
+    except SuiteError as error:
+        raise ResultsError(format_problems(error.problems)) from None
+    return {row.case: Attempts(row.passed, row.total) for row in rows}
+
+
+def as_case_ids(rows: Mapping[str, Attempts]) -> dict[str, Attempts]:
+    """Rows keyed by the case ids `evalsite import` gives evalpin's cases."""
+    ids = evalpin.evalsite_ids(list(rows))
+    return {ids[key]: attempts for key, attempts in rows.items()}
+
+
+def results_text(rows: Mapping[str, Attempts]) -> str:
+    """An evalpin results file of ``rows`` (case ids in evalpin's alphabet)."""
+    return "".join([f"{HEADER}\n", *(f"{k} {a.passed} {a.total}\n" for k, a in rows.items())])
+
+
+def looks_like_results(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is an evalpin results file."""
+    return head.startswith(HEADER.encode() + b"\n") or head == HEADER.encode()
