@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.calibration import SUITE_FILE
+from evalsite.core.no_look import NO_LABELS
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
 from lab.judges import LabError
 from lab.transfer import import_suite_pairs
@@ -47,6 +48,9 @@ def label_home(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def label_pair(request: HttpRequest, name: str) -> HttpResponse:
     suite = get_object_or_404(Suite, name=name)
+    refusal = _no_look_refusal(request, suite)
+    if refusal is not None:
+        return refusal
     mode = request.POST.get("mode") or request.GET.get("mode") or queue.SAMPLE
     if mode not in MODES:
         raise Http404("No such labelling mode.")
@@ -67,6 +71,15 @@ def label_pair(request: HttpRequest, name: str) -> HttpResponse:
     context = _workspace(request, suite, offer, mode, run, labels)
     template = "labels/label.html" + ("#label-workspace" if request.htmx else "")
     return render(request, template, context)
+
+
+def _no_look_refusal(request: HttpRequest, suite: Suite) -> HttpResponse | None:
+    """403 with the reason when the run picked (`?run=`) is a no-look run."""
+    chosen = request.POST.get("run") or request.GET.get("run")
+    run = Run.objects.for_suite(suite).filter(pk=chosen, no_look=True).first() if chosen else None
+    if run is None:
+        return None
+    return HttpResponseForbidden(f"Run {run.id}: {NO_LABELS}", content_type="text/plain")
 
 
 def _act(request: HttpRequest, suite: Suite, mode: str):

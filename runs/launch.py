@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
+from evalsite.core.no_look import NO_WORKER
 from evalsite.core.providers import RepliesFileError, ScriptedReplies
 from evalsite.core.suites import parse_contestant
 from runs.models import Run, SuiteVersion
@@ -75,7 +76,10 @@ def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
     It is planned as a dry run, so that a key the server lacks is named on the page
     (:func:`missing_keys_message`) beside the estimate rather than refused inside the
     planner; with every key set a dry run's plan is the real one (the planner stands in
-    only for keys that are not set), and :func:`launch` refuses a plan that lacks one."""
+    only for keys that are not set), and :func:`launch` refuses a plan that lacks one.
+    A no-look suite is refused: the workers would run it, and they never hold its cases."""
+    if version.stripped:
+        raise PlanError(f"refused: {NO_WORKER}")
     options = RunOptions(
         models=data["contestants"],
         fake=bool(data.get("fake")),

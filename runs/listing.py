@@ -34,6 +34,7 @@ def run_row(run: Run) -> dict:
         "cost_usd": f"{run.spent_usd:.6f}",
         "simulated": run.simulated,
         "partial": run.stored_options.partial,
+        "no_look": run.no_look,
     }
 
 
@@ -48,6 +49,7 @@ def listing_lines(rows: Iterable[dict]) -> list[str]:
     table = [HEAD]
     for row in rows:
         status = row["status"] + (", partial" if row["partial"] else "")
+        status += ", no-look" if row.get("no_look") else ""
         cost = num.money(float(row["cost_usd"]), digits=4)
         table.append(
             (

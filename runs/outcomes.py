@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from evalsite.core.keys import without_secrets
+from evalsite.core.no_look import sealed_error
 from evalsite.core.plan import WorstCase, call_hash
 from evalsite.core.pricing import PriceRow, Usage, call_cost, to_nano
 from evalsite.core.providers import Completion, Provider, ProviderError
 from evalsite.core.providers.base import Request
 from runs.judging import read_judgement
 from runs.models import CachedResponse, Call
+from runs.sealed import Sealed
 
 
 @dataclass
@@ -61,7 +63,10 @@ def done(
     worst: WorstCase,
     row: PriceRow | None,
     secrets: tuple[str, ...],
+    sealed: Sealed | None = None,
 ) -> Outcome:
+    """A call answered. In a no-look run (`sealed`), the reply is kept in memory, never
+    in the cache, and the row gets no text (:meth:`Sealed.keep`)."""
     usage = completion.usage
     cost, incomplete = _cost(row, usage)
     values = _usage_fields(usage) | {
@@ -72,7 +77,7 @@ def done(
         "latency_ms": latency_ms,
     }
     cache_row = None
-    if provider.cacheable:
+    if provider.cacheable and sealed is None:
         cache_row = CachedResponse(
             request_hash=call.request_hash,
             provider=provider.name,
@@ -83,7 +88,9 @@ def done(
         )
     values |= {"cost_usd": cost, "cost_if_uncached_usd": cost, "status": Call.Status.DONE}
     values |= _earlier_attempt(call, cost, values)
-    values |= _read(call, values["text"], provider)
+    values |= _read(call, values["text"], provider, sealed=sealed)
+    if sealed is not None:
+        values = sealed.keep(call, values)
     overrun = ""
     if cost is not None and to_nano(cost) > to_nano(worst.cost_usd):
         overrun = _overrun_detail(call.model, usage, cost, worst)
@@ -120,11 +127,13 @@ def cached(call: Call, hit: CachedResponse, provider: Provider, row: PriceRow | 
     return Outcome(call, values, uncached=cost)
 
 
-def failed(call: Call, error: ProviderError, reserved: Decimal) -> Outcome:
+def failed(call: Call, error: ProviderError, reserved: Decimal, *, sealed: bool = False) -> Outcome:
+    """A call that failed; a no-look run keeps the error's kind and HTTP status only."""
+    message = sealed_error(error.kind.value, error.status) if sealed else str(error.message)
     values = {
         "status": Call.Status.ERROR,
         "error_kind": error.kind.value,
-        "error_message": str(error.message)[:2000],
+        "error_message": message[:2000],
     }
     stops = call.model if error.stops_model else ""
     return Outcome(call, values, reserved=reserved, stops_model=stops)
@@ -143,14 +152,17 @@ def _cost(row: PriceRow | None, usage: Usage | None) -> tuple[Decimal | None, bo
     return cost, cost is None
 
 
-def _read(call: Call, text: str, provider: Provider, *, cached: bool = False) -> dict:
+def _read(
+    call: Call, text: str, provider: Provider, *, cached: bool = False, sealed: Sealed | None = None
+) -> dict:
     """A judge reply read into its fields; an unreadable first reply sends the call back
     to pending as its one retry: a new request (the reply and a reminder appended), so
     the cached unreadable reply can never come back, while an identical later run still
     finds the retry's own reply in the cache."""
     if not call.is_judge_call:
         return {}
-    fields = read_judgement(call, text)
+    request = sealed.request(call).to_json() if sealed is not None else None
+    fields = read_judgement(call, text, request)
     if fields.get("status") == Call.Status.PENDING:
         fields["request_hash"] = call_hash(Request(**fields["request"]), provider)
         fields["first_cached"] = cached

@@ -117,6 +117,7 @@ def compute_report(
             judge_max_tokens=judge.max_tokens if judge else None,
             judge_cut_off=_judge_cut_off(run),
             simulated=run.simulated,
+            no_look=run.no_look,
             cost_incomplete=run.cost_incomplete,
             command=reproduce_command(run),
             cache_state=_cache_state(answers, judge_calls),

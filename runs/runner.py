@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections, transaction
 
 from evalsite.core.keys import held_secrets
+from evalsite.core.no_look import NO_WORKER, sealed_failure
 from evalsite.core.pacing import MAX_ATTEMPTS, Limits, ModelGate, backoff_delay
 from evalsite.core.plan import WorstCase, worst_case
 from evalsite.core.pricing import PriceRow
@@ -52,12 +53,13 @@ from evalsite.core.providers import (
 )
 from evalsite.core.providers.base import Request
 from evalsite.core.providers.http_json import HttpAdapter
-from runs import outcomes, phases
+from runs import outcomes, phases, sealed
 from runs.judging import prepare_judging
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.models.suites import blob_store
 from runs.outcomes import Outcome
 from runs.planner import endpoint_configs
+from runs.sealed import Sealed
 from runs.writer import Writer
 
 db = partial(sync_to_async, thread_sensitive=True)
@@ -114,6 +116,7 @@ class Shard:
         self.db = db  # the one thread the shard's database work runs on (the writer's too)
         self.writer: Writer | None = None
         self.failure: BaseException | None = None
+        self.sealed: Sealed | None = sealed.held(run_id)  # a no-look run's case data
 
     @property
     def judging(self) -> bool:
@@ -129,7 +132,10 @@ class Shard:
         except (DatabaseError, OSError):
             raise  # the database or the disk: another shard or a retry may well succeed
         except Exception as error:
-            log.exception("run %s failed", self.run_id)
+            if self.sealed is None:
+                log.exception("run %s failed", self.run_id)
+            else:  # its text and traceback may quote case data: the type and place only
+                log.error("no-look run %s failed: %s", self.run_id, sealed_failure(error))
             await db(self._fail)(error)
         finally:
             await db(connections.close_all)()
@@ -137,7 +143,8 @@ class Shard:
     def _fail(self, error: Exception) -> None:
         run = Run.objects.get(pk=self.run_id)
         phase = run.status if run.is_active else "its last step"
-        reason = f"{type(error).__name__}: {error}"[:1000]
+        reason = sealed_failure(error) if self.sealed else f"{type(error).__name__}: {error}"
+        reason = reason[:1000]
         run.finish(Run.Status.FAILED, f"failed while {phase}: {reason}")
 
     async def _phases(self) -> None:
@@ -174,6 +181,8 @@ class Shard:
         self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
         if not self.run_row.is_active:
             return None
+        if self.run_row.no_look and self.sealed is None:
+            return self._not_held()
         self.options = self.run_row.stored_options
         self.stopped_models = set(self.run_row.stopped_models)
         self.secrets = held_secrets(
@@ -194,6 +203,15 @@ class Shard:
             prepare_client()  # ready to call before the run is marked running
         self.run_row.mark_running()
         return self.run_row.status
+
+    def _not_held(self) -> None:
+        """A no-look run whose case data this process does not hold: closed if it was asked
+        to cancel, else left to the process that holds it (or `evalsite run --resume`)."""
+        if self.run_row.cancel_requested:
+            self.run_row.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
+        else:
+            log.warning("not working on run %s: %s", self.run_id, NO_WORKER)
+        return None
 
     def _build_providers(self) -> None:
         options = self.options
@@ -306,8 +324,8 @@ class Shard:
         (:meth:`_reserve`), waiting for the calls in flight to settle."""
         self._reclaim()
         calls = self.calls.objects.filter(run_id=self.run_id)
-        claims = [Claim(call, Request(**call.request)) for call in calls.claim(self.token, limit)]
-        if claims and not self.options.no_cache:
+        claims = [Claim(call, self._request(call)) for call in calls.claim(self.token, limit)]
+        if claims and not self.options.no_cache and self.sealed is None:
             hashes = [c.call.request_hash for c in claims if self._provider(c.call).cacheable]
             hits = CachedResponse.objects.in_bulk(hashes, field_name="request_hash")
             for claim in claims:
@@ -321,6 +339,10 @@ class Shard:
             for claim in to_call:
                 claim.reserved = claim.worst.cost_usd
         return claims
+
+    def _request(self, call: Call) -> Request:
+        """The call's request: from its row, or a no-look run's from this process's memory."""
+        return self.sealed.request(call) if self.sealed else Request(**call.request)
 
     def _worst_case(self, claim: Claim) -> WorstCase:
         provider, request = self._provider(claim.call), claim.request
@@ -363,6 +385,7 @@ class Shard:
             worst=worst,
             row=self.rows.get(call.model),
             secrets=self.secrets,
+            sealed=self.sealed,
         )
         if outcome.overrun:
             self.stopping = True  # nothing more starts here; the writer aborts the run
@@ -413,7 +436,8 @@ class Shard:
                     return outcomes.given_back(call)
                 if error.stops_model:
                     self.stopped_models.add(call.model)
-                return outcomes.failed(call, error, claim.worst.cost_usd)
+                sealed = self.sealed is not None
+                return outcomes.failed(call, error, claim.worst.cost_usd, sealed=sealed)
             latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
             return completion, latency
 

@@ -18,7 +18,7 @@ from evalsite.core.no_look import sealed_scores
 from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
 from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
-from evalsite.core.suites import Suite, parse_suite
+from evalsite.core.suites import MEDIA_KEY, Suite, parse_suite
 from runs import sealed
 from runs.models import Answer, Run, SuiteVersion
 from runs.models.rows import update_each
@@ -55,10 +55,16 @@ def stored_suite(version: SuiteVersion) -> Suite:
 
 def _parse_stored(version: SuiteVersion) -> Suite:
     origin = "file" if version.origin in FILESYSTEM_ORIGINS else "upload"
-    document = {k: v for k, v in version.parsed.items() if k != "replies"}
+    document = {k: v for k, v in version.parsed.items() if k not in ("replies", MEDIA_KEY)}
     data = json.dumps(document).encode()
     name = f"{version.suite.name}@{version.short_hash}"
-    return parse_suite(data, filename=name, origin=origin, stripped=version.stripped)
+    return parse_suite(
+        data,
+        filename=name,
+        origin=origin,
+        stripped=version.stripped,
+        stored_media=version.media(),
+    )
 
 
 def python_path(version: SuiteVersion) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import datetime as dt
+import logging
 import os
 import signal
 import sys
@@ -23,7 +24,10 @@ from django.utils import timezone
 from django_q.cluster import Cluster
 from django_q.tasks import async_task
 
+from evalsite.core.no_look import NO_WORKER
 from runs.models import Run
+
+log = logging.getLogger(__name__)
 
 
 def run_shard(run_id: str, shards: int) -> None:
@@ -46,12 +50,18 @@ def enqueue_run(run: Run, *, shards: int = 2) -> None:
 def resume_stalled_runs() -> list[str]:
     """Queue one shard for each run that no live shard is working on (e.g. after a crash
     of every worker, or of an `evalsite run` process); returns their ids. A run is resumed
-    at most once per two leases, however many workers look (a conditional stamp)."""
+    at most once per two leases, however many workers look (a conditional stamp). A no-look
+    run is never resumed here (its case data died with its process: `evalsite run --resume`
+    resumes it); one asked to cancel is closed."""
     lease = settings.EVALSITE_CLAIM_LEASE_S
     now = timezone.now()
     recently = now - dt.timedelta(seconds=2 * lease)
     resumed = []
-    for run_id in Run.objects.stalled(lease).values_list("pk", flat=True):
+    stalled = Run.objects.stalled(lease)
+    for run_id in stalled.filter(no_look=True, cancel_requested=False).values_list("pk", flat=True):
+        log.warning("not resuming run %s: %s", run_id, NO_WORKER)
+    stalled = stalled.exclude(no_look=True, cancel_requested=False)
+    for run_id in stalled.values_list("pk", flat=True):
         fresh = Q(resumed_at__isnull=True) | Q(resumed_at__lt=recently)
         if Run.objects.filter(fresh, pk=run_id).update(resumed_at=now):
             async_task("runs.tasks.run_shard", run_id, 1, task_name=f"{run_id}-resume")

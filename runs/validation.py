@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from evalsite.core import judge_warnings
+from evalsite.core.datasource import source_problems
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suites import Suite, SuiteError, load_suite
 from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys
@@ -51,11 +53,28 @@ def judge_lines(
 
 
 def summary_line(path: str, loaded: Suite, table_name: str) -> str:
+    sourced = [task.id for task in loaded.tasks if task.cases_from]
+    later = f" (and the cases of {', '.join(sourced)}, read at run time)" if sourced else ""
+    no_look = "; no-look: no case data will be written" if loaded.no_look else ""
     return (
-        f"ok: {path} - {len(loaded.tasks)} tasks, {loaded.case_count()} cases, "
+        f"ok: {path} - {len(loaded.tasks)} tasks, {loaded.case_count()} cases{later}, "
         f"{len(loaded.labels)} labels; every prompt rendered; {len(loaded.model_strings())} "
-        f"model strings resolved against {table_name}"
+        f"model strings resolved against {table_name}{no_look}"
     )
+
+
+def source_and_privacy_errors(path: str, loaded: Suite) -> list[str]:
+    """Each datasource that cannot be used (nothing is read: its cases come at run time),
+    and the execution checks a no-look suite cannot run (the sandbox gets files)."""
+    errors = source_problems(loaded, Path(path).resolve().parent)
+    if loaded.no_look:
+        checked = [task.id for task in loaded.tasks if any(c.check for c in task.cases)]
+        errors += [
+            f"tasks {task_id}: a no-look suite cannot have execution checks (the sandbox is "
+            "given the answer and the case's vars as files on disk)"
+            for task_id in checked
+        ]
+    return errors
 
 
 def validate(path: str) -> dict:
@@ -69,6 +88,7 @@ def validate(path: str) -> dict:
     outcome["warnings"] = [str(problem) for problem in loaded.warnings]
     prepare_database()
     errors, details = model_errors(loaded)
+    errors += source_and_privacy_errors(path, loaded)
     outcome.update(details)
     outcome["errors"] = [f"{path}: {error}" for error in errors]
     if errors:

@@ -58,6 +58,12 @@ def render_prompt(suite_path: str, contestant: str, case: str) -> dict[str, Any]
     its provider prepares it (a prompted schema instruction included). Nothing is called,
     registered or stored: a missing key is reported, not refused."""
     loaded = load(suite_file(suite_path))
+    if loaded.no_look:
+        raise Refused(
+            "no_look",
+            "render_prompt is refused for a no-look suite (privacy: {no_look: true}): the "
+            "rendered prompt is its case data, which nobody may read",
+        )
     task_id, case_id = case_in(loaded, case)
     chosen = contestant_in(loaded, contestant)
     key = _key(chosen.model)

@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from evalsite.mcp import cases, history, replies, tools
+from runs import sealed
 from runs.runner import execute
 from runs.setup import prepare_database
 
@@ -211,7 +212,7 @@ def _result(reply: dict[str, Any], *, error: bool = False) -> CallToolResult:
 async def _execute(run_id: str, ctx: Context) -> None:
     """Execute the run on a thread, reporting progress every POLL_S until it ends. A
     cancelled tool call asks the run to stop between calls, as Ctrl-C does."""
-    worker = threading.Thread(target=execute, args=(run_id,), name=f"run-{run_id}", daemon=True)
+    worker = threading.Thread(target=_run, args=(run_id,), name=f"run-{run_id}", daemon=True)
     worker.start()
     sent = -1
     try:
@@ -223,6 +224,14 @@ async def _execute(run_id: str, ctx: Context) -> None:
             await anyio.to_thread.run_sync(_on_thread, tools.cancel, run_id)
         raise
     await _report_progress(ctx, run_id, sent)
+
+
+def _run(run_id: str) -> None:
+    """Execute the run; a no-look run's case data is forgotten when it ends."""
+    try:
+        execute(run_id)
+    finally:
+        sealed.release(run_id)
 
 
 async def _report_progress(ctx: Context, run_id: str, sent: int) -> int:

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.urls import reverse
 
+from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.keys import held_secrets
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.report.compare import compare_reports
@@ -58,7 +59,12 @@ def start_run(
     path = suite_file(suite_path)
     requested = requested_cap(max_cost)
     loaded = load(path)
-    version, _ = SuiteVersion.objects.register_file(path, loaded, origin=SuiteVersion.Origin.MCP)
+    try:
+        full = with_source_cases(loaded, path.parent, quote=not loaded.no_look)
+    except SourceError as error:
+        raise Refused("invalid_suite", _shown(list(error.problems))) from None
+    origin = SuiteVersion.Origin.MCP
+    version, _ = SuiteVersion.objects.register_file(path, full, origin=origin)
     unimportable = python_check_problems(version, loaded)
     if unimportable:
         raise Refused("invalid_suite", _shown(unimportable))
@@ -67,9 +73,10 @@ def start_run(
         fake=fake,
         max_cost=requested or default_cap(loaded),
         no_cache=no_cache,
+        datasource=full is not loaded,
     )
     try:
-        plan = make_plan(version, loaded, options)
+        plan = make_plan(version, full, options)
     except PlanError as error:
         raise Refused("plan_error", str(error)) from None
     run = store_plan(plan)

@@ -80,6 +80,20 @@ class CallQuerySet(models.QuerySet):
             for token in tokens
         )
 
+    def ask_again(self, run: Run) -> int:
+        """This queryset's claimed and finished answers back to pending, as never asked: a
+        resumed no-look run whose replies died with the process that held them. What they
+        cost stays spent on the run (it was billed); claims' reservations are returned."""
+        with transaction.atomic(using=self.db):
+            claimed = self.filter(status=Call.Status.CLAIMED)
+            held = claimed.aggregate(total=models.Sum("reserved_usd"))["total"]
+            count = self.exclude(status=Call.Status.PENDING).update(
+                **dict.fromkeys(_REPLY_FIELDS), **_ASKED_AGAIN
+            )
+            if held:
+                run.settle(held, None, None, judge=False)
+        return count
+
     def finish_claimed(self, token: str, changes: dict[int, dict[str, Any]]) -> set[int]:
         """Write each call's `changes` (its result) while `token` still holds its claim; the
         ids written. A call whose claim was lost keeps what its reclaimer gave it."""
@@ -87,6 +101,20 @@ class CallQuerySet(models.QuerySet):
         done = {"claimed_by": "", "reserved_usd": Decimal(0), "finished_at": timezone.now()}
         changes = {pk: done | values for pk, values in changes.items()}
         return update_each(self.model, changes, guard, using=self.db)
+
+
+# What ask_again clears: an answer's reply, its costs and its scores (None), and the rest.
+_REPLY_FIELDS = (
+    "input_tokens", "output_tokens", "cached_input_tokens", "cost_usd", "cost_if_uncached_usd",
+    "latency_ms", "finished_at", "claimed_at", "parsed_json", "checks", "checks_passed",
+    "exec_check", "passed", "scored_at", "grade_score", "grade_passed", "match_score",
+    "match_passed", "match_detail",
+)  # fmt: skip
+_ASKED_AGAIN = {
+    "status": "pending", "claimed_by": "", "reserved_usd": Decimal(0), "text": "",
+    "finish_reason": "", "schema_mode": "", "cached": False, "error_kind": "",
+    "error_message": "", "schema_verdict": "", "schema_error": "", "exec_verdict": "",
+}  # fmt: skip
 
 
 class Call(models.Model):

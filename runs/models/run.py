@@ -10,7 +10,7 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Exists, ExpressionWrapper, F, OuterRef, Q
 from django.db.models.lookups import GreaterThanOrEqual, LessThan, LessThanOrEqual
 from django.utils import timezone
@@ -81,6 +81,7 @@ class StoredOptions:
     limit: int | None = None  # the first N cases of each task; None for all of them
     concurrency: int | None = None  # calls in flight per model across the run's shards
     form_submission: str = ""  # the launch form's token, so a resubmission is one run
+    datasource: bool = False  # some task's cases were read from a source: never resumed
 
     @classmethod
     def from_json(cls, data: dict) -> StoredOptions:
@@ -94,6 +95,7 @@ class StoredOptions:
             limit=int(limit) if limit else None,
             concurrency=int(concurrency) if concurrency else None,
             form_submission=data.get("form_submission") or "",
+            datasource=bool(data.get("datasource")),
         )
 
     @property
@@ -147,8 +149,10 @@ class RunQuerySet(models.QuerySet):
         )
 
     def calibration_choices(self) -> RunQuerySet:
-        """The runs a suite's calibration may be read from: finished, judged, not lab."""
-        return self.not_lab().filter(status=Run.Status.DONE, report__isnull=False).judged()
+        """The runs a suite's calibration may be read from: finished, judged, not lab, not
+        no-look (nobody may read a no-look run's answers, so nobody labels them)."""
+        finished = self.not_lab().filter(status=Run.Status.DONE, report__isnull=False)
+        return finished.exclude(no_look=True).judged()
 
     def calibration_run(self, suite: Suite, chosen: str | None = None) -> Run | None:
         """The suite's calibration run (SPEC §19): `chosen` when it is one of the suite's
@@ -306,6 +310,11 @@ class Run(models.Model):
     resumed_at = models.DateTimeField(null=True, blank=True)
     phase_at = models.DateTimeField(null=True, blank=True, help_text="When the status last moved.")
     report = models.JSONField(null=True, blank=True)
+    no_look = models.BooleanField(
+        default=False,
+        help_text="No case data is written (docs/no-look.md): run only by the process that "
+        "started it.",
+    )
 
     objects = RunQuerySet.as_manager()
 
@@ -417,6 +426,22 @@ class Run(models.Model):
         )
         self.refresh_from_db()
         return changed == 1
+
+    def answer_again(self) -> None:
+        """Back to answering from judging or reporting, its pairs and judge calls deleted
+        (their reservations returned; what the judge cost stays spent): a resumed no-look
+        run, whose answers' texts died with the process that judged them."""
+        with transaction.atomic():
+            claimed = self.judgements.filter(status="claimed")
+            held = claimed.aggregate(total=models.Sum("reserved_usd"))["total"]
+            self.judgements.all().delete()
+            self.pairs.all().delete()
+            if held:
+                self.settle(held, None, None, judge=True)
+            Run.objects.filter(pk=self.pk, status__in=self.ACTIVE).update(
+                status=Run.Status.RUNNING, phase_at=timezone.now()
+            )
+        self.refresh_from_db(fields=["status", "phase_at"])
 
     def request_cancel(self) -> bool:
         """Ask the shards to stop between calls; False if the run had already ended."""

@@ -9,12 +9,21 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 
+from evalsite.core.media import BlobStore, MediaFile, from_stored
+from evalsite.core.no_look import strip_document, stripped_text
+from evalsite.core.suites import MEDIA_KEY
+
 if TYPE_CHECKING:
     from evalsite.core.suites import Suite as CoreSuite
 
 identifier = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
 )
+
+
+def blob_store() -> BlobStore:
+    """Where runs keep the files cases attach, once each, by content."""
+    return BlobStore(settings.DATA_DIR / "blobs")
 
 
 class SuiteQuerySet(models.QuerySet):
@@ -71,32 +80,57 @@ class SuiteVersionQuerySet(models.QuerySet):
         origin: str,
         source_path: str = "",
         user=None,
+        no_look: bool = False,
     ) -> tuple[SuiteVersion, bool]:
         """Store a validated suite; identical content reuses its version.
 
+        A no-look suite (`no_look`, or its own ``privacy: {no_look: true}``) is stored
+        stripped of its case data (:func:`~evalsite.core.no_look.strip_document`), its hash
+        still that of the full suite; a normal run of the same content later stores it whole.
+
         Returns (version, created).
         """
+        no_look = no_look or loaded.no_look
+        parsed = loaded.stored_dict()
+        if not no_look:  # a no-look run archives no attachment: they are read in place
+            for media in loaded.media.values():
+                blob_store().keep(media)
+        if no_look:
+            parsed = strip_document(parsed)
+            yaml_text = stripped_text(parsed)
         suite, _ = Suite.objects.get_or_create(name=loaded.name)
-        return self.get_or_create(
+        version, created = self.get_or_create(
             suite=suite,
             sha256=loaded.sha256,
             defaults={
                 "yaml_text": yaml_text,
-                "parsed": loaded.to_dict(),
+                "parsed": parsed,
+                "stripped": no_look,
                 "origin": origin,
                 "source_path": source_path,
                 "created_by": user if user is not None and user.is_authenticated else None,
             },
         )
+        if not created and version.stripped and not no_look:
+            version.store_whole(yaml_text, parsed)
+        return version, created
 
     def register_file(
-        self, path: str | Path, loaded: CoreSuite, *, origin: str = "path", user=None
+        self,
+        path: str | Path,
+        loaded: CoreSuite,
+        *,
+        origin: str = "path",
+        user=None,
+        no_look: bool = False,
     ) -> tuple[SuiteVersion, bool]:
         """Store a suite loaded from `path` (its text read from the same file), by its
         absolute path: a worker or the MCP server in another folder finds its files there."""
         text = Path(path).read_text("utf-8", errors="replace")
         where = str(Path(path).resolve())
-        return self.register(loaded, text, origin=origin, source_path=where, user=user)
+        return self.register(
+            loaded, text, origin=origin, source_path=where, user=user, no_look=no_look
+        )
 
 
 class SuiteVersion(models.Model):
@@ -111,6 +145,9 @@ class SuiteVersion(models.Model):
     sha256 = models.CharField(max_length=64)
     yaml_text = models.TextField()
     parsed = models.JSONField()
+    stripped = models.BooleanField(
+        default=False, help_text="A no-look suite: its cases keep their ids and tags only."
+    )
     origin = models.CharField(max_length=10, choices=Origin.choices)
     source_path = models.CharField(max_length=1024, blank=True)
     created_by = models.ForeignKey(
@@ -129,9 +166,26 @@ class SuiteVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.suite.name}@{self.short_hash}"
 
+    def store_whole(self, yaml_text: str, parsed: dict) -> None:
+        """Keep the full suite in place of its stripped form: a normal run of the same
+        content stores its case data as any run does."""
+        SuiteVersion.objects.filter(pk=self.pk).update(
+            yaml_text=yaml_text, parsed=parsed, stripped=False
+        )
+        self.yaml_text, self.parsed, self.stripped = yaml_text, parsed, False
+
     @property
     def short_hash(self) -> str:
         return self.sha256[:8]
+
+    def media(self) -> dict[str, MediaFile]:
+        """The files this version's cases attach, by path, each read from the store."""
+        table = self.parsed.get(MEDIA_KEY) or {}
+        store = blob_store()
+        return {
+            path: from_stored(path, stored, str(store.path(stored["sha256"])))
+            for path, stored in table.items()
+        }
 
     @property
     def tasks(self) -> list[dict]:

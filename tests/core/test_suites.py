@@ -191,7 +191,7 @@ def test_a_task_needs_exactly_one_of_cases_and_cases_path() -> None:
     task = {"id": "t", "prompt": "x"}
     found = errors(dump({"suite": "s", "version": 1, "tasks": [task]}))
     assert [(p.path, p.message) for p in found] == [
-        ("tasks[0]", "a task needs exactly one of 'cases' and 'cases_path'")
+        ("tasks[0]", "a task needs exactly one of 'cases', 'cases_path' and 'cases_from'")
     ]
 
 

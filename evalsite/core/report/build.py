@@ -48,6 +48,11 @@ KAPPA_BOOTSTRAP_RESAMPLES = 2000
 MATRIX_DIGITS = 9  # the matrix's money to the nano-dollar, as answers store it
 
 
+NO_LOOK_WARNING = (
+    "no-look run: no case data was kept (prompts, answers, judge rationales and notes are "
+    "not stored); scores, verdicts, counts and costs are"
+)
+
 @dataclass(frozen=True)
 class AnswerRow:
     task: str
@@ -131,6 +136,7 @@ class ReportInput:
     judge_cut_off: int = 0  # judge replies stopped at max_tokens that left no verdict
     label_times: Mapping[int, str] = field(default_factory=dict)
     simulated: bool = False
+    no_look: bool = False  # no case data was kept (docs/no-look.md)
     cost_incomplete: bool = False
     command: str = ""
     cache_state: str = ""
@@ -154,6 +160,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "format": FORMAT,
         "run_id": data.run_id,
         "status": data.status,
+        "no_look": data.no_look,
         "detail": data.detail,
         "created_at": data.created_at,
         "finished_at": data.finished_at,
@@ -690,6 +697,8 @@ def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
         warnings.append("some calls reported no usage; costs are a lower bound")
     if data.simulated:
         warnings.append("simulated run (fake provider): answers, verdicts and costs are not real")
+    if data.no_look:
+        warnings.append(NO_LOOK_WARNING)
     if data.price_table and not data.price_table.get("verified"):
         warnings.append("the price table is UNVERIFIED")
     return warnings

@@ -42,7 +42,8 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     ctx = Context.of(report)
     suite = (report.get("suite") or {}).get("name")
     path = visible(report.get("report_path") or ".").rstrip("/")
-    lines = [f"run {visible(report.get('run_id'))}  ({visible(suite)})"]
+    no_look = "  no-look run" if report.get("no_look") else ""
+    lines = [f"run {visible(report.get('run_id'))}  ({visible(suite)}){no_look}"]
     if report.get("status") != "done":
         status = f"  status: {visible(report.get('status') or 'unknown')}"
         detail = visible(report.get("detail"))

@@ -277,6 +277,12 @@ def python_check_error(reference: str, python_path: Sequence[str] = ()) -> str |
     return None
 
 
+def load_python(reference: str, python_path: tuple[str, ...]) -> Callable[..., Any]:
+    """The function named by ``module:function``, imported as a python check's is (the
+    folders of ``python_path`` searched first); a datasource's callable too."""
+    return _load_function(reference, python_path)
+
+
 def _load_function(reference: str, python_path: tuple[str, ...]) -> Callable[..., Any]:
     """The function named by ``module:function``, with ``python_path`` searched first."""
     module_name, _, name = reference.partition(":")

@@ -9,15 +9,19 @@ import sys
 import threading
 import time
 from decimal import Decimal
+from pathlib import Path
 
 from django.core.management.base import CommandParser
 
+from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.management import EvalsiteCommand
+from runs import sealed
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
+from runs.resume import ResumeRefused, resume_run
 from runs.runner import execute
 from runs.setup import prepare_database
 from runs.validation import judge_lines
@@ -60,6 +64,16 @@ class Command(EvalsiteCommand):
         parser.add_argument("--concurrency", type=int, help="Calls in flight per model.")
         parser.add_argument("--dry-run", action="store_true", help="Estimate only; no calls.")
         parser.add_argument("--json", action="store_true", help="Print the run as JSON.")
+        parser.add_argument(
+            "--no-look",
+            action="store_true",
+            help="Write no case data anywhere (docs/no-look.md); as `privacy: {no_look: true}`.",
+        )
+        parser.add_argument(
+            "--resume",
+            metavar="RUN",
+            help="Continue RUN, whose process died, from this unchanged suite file.",
+        )
 
     def handle(self, *args, **opts):
         try:
@@ -71,8 +85,14 @@ class Command(EvalsiteCommand):
     def _handle(self, opts) -> None:
         loaded = self.suite_or_exit(opts["suite"])
         prepare_database()
-        version, _ = SuiteVersion.objects.register_file(opts["suite"], loaded)
+        if opts["resume"]:
+            return self._resume(opts, loaded)
+        no_look = opts["no_look"] or loaded.no_look
+        full = self._with_sources(loaded, opts["suite"], quote=not no_look)
+        version, _ = SuiteVersion.objects.register_file(opts["suite"], full, no_look=no_look)
         options = self._options(opts)
+        options.no_look, options.datasource = no_look, full is not loaded
+        loaded = full
         try:
             plan = make_plan(version, loaded, options)
         except PlanError as error:
@@ -89,6 +109,22 @@ class Command(EvalsiteCommand):
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake, out=self.stderr)
             self._finish(run, opts["json"])
         del plan  # its cells are stored: the run's later steps reuse their memory
+        run = self._execute(run, quiet=opts["json"])
+        self._finish(run, opts["json"])
+
+    def _with_sources(self, loaded, path: str, *, quote: bool):
+        """The suite with its datasources' cases read (itself when it has none)."""
+        try:
+            return with_source_cases(loaded, Path(path).resolve().parent, quote=quote)
+        except SourceError as error:
+            self.fail_all(error.problems)
+
+    def _resume(self, opts, loaded) -> None:
+        try:
+            run = resume_run(opts["resume"], loaded)
+        except ResumeRefused as error:
+            self.fail(str(error))
+        self.stderr.write(f"resuming run {run.id}")
         run = self._execute(run, quiet=opts["json"])
         self._finish(run, opts["json"])
 
@@ -135,6 +171,8 @@ class Command(EvalsiteCommand):
                 execute(run.id)
             except BaseException as error:  # noqa: BLE001 - raised again below, in this thread
                 failure.append(error)
+            finally:
+                sealed.release(run.id)  # a no-look run's case data: gone with its run
 
         worker = threading.Thread(target=shard, daemon=True)
         worker.start()
