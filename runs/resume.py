@@ -23,7 +23,7 @@ from evalsite.core.plan import call_hash, plan_cells
 from evalsite.core.providers import ScriptedReplies, build_contestant_providers
 from evalsite.core.suites import Suite
 from runs import sealed
-from runs.models import Answer, Call, Run
+from runs.models import Answer, Call, Judgement, Run
 from runs.planner import endpoint_configs
 
 DATASOURCE_REASON = (
@@ -79,7 +79,8 @@ def _check(run: Run, suite: Suite) -> None:
 def _worked_on(run: Run) -> bool:
     recent = timezone.now() - dt.timedelta(seconds=settings.EVALSITE_CLAIM_LEASE_S)
     busy = Q(status=Call.Status.CLAIMED, claimed_at__gte=recent) | Q(finished_at__gte=recent)
-    return sealed.held(run.id) is None and Answer.objects.filter(busy, run=run).exists()
+    calls = (Answer.objects.filter(busy, run=run), Judgement.objects.filter(busy, run=run))
+    return any(found.exists() for found in calls)
 
 
 def _render_again(run: Run, suite: Suite, held: sealed.Sealed) -> None:

@@ -170,6 +170,7 @@ def test_a_canary_in_every_case_field_is_found_nowhere_after_a_no_look_run(tmp_p
 
     _assert_no_canary(data, done.stdout, done.stderr, mcp, listed.stdout, report.stdout)
     assert b"no-look" in listed.stdout
+    assert b"No-look run: no case data was kept" in report.stdout
     kept = _run_values(data)
     run_id, status, no_look, report = kept["run"]
     assert (status, no_look) == ("done", 1)

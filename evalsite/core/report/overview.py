@@ -30,6 +30,9 @@ NO_LABELS = (
 )
 
 
+NO_LOOK_LINE = "No-look run: no case data was kept (docs/no-look.md)"
+
+
 def header_section(ctx: Context) -> Section:
     report, totals = ctx.report, ctx.get("totals")
     suite, prices = ctx.get("suite"), ctx.get("price_table")
@@ -55,6 +58,7 @@ def header_section(ctx: Context) -> Section:
         f"{num.count(totals.get('cache_hits'))}; cache hit rate: "
         f"{num.rate(totals.get('cache_hit_rate'))}",
         "Cost: " + cost_text(totals),
+        *([NO_LOOK_LINE] if report.get("no_look") else []),
         (
             "Created: ",
             _when(report.get("created_at")),
