@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evalsite.core.no_look import NO_LABELS, NO_WORKER
-from evalsite.core.suites import load_suite
+from evalsite.core.suites import load_suite, parse_suite
 from runs import sealed
 from runs.models import Answer, Run, SuiteVersion
 from runs.planner import RunOptions, make_plan, store_plan
@@ -72,6 +72,19 @@ def test_a_no_look_suite_is_stored_with_only_its_case_ids_and_tags():
     cases = version.parsed["tasks"][0]["cases"]
     assert cases == [{"id": "ada", "tags": ["vip"]}, {"id": "bob"}]
     assert "Ada" not in version.yaml_text and "Ada" not in json.dumps(version.parsed)
+
+
+def test_a_normal_run_of_content_stored_stripped_stores_it_whole():
+    plain = UPLOADED.replace("privacy: {no_look: true}\n", "")
+    loaded = parse_suite(plain.encode(), filename="sealed.yaml", origin="upload")
+    stripped, _ = SuiteVersion.objects.register(loaded, plain, origin="upload", no_look=True)
+    assert stripped.stripped and "Ada" not in json.dumps(stripped.parsed)
+
+    whole, created = SuiteVersion.objects.register(loaded, plain, origin="upload")
+
+    assert not created and whole.pk == stripped.pk and not whole.stripped
+    assert whole.parsed["tasks"][0]["cases"][0]["vars"] == {"who": "Ada"}
+    assert SuiteVersion.objects.get(pk=whole.pk).yaml_text == plain
 
 
 def test_the_new_run_form_refuses_a_no_look_suite_with_the_reason():
@@ -245,6 +258,13 @@ def test_a_bad_line_from_a_command_names_the_source_and_the_line(tmp_path, capsy
 
 
 def test_validate_checks_a_source_can_be_used_and_says_cases_come_at_run_time(tmp_path, capsys):
+    (tmp_path / "validated_source.py").write_text(PYTHON_SOURCE)
+    good = _sourced(tmp_path, '{python: "validated_source:cases"}')
+    with pytest.raises(SystemExit) as exited:
+        call_command("validate", str(good))
+    assert exited.value.code == 0
+    assert "(and the cases of greet, read at run time)" in capsys.readouterr().out
+
     path = _sourced(tmp_path, '{python: "no_such_module_here:cases"}')
 
     with pytest.raises(SystemExit) as exited:
