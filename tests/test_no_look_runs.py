@@ -257,6 +257,16 @@ def test_a_bad_line_from_a_command_names_the_source_and_the_line(tmp_path, capsy
     assert not Run.objects.exists()
 
 
+def test_a_case_whose_prompt_does_not_render_names_the_source_and_its_line(tmp_path, capsys):
+    lines = [LINES[0], {"id": "bob", "vars": {"name": "Bob"}}]
+    path = _sourced(tmp_path, _command_source(tmp_path, lines))
+
+    assert _exit_code(str(path)) == 2
+    err = capsys.readouterr().err
+    assert f"command {sys.executable} -c" in err and "line 2" in err and "who" in err
+    assert "suite.yaml" not in err
+
+
 def test_validate_checks_a_source_can_be_used_and_says_cases_come_at_run_time(tmp_path, capsys):
     (tmp_path / "validated_source.py").write_text(PYTHON_SOURCE)
     good = _sourced(tmp_path, '{python: "validated_source:cases"}')

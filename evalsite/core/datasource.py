@@ -20,6 +20,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -34,6 +35,7 @@ from evalsite.core.suites import Suite, parse_suite
 
 MAX_CASES = 100_000
 MAX_BYTES = 256 * 1024 * 1024  # what a command may print, all lines together
+_CASE_PATH = re.compile(r"tasks\[(\d+)\]\.cases\[(\d+)\]")
 COMMAND_TIMEOUT_S = float(os.environ.get("EVALSITE_SOURCE_TIMEOUT_S", "600"))
 
 
@@ -86,10 +88,12 @@ def with_source_cases(suite: Suite, folder: Path, *, quote: bool = True) -> Suit
         return suite
     document = suite.to_dict()
     digest = hashlib.sha256(suite.sha256.encode())
-    for raw, task in zip(document["tasks"], suite.tasks, strict=True):
+    origins: dict[tuple[int, int], str] = {}  # (task index, case index): source and line
+    for index, (raw, task) in enumerate(zip(document["tasks"], suite.tasks, strict=True)):
         if not task.cases_from:
             continue
-        cases = read_cases(task.cases_from, folder, quote=quote)
+        cases, wheres = read_cases(task.cases_from, folder, quote=quote)
+        origins |= {(index, j): where for j, where in enumerate(wheres)}
         raw.pop("cases_from")
         raw["cases"] = cases
         digest.update(b"\0" + task.id.encode() + b"\0" + json.dumps(cases, sort_keys=True).encode())
@@ -97,20 +101,42 @@ def with_source_cases(suite: Suite, folder: Path, *, quote: bool = True) -> Suit
     try:
         full = parse_suite(data, filename=suite.filename, base_dir=folder, origin=suite.origin)
     except SuiteError as error:
-        raise SourceError(_unquoted(error.problems, quote, "the cases read")) from None
+        raise SourceError(_located(error.problems, origins, quote)) from None
     return dataclasses.replace(full, sha256=digest.hexdigest(), replies_path=suite.replies_path)
 
 
-def read_cases(spec: Mapping[str, Any], folder: Path, *, quote: bool = True) -> list[dict]:
-    """The cases of one source, each checked against the case format, ids unique."""
+def _located(
+    problems: Iterable[Problem], origins: Mapping[tuple[int, int], str], quote: bool
+) -> list[Problem]:
+    """The problems of the suite with its sources' cases inlined; one about a case read from
+    a source is named by that source and line, not by where the case was inlined."""
+    located = []
+    for problem in problems:
+        found = _CASE_PATH.match(problem.path)
+        where = origins.get((int(found[1]), int(found[2]))) if found else None
+        if where is None:
+            located.append(problem)
+            continue
+        rest = problem.path[found.end() :].lstrip(".")
+        message = problem.message if quote else "not valid here (its value is not shown: no-look)"
+        located.append(Problem(where, None, rest, message, problem.severity))
+    return located
+
+
+def read_cases(
+    spec: Mapping[str, Any], folder: Path, *, quote: bool = True
+) -> tuple[list[dict], list[str]]:
+    """The cases of one source, each checked against the case format, ids unique; with
+    where each came from (``command ./x line 3``)."""
     name = source_name(spec)
     if "python" in spec:
         items, unit = _from_callable(spec["python"], folder, name), "item"
     else:
         items, unit = _from_command([str(p) for p in spec["command"]], folder, name), "line"
-    cases, problems, seen = [], [], {}
+    cases, wheres, problems, seen = [], [], [], {}
     for number, item in items:
         where = SourceMap(f"{name} {unit} {number}", {(): None})
+        wheres.append(where.file)
         found = schema_problems(item, where, definition="case")
         problems += _unquoted(found, quote, f"{name} {unit} {number}")
         case_id = item.get("id") if isinstance(item, dict) else None
@@ -124,7 +150,7 @@ def read_cases(spec: Mapping[str, Any], folder: Path, *, quote: bool = True) -> 
         problems.append(Problem(name, None, "", "the source gave no cases"))
     if problems:
         raise SourceError(problems)
-    return cases
+    return cases, wheres
 
 
 def _unquoted(problems: Iterable[Problem], quote: bool, where: str) -> list[Problem]:
