@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evalsite.core.report.compare import compare_reports
+from evalsite.core.report.pairing import delta_interval, signed_interval
 
 __all__ = ["GateResult", "check_gates"]
 
@@ -95,7 +96,8 @@ def check_gates(
             )  # fmt: skip
         )
     if "max_regression_points" in gate:
-        results += _regression(report, pinned, float(gate["max_regression_points"]))
+        alpha = gate.get("significance")  # also require the paired interval to exclude 0
+        results += _regression(report, pinned, float(gate["max_regression_points"]), alpha)
     return results
 
 
@@ -170,7 +172,7 @@ def _at_most(gate: str, subject: str, figure, threshold, what: str) -> GateResul
                       f"{subject}: {what} {figure:.3f} {sign} {threshold:.3f}")  # fmt: skip
 
 
-def _regression(report, pinned, points: float) -> list[GateResult]:
+def _regression(report, pinned, points: float, alpha: float | None = None) -> list[GateResult]:
     if pinned is None:
         return [
             GateResult("max_regression_points", "run", "skipped", None, points,
@@ -179,8 +181,9 @@ def _regression(report, pinned, points: float) -> list[GateResult]:
     if pinned.get("run_id") == report.get("run_id"):
         return [GateResult("max_regression_points", "run", "skipped", None, points,
                            "this run is the pinned baseline")]  # fmt: skip
-    comparison = compare_reports(pinned, report)
-    scores = _score_regression(report, pinned, points)
+    comparison = compare_reports(pinned, report, level=1 - (alpha or 0.05))
+    significant = _significance(comparison.significance, alpha)
+    scores = _score_regression(report, pinned, points, significant)
     if not comparison.comparable:
         why = f"the pinned baseline {pinned.get('run_id')}: {comparison.reason}"
         if any(result.subject != "run" for result in scores):  # only win-rates were not
@@ -188,17 +191,37 @@ def _regression(report, pinned, points: float) -> list[GateResult]:
                                f"win-rates not compared with {why}"), *scores]  # fmt: skip
         return [GateResult("max_regression_points", "run", "failed", None, points,
                            f"cannot compare with {why}"), *scores]  # fmt: skip
-    return _win_rate_regression(comparison, pinned, points) + scores
+    return _win_rate_regression(comparison, pinned, points, significant) + scores
 
 
-def _win_rate_regression(comparison, pinned, points: float) -> list[GateResult]:
+def _significance(paired, alpha: float | None):
+    """With `significance: alpha`, a function of (part, name) giving whether the paired
+    interval at 1 - alpha lies below 0 (True / False) and the words saying so; without it,
+    None: a drop past the points fails on its own."""
+    if alpha is None:
+        return None
+
+    def significant(part: str, name: str) -> tuple[bool, str]:
+        entry = delta_interval(paired, part, name)
+        if not entry or not entry.get("ci"):
+            return True, "; no paired interval, so significance is not tested"
+        ci = entry["ci"]
+        below = ci[1] < 0
+        words = "excludes 0" if below or ci[0] > 0 else "includes 0: not significant"
+        return below, f"; paired {1 - alpha:.0%} interval {signed_interval(ci)} {words}"
+
+    return significant
+
+
+def _win_rate_regression(comparison, pinned, points: float, significant=None) -> list[GateResult]:
     regressed = set(comparison.regression(points))
     results = []
     for change in comparison.win_rates:
         if change.delta is None:
             continue
         fell = -change.delta * 100
-        failed = change.name in regressed
+        below, note = significant("win", change.name) if significant else (True, "")
+        failed = change.name in regressed and below
         results.append(
             GateResult(
                 "max_regression_points",
@@ -209,13 +232,13 @@ def _win_rate_regression(comparison, pinned, points: float) -> list[GateResult]:
                 f"{change.name}: win-rate {change.before:.3f} -> {change.after:.3f} against the "
                 f"pinned baseline {pinned.get('run_id')}, "
                 f"{'down' if fell > 0 else 'up'} {abs(fell):.1f} points "
-                f"({'more than' if failed else 'within'} {points:g})",
+                f"({'more than' if change.name in regressed else 'within'} {points:g}){note}",
             )  # fmt: skip
         )
     return results
 
 
-def _score_regression(report, pinned, points: float) -> list[GateResult]:
+def _score_regression(report, pinned, points: float, significant=None) -> list[GateResult]:
     """Each contestant's scorecard score against the pinned run's, when both have one under
     the same scorecard (another scorecard scores something else). Without a scorecard the
     cell score is the pass share, which this gate has never compared: nothing to do."""
@@ -233,7 +256,8 @@ def _score_regression(report, pinned, points: float) -> list[GateResult]:
         if old is None or new is None:
             continue
         fell = round((old - new) * 100, 9)
-        failed = fell > points
+        below, note = significant("score", contestant) if significant else (True, "")
+        failed = fell > points and below
         results.append(
             GateResult(
                 "max_regression_points",
@@ -243,7 +267,8 @@ def _score_regression(report, pinned, points: float) -> list[GateResult]:
                 points,
                 f"{contestant}: scorecard score {old:.3f} -> {new:.3f} against the pinned "
                 f"baseline {pinned.get('run_id')}, {'down' if fell > 0 else 'up'} "
-                f"{abs(fell):.1f} points ({'more than' if failed else 'within'} {points:g})",
+                f"{abs(fell):.1f} points ({'more than' if fell > points else 'within'} "
+                f"{points:g}){note}",
             )  # fmt: skip
         )
     return results

@@ -69,6 +69,10 @@ _PARAMS = {
 }
 _TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": 3600}
 _RATE = _number(0, 1)
+_SIGNIFICANCE_NEEDS_POINTS = {
+    "dependentRequired": {"significance": ["max_regression_points"]},
+    "x-message": "significance qualifies max_regression_points; set that too",
+}
 
 DEFS: dict[str, Any] = {
     "identifier": {"type": "string", "pattern": IDENTIFIER, "x-message": _IDENTIFIER_MESSAGE},
@@ -369,9 +373,12 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "min_check_pass_rate": _RATE,
                     "require_headline_eligible": {"type": "boolean"},
                     "max_regression_points": _number(0),
+                    # with it, a regression must also be significant (docs/ci.md)
+                    "significance": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
                     "min_score": _RATE_OR_PER_CONTESTANT,
                     "min_pass_rate": _RATE_OR_PER_CONTESTANT,
-                }
+                },
+                rules=[_SIGNIFICANCE_NEEDS_POINTS],
             ),
             "report": _object({"mover_threshold": _RATE, "frontier_points": _number(0, 100)}),
             "variants": {

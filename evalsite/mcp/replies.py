@@ -18,7 +18,8 @@ from evalsite.core.keys import REDACTED, redact
 PAGE_SIZE = 25
 MESSAGE_CHARS = 300
 CALIBRATION_KEYS = ("status", "reason", "kappa", "kappa_band", "kappa_ci", "n")
-WIN_RATE_KEYS = ("win_rate", "ci", "n", "flips", "flip_rate", "excluded")
+# corrected: the label-corrected win-rate; length: length-controlled (docs/judging.md)
+WIN_RATE_KEYS = ("win_rate", "ci", "n", "flips", "flip_rate", "excluded", "corrected", "length")
 TOTAL_KEYS = ("answers", "pairs", "judge_calls", "cost_usd", "cost_if_uncached_usd", "simulated")
 REFUSAL_CODES = (
     "outside_suite_root",

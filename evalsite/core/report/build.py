@@ -21,7 +21,9 @@ from evalsite.core.judge_warnings import (
     cut_off_warning,
     self_preference_warning,
 )
+from evalsite.core.report.corrections import judge_figures, length_warnings
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
+from evalsite.core.report.pairing import paired_units
 from evalsite.core.scoring.aggregate import TAG_FLOOR, contestant_rates, tag_rates
 from evalsite.core.scoring.scorecard import Criterion, scorecard_report
 from evalsite.core.stats import (
@@ -156,6 +158,9 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     ) | {"judge_config": dict(data.judge_config) if data.judge_config else None}
     eligible = calibration["status"] == "ok"
     win_rates = _win_rates(data, seed)
+    for candidate, figures in judge_figures(data, eligible=eligible).items():
+        if candidate in win_rates:  # corrected and length-aware (docs/judging.md)
+            win_rates[candidate] |= figures
     report = {
         "format": FORMAT,
         "run_id": data.run_id,
@@ -202,9 +207,10 @@ def build_report(data: ReportInput) -> dict[str, Any]:
             "cache": data.cache_state,
         },
         "report_path": data.report_path,
+        "paired": paired_units(data),  # per unit, for paired comparisons
     }
     report["movers"] = _movers(report, data.previous, data.mover_threshold)
-    report["warnings"] = _warnings(data, report)
+    report["warnings"] = _warnings(data, report) + length_warnings(report["win_rates"])
     # after the scorecard, which scores its cells when there is one, and before the report's
     # rounding to 6 places: a cost per scored answer is often under $0.00001, where 6 places
     # would tie cells that differ, so the matrix keeps nano-dollars (9 places)

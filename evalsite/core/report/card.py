@@ -14,6 +14,7 @@ from typing import Any
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Context
+from evalsite.core.report.judge_text import corrected_text
 from evalsite.core.report.overview import win_rate_cell
 from evalsite.core.report.text import visible
 from evalsite.core.scoring.aggregate import TAG_FLOOR
@@ -34,6 +35,7 @@ class CandidateLine:
     flips: str
     flip_warning: bool  # the flip rate says the win-rate measures order, not quality
     schema_pass: str  # "0.880 (n=25)"
+    corrected: str = ""  # the label-corrected win-rate in words (judge_text.py)
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,7 @@ def _candidate(ctx: Context, name: str) -> CandidateLine:
         n=num.count(n),
         flips=num.count(row.get("flips", 0)),
         flip_warning=bool(row.get("flip_warning")),
+        corrected=corrected_text(row, ctx.eligible),
         schema_pass=num.rate_n(row.get("schema_pass_rate"), row.get("schema_n")),
     )
 

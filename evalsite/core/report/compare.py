@@ -10,10 +10,16 @@ task) win-rates that changed by at least a threshold, largest change first.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evalsite.core.report import numbers as num
+from evalsite.core.report.pairing import (
+    delta_interval,
+    paired_changes,
+    signed_interval,
+    significance_lines,
+)
 from evalsite.core.report.text import visible
 
 __all__ = ["DEFAULT_THRESHOLD", "Change", "Comparison", "Mover", "compare_reports"]
@@ -50,6 +56,8 @@ class Mover:
     before: float
     after: float
     delta: float
+    ci: tuple[float, float] | None = None  # paired bootstrap of the change (pairing.py)
+    paired_n: int = 0  # units both runs judged
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +66,8 @@ class Mover:
             "before": self.before,
             "after": self.after,
             "delta": self.delta,
+            "ci": list(self.ci) if self.ci else None,
+            "paired_n": self.paired_n,
         }
 
 
@@ -78,6 +88,7 @@ class Comparison:
     check_pass: tuple[Change, ...] = ()
     cost_total: Change | None = None
     cost: tuple[Change, ...] = ()
+    significance: Mapping[str, Any] | None = None  # paired_changes(A, B); None: no units
 
     def regression(self, points: float) -> list[str]:
         """The candidates whose overall win-rate fell by more than ``points`` percentage
@@ -105,6 +116,7 @@ class Comparison:
             "check_pass": [change.to_dict() for change in self.check_pass],
             "cost_total": self.cost_total.to_dict() if self.cost_total else None,
             "cost": [change.to_dict() for change in self.cost],
+            "significance": self.significance,
         }
 
     def lines(self) -> list[str]:
@@ -124,6 +136,7 @@ class Comparison:
         if self.cost_total:
             lines.append(f"  cost total: {_money(self.cost_total)}")
         lines += [f"  cost {visible(c.name)}: {_money(c)}" for c in self.cost]
+        lines += [visible(line) for line in significance_lines(self.significance)]
         movers = f"  movers (per-task win-rate change of {num.rate(self.threshold)} or more)"
         if not self.movers:
             return [*lines, f"{movers}: none"]
@@ -131,9 +144,13 @@ class Comparison:
         for m in self.movers:
             lines.append(
                 f"    {visible(m.candidate)} / {visible(m.task)}: {num.rate(m.before)} \u2192 "
-                f"{num.rate(m.after)} ({num.signed_rate(m.delta)}){flag}"
+                f"{num.rate(m.after)} ({num.signed_rate(m.delta)}{_paired(m)}){flag}"
             )
         return lines
+
+
+def _paired(mover: Mover) -> str:
+    return f", paired {signed_interval(mover.ci)} n={mover.paired_n}" if mover.paired_n else ""
 
 
 def _rates(change: Change) -> str:
@@ -146,9 +163,12 @@ def _money(change: Change) -> str:
     return f"{before} \u2192 {after} ({num.signed_money(change.delta)})"
 
 
-def compare_reports(a: Report, b: Report, *, threshold: float | None = None) -> Comparison:
+def compare_reports(
+    a: Report, b: Report, *, threshold: float | None = None, level: float = 0.95
+) -> Comparison:
     """A (the earlier run) against B. ``threshold`` for movers: B's suite's
-    ``mover_threshold``, else :data:`DEFAULT_THRESHOLD`."""
+    ``mover_threshold``, else :data:`DEFAULT_THRESHOLD`; ``level`` for the paired
+    intervals."""
     suite = b.get("suite") or {}
     if threshold is None:
         threshold = suite.get("mover_threshold")
@@ -160,6 +180,7 @@ def compare_reports(a: Report, b: Report, *, threshold: float | None = None) -> 
     candidates = [c for c in _candidates(b) if c in _candidates(a)]
     both = [c for c in _contestants(b) if c in _contestants(a)]
     eligible = a.get("headline_eligible") is True and b.get("headline_eligible") is True
+    paired = paired_changes(a, b, level=level)
     return Comparison(
         a_id,
         b_id,
@@ -169,7 +190,7 @@ def compare_reports(a: Report, b: Report, *, threshold: float | None = None) -> 
         baseline=_baseline(b),
         threshold=threshold,
         uncalibrated=not eligible,
-        movers=_movers(a, b, candidates, threshold),
+        movers=tuple(_interval(m, paired) for m in _movers(a, b, candidates, threshold)),
         win_rates=tuple(
             Change(c, _win_rate(a, c), _win_rate(b, c)) for c in candidates if b.get("judge")
         ),
@@ -177,7 +198,14 @@ def compare_reports(a: Report, b: Report, *, threshold: float | None = None) -> 
         check_pass=tuple(Change(c, _rate(a, c, "checks"), _rate(b, c, "checks")) for c in both),
         cost_total=Change("total", _total_cost(a), _total_cost(b)),
         cost=tuple(Change(c, _cost(a, c), _cost(b, c)) for c in both),
+        significance=paired,
     )
+
+
+def _interval(mover: Mover, paired: Mapping[str, Any] | None) -> Mover:
+    delta = delta_interval(paired, "win", mover.candidate, mover.task) or {}
+    ci = tuple(delta["ci"]) if delta.get("ci") else None
+    return replace(mover, ci=ci, paired_n=delta.get("n") or 0)
 
 
 def _contestants(report: Report) -> list[str]:

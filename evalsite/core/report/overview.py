@@ -17,6 +17,7 @@ from evalsite.core.report.document import (
     Section,
     Table,
 )
+from evalsite.core.report.judge_text import judge_figure_blocks
 
 __all__ = [
     "calibration_section", "cost_text", "header_section", "uncalibrated_note", "win_rate_cell",
@@ -262,6 +263,7 @@ def win_rates_section(ctx: Context) -> Section:
         ),
         Table(head, rows),
         *_flip_and_exclusion_notes(ctx, win_rates),
+        *judge_figure_blocks(ctx.report),
         *uncalibrated_note(ctx),
         *_bradley_terry(ctx),
     ]

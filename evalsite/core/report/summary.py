@@ -17,6 +17,7 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.report.card import group_warnings
 from evalsite.core.report.document import Context
+from evalsite.core.report.judge_text import judge_figure_lines
 from evalsite.core.report.matrix import matrix_of, variant_label
 from evalsite.core.report.matrix_section import (
     CELL_HEAD,
@@ -55,6 +56,7 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append("  no task is judged in pairs: no win-rates (the judge grades answers)")
     else:
         lines += [_win_rate_line(ctx, name) for name in ctx.candidates]
+    lines += judge_figure_lines(report)  # corrected and length-controlled win-rates
     lines.append("  cost: " + cost_text(ctx.get("totals")))
     lines += _gate_lines(report.get("gates") or [])
     return lines

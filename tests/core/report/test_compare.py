@@ -110,8 +110,9 @@ def test_to_dict_and_lines():
     assert data["comparable"] is True and data["uncalibrated"] is True
     assert data["movers"] == [
         {"candidate": CANDIDATE, "task": "refund-policy", "before": 0.35, "after": 0.55,
-         "delta": 0.2},
+         "delta": 0.2, "ci": None, "paired_n": 0},
     ]  # fmt: skip
+    assert data["significance"] is None  # these reports have no per-unit figures
     assert data["cost_total"] == {"name": "total", "before": 0.0658, "after": 0.07, "delta": 0.0042}
     assert comparison.lines() == [
         "compare 20261130T052720Z_51aa5390 \u2192 20261201T000000Z_b  (support-desk)",
@@ -129,6 +130,7 @@ def test_to_dict_and_lines():
         f"  cost {BASELINE}: $0.003000 \u2192 $0.003000 (+$0.0000)",
         f"  cost {CANDIDATE}: $0.002500 \u2192 $0.002500 (+$0.0000)",
         f"  cost {CONCISE}: $0.002500 \u2192 $0.002500 (+$0.0000)",
+        "  paired significance: none (a report predates per-unit figures)",
         "  movers (per-task win-rate change of 0.150 or more):",
         f"    {CANDIDATE} / refund-policy: 0.350 \u2192 0.550 (+0.200) (UNCALIBRATED)",
     ]

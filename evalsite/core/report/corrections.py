@@ -1,0 +1,134 @@
+"""The judge's win-rate corrected by the labels, and read against answer length (§9).
+
+Per candidate, from the rows the report is built from: ``corrected`` (prediction-powered
+inference over the sample queue's labels, :mod:`evalsite.core.stats.ppi`) and ``length``
+(the judge's length preference, the length-controlled win-rate and the judge's length bias
+against the humans, :mod:`evalsite.core.stats.length`). Targeted-review labels never reach
+here: :func:`~evalsite.core.calibration.match_labels` keeps them out of the items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evalsite.core.calibration import Item
+from evalsite.core.stats.length import length_bias, length_preference
+from evalsite.core.stats.ppi import Stratum, corrected_win_rate
+
+__all__ = ["LENGTH_UNIT", "judge_figures", "length_warnings"]
+
+LENGTH_UNIT = "output tokens"
+_HUMAN_SCORE = {"candidate": 1.0, "tie": 0.5, "baseline": 0.0}
+
+
+def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
+    """Per candidate ``{"corrected": …, "length": …}`` for ``win_rates.<candidate>``;
+    ``data`` is the report's :class:`~evalsite.core.report.build.ReportInput`."""
+    baseline = data.contestants[0]
+    lengths = {
+        (a.task, a.case, a.contestant, a.repeat): a.output_tokens
+        for a in data.answers
+        if a.output_tokens is not None
+    }
+    figures = {}
+    for candidate in data.contestants[1:]:
+        pairs = {
+            p.key: p
+            for p in data.pairs
+            if p.candidate == candidate
+            and p.baseline == baseline
+            and not p.excluded_reason
+            and p.score is not None
+        }
+        items = _labelled_items(data.calibration.judged, pairs)
+        corrected = corrected_win_rate(_strata(pairs, items)).to_dict()
+        corrected["headline"] = eligible and corrected["win_rate"] is not None
+        figures[candidate] = {
+            "corrected": corrected,
+            "length": _length(pairs, items, lengths),
+        }
+    return figures
+
+
+def _labelled_items(judged: Sequence[Item], pairs: Mapping[int, Any]) -> list[tuple[Item, str]]:
+    """The items of these pairs with a human consensus, each pair in one item only: the
+    most specific (a label on its own answers before a suite-file label on every repeat)."""
+    taken: set[int] = set()
+    items = []
+    for item in sorted(judged, key=lambda item: len(item.pairs)):
+        human = item.human
+        if human is None or not all(key in pairs for key in item.pairs) or taken & set(item.pairs):
+            continue
+        taken.update(item.pairs)
+        items.append((item, human))
+    return items
+
+
+def _mean_score(item: Item, pairs: Mapping[int, Any]) -> float:
+    return math.fsum(pairs[key].score for key in item.pairs) / len(item.pairs)
+
+
+def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str, Stratum]:
+    labelled = {key for item, _ in items for key in item.pairs}
+    human: dict[str, list[float]] = defaultdict(list)
+    judge: dict[str, list[float]] = defaultdict(list)
+    for item, consensus in items:
+        human[item.task].append(_HUMAN_SCORE[consensus])
+        judge[item.task].append(_mean_score(item, pairs))
+    rest: dict[str, list[float]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    for key, pair in pairs.items():
+        counts[pair.task] += 1
+        if key not in labelled:
+            rest[pair.task].append(pair.score)
+    return {
+        task: Stratum(human[task], judge[task], rest[task], counts[task]) for task in sorted(counts)
+    }
+
+
+def _length(
+    pairs: Mapping[int, Any], items: list[tuple[Item, str]], lengths: Mapping[tuple, int]
+) -> dict[str, Any]:
+    difference = {}
+    for key, p in pairs.items():
+        mine = lengths.get((p.task, p.case, p.candidate, p.repeat))
+        theirs = lengths.get((p.task, p.case, p.baseline, p.repeat))
+        if mine is not None and theirs is not None:
+            difference[key] = mine - theirs
+    preference = length_preference(
+        [pairs[key].score for key in difference], list(difference.values())
+    )
+    measured = [(item, human) for item, human in items if all(k in difference for k in item.pairs)]
+    bias = None
+    if preference.scale is not None:
+        bias = length_bias(
+            [_HUMAN_SCORE[human] for _, human in measured],
+            [_mean_score(item, pairs) for item, _ in measured],
+            [_mean_difference(item, difference) for item, _ in measured],
+            preference.scale,
+        ).to_dict()
+    return {"unit": LENGTH_UNIT, "preference": preference.to_dict(), "bias": bias}
+
+
+def _mean_difference(item: Item, difference: Mapping[int, int]) -> float:
+    return math.fsum(difference[key] for key in item.pairs) / len(item.pairs)
+
+
+def length_warnings(win_rates: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per candidate whose judge prefers longer answers more than the humans do,
+    past the margin."""
+    lines = []
+    for candidate, rate in win_rates.items():
+        bias = ((rate.get("length") or {}).get("bias")) or {}
+        if bias.get("warning"):
+            low, high = bias["bias_ci"]
+            lines.append(
+                f"{candidate}: the judge prefers longer answers more than your labellers do "
+                f"(length bias {bias['bias']:.2f} [{low:.2f}, {high:.2f}] log-odds per typical "
+                f"length difference, margin {bias['margin']:.2f}); read the length-controlled "
+                "win-rate beside the raw one"
+            )
+    return lines

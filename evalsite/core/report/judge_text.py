@@ -1,0 +1,82 @@
+"""The label-corrected and length-aware win-rates in words, for the terminal, report.md and
+report.html, and the run page (docs/judging.md). One text per figure, used by all of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalsite.core.report import numbers as num
+from evalsite.core.report.document import Block, Code, Items
+from evalsite.core.report.text import visible
+
+__all__ = ["corrected_text", "judge_figure_blocks", "judge_figure_lines", "length_text"]
+
+
+def _signed(ci: Any) -> str:
+    return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "[no interval]"
+
+
+def corrected_text(row: Mapping[str, Any], eligible: bool) -> str:
+    """``corrected win-rate 0.512 [0.431-0.593] (n labelled 18 / N judged 194; judge bias
+    -0.071)``, UNCALIBRATED as the raw win-rate is when the gate is not ok; or why none."""
+    corrected = row.get("corrected")
+    if not corrected:
+        return ""
+    counts = f"n labelled {corrected['n_labelled']} / N judged {corrected['n_judged']}"
+    if corrected.get("win_rate") is None:
+        return f"corrected win-rate: suppressed - {corrected.get('suppressed')} ({counts})"
+    flag = "" if eligible else " (UNCALIBRATED)"
+    return (
+        f"corrected win-rate {num.rate(corrected['win_rate'])}{flag} "
+        f"{num.interval(corrected.get('ci'))} ({counts}; judge bias "
+        f"{-corrected['rectifier']:+.3f})"
+    )
+
+
+def length_text(row: Mapping[str, Any]) -> str:
+    """The length-controlled win-rate, the judge's length slope and its bias against the
+    humans, with intervals; or why each is missing."""
+    length = row.get("length")
+    if not length:
+        return ""
+    preference = length.get("preference") or {}
+    if preference.get("suppressed"):
+        return f"length-controlled win-rate: none - {preference['suppressed']}"
+    text = (
+        f"length-controlled win-rate {num.rate(preference['controlled'])} "
+        f"{num.interval(preference.get('controlled_ci'))}; judge length slope "
+        f"{preference['slope']:+.2f} {_signed(preference.get('slope_ci'))} log-odds per "
+        f"typical difference ({preference['scale']:.0f} {length.get('unit')})"
+    )
+    bias = length.get("bias") or {}
+    if bias.get("suppressed"):
+        return f"{text}; against humans: none - {bias['suppressed']}"
+    if bias:
+        warning = " - WARNING: past the margin" if bias.get("warning") else ""
+        text += f"; judge minus humans {bias['bias']:+.2f} {_signed(bias.get('bias_ci'))}{warning}"
+    return text
+
+
+def _texts(report: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    eligible = bool(report.get("headline_eligible"))
+    rows = report.get("win_rates") or {}
+    out = []
+    for name, row in rows.items():
+        texts = [text for text in (corrected_text(row or {}, eligible), length_text(row or {}))]
+        if any(texts):
+            out.append((name, [text for text in texts if text]))
+    return out
+
+
+def judge_figure_lines(report: Mapping[str, Any]) -> list[str]:
+    """Terminal lines, one per figure of each candidate."""
+    return [
+        f"  {visible(name)}: {visible(text)}" for name, texts in _texts(report) for text in texts
+    ]
+
+
+def judge_figure_blocks(report: Mapping[str, Any]) -> list[Block]:
+    """report.md / report.html: the same figures as a list under the win-rate table."""
+    items = tuple((Code(name), ": " + text) for name, texts in _texts(report) for text in texts)
+    return [Items(items)] if items else []

@@ -1,0 +1,153 @@
+"""Two runs of a suite compared unit by unit: the report's ``paired`` key and the paired
+significance of ``compare A B`` and the regression gate (§15).
+
+A unit is a (task, case, repeat). Each report keeps, per unit, each candidate's pair score
+and each contestant's scorecard score and pass (``paired``); comparing two reports pairs
+the units both have, so a case that is hard in both runs cancels out of the change.
+Reports written before this key have no units and get no significance (said so).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from evalsite.core.scoring.scorecard import score_answer
+from evalsite.core.stats.bootstrap import seed_from
+from evalsite.core.stats.paired import mcnemar_exact, paired_bootstrap
+
+__all__ = ["paired_changes", "paired_units"]
+
+Report = Mapping[str, Any]
+Unit = tuple[str, str, int]
+
+
+def paired_units(data: Any) -> dict[str, Any]:
+    """The ``paired`` key of a report built from ``data`` (a ReportInput): ``units`` lists
+    every (task, case, repeat) answered; ``win``, ``score`` and ``passed`` hold, per
+    candidate or contestant, one value per unit (None where it has none)."""
+    keys = sorted({(a.task, a.case, a.repeat) for a in data.answers})
+    index = {key: i for i, key in enumerate(keys)}
+
+    def column() -> list:
+        return [None] * len(keys)
+
+    win: dict[str, list] = defaultdict(column)
+    for p in data.pairs:
+        unit = (p.task, p.case, p.repeat)
+        judged = not p.excluded_reason and p.score is not None
+        if p.baseline == data.contestants[0] and judged and unit in index:
+            win[p.candidate][index[unit]] = p.score
+    score: dict[str, list] = defaultdict(column)
+    passed: dict[str, list] = defaultdict(column)
+    for answer in data.answers:
+        case = score_answer(data.scorecard, answer)
+        if case.score is not None:
+            at = index[answer.task, answer.case, answer.repeat]
+            score[answer.contestant][at], passed[answer.contestant][at] = case.score, case.passed
+    return {
+        "units": [list(key) for key in keys],
+        "win": dict(win),
+        "score": dict(score),
+        "passed": dict(passed),
+    }
+
+
+def paired_changes(a: Report, b: Report, *, level: float = 0.95) -> dict[str, Any] | None:
+    """From A to B, per candidate and per task: Δ win-rate and, per contestant, Δ scorecard
+    score with seeded paired bootstrap intervals at ``level``, and Δ pass rate with
+    McNemar's exact p. None when either report has no ``paired`` key."""
+    units_a, units_b = _columns(a), _columns(b)
+    if units_a is None or units_b is None:
+        return None
+    seed = seed_from(f"{a.get('run_id')}:{b.get('run_id')}")
+    result: dict[str, Any] = {"level": level, "seed": seed}
+    for part in ("win", "score"):
+        result[part] = {
+            name: _by_task(
+                units_a[part][name],
+                units,
+                lambda x, y: paired_bootstrap(x, y, seed=seed, level=level).to_dict(),
+            )  # fmt: skip
+            for name, units in units_b[part].items()
+            if name in units_a[part]
+        }
+    result["passed"] = {
+        name: _by_task(units_a["passed"][name], units, lambda x, y: mcnemar_exact(x, y).to_dict())
+        for name, units in units_b["passed"].items()
+        if name in units_a["passed"]
+    }
+    return result
+
+
+def _columns(report: Report) -> dict[str, dict[str, dict[Unit, Any]]] | None:
+    paired = report.get("paired")
+    if not paired:
+        return None
+    units = [tuple(unit) for unit in paired.get("units") or ()]
+    return {
+        part: {name: _present(units, values) for name, values in (paired.get(part) or {}).items()}
+        for part in ("win", "score", "passed")
+    }
+
+
+def _present(units: list[Unit], values: list) -> dict[Unit, Any]:
+    return {unit: value for unit, value in zip(units, values, strict=False) if value is not None}
+
+
+def _by_task(
+    before: Mapping[Unit, Any], after: Mapping[Unit, Any], test: Callable[[list, list], dict]
+) -> dict[str, Any]:
+    """``test`` over the units both runs have, overall and per task."""
+    common = [unit for unit in after if unit in before]
+    tasks: dict[str, list[Unit]] = defaultdict(list)
+    for unit in common:
+        tasks[unit[0]].append(unit)
+    return {
+        "overall": test([before[u] for u in common], [after[u] for u in common]),
+        "tasks": {
+            task: test([before[u] for u in units], [after[u] for u in units])
+            for task, units in sorted(tasks.items())
+        },
+    }
+
+
+def delta_interval(paired: Mapping[str, Any] | None, part: str, name: str, task: str = ""):
+    """The paired entry of one candidate (``win``) or contestant (``score``, ``passed``),
+    overall or for ``task``; None when there is none."""
+    entry = ((paired or {}).get(part) or {}).get(name)
+    if not entry:
+        return None
+    return entry["tasks"].get(task) if task else entry["overall"]
+
+
+def signed_interval(ci: Any) -> str:
+    """``[-0.090, +0.010]`` for an interval of a change; "no interval" without one."""
+    if not ci:
+        return "no interval"
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:
+    """The terminal lines of the paired significance: per candidate the paired Δ win-rate,
+    per contestant the Δ scorecard score and the Δ pass rate with McNemar's p."""
+    if paired is None:
+        return ["  paired significance: none (a report predates per-unit figures)"]
+    level = f"{paired['level']:.0%}"
+    lines = [f"  paired by case and repeat ({level} paired bootstrap intervals, McNemar exact p):"]
+    for part, what in (("win", "win-rate"), ("score", "scorecard score")):
+        for name, entry in paired[part].items():
+            d = entry["overall"]
+            lines.append(
+                f"    {name}: {what} {d['delta']:+.3f} {signed_interval(d['ci'])} n={d['n']}"
+                if d["n"] else f"    {name}: {what}: no unit in both runs"
+            )  # fmt: skip
+    for name, entry in paired["passed"].items():
+        m = entry["overall"]
+        if m["n"]:
+            lines.append(
+                f"    {name}: pass rate {m['delta']:+.3f} (lost {m['lost']}, gained "
+                f"{m['gained']}), McNemar p={m['p_value']:.3g} n={m['n']}"
+            )
+    return lines
