@@ -22,6 +22,7 @@ from runs.planner import RunOptions, make_plan, store_plan
 from runs.resume import DATASOURCE_REASON
 from runs.tasks import resume_stalled_runs
 from tests.factories import (
+    make_pair,
     make_price_table,
     make_run,
     make_suite_version,
@@ -113,6 +114,25 @@ def test_labelling_a_no_look_run_is_refused_with_the_reason():
     assert response.status_code == 403
     assert NO_LABELS in response.content.decode()
     assert not Run.objects.calibration_choices().exists()
+
+
+def test_the_run_pages_say_no_look_and_show_no_text_in_full_and_over_htmx():
+    run = make_run(suite_version=make_suite_version(UPLOADED), status=Run.Status.DONE, no_look=True)
+    pair = make_pair(run, "greet", "ada")
+    client = Client()
+    client.force_login(make_user())
+
+    detail = client.get(f"/runs/{run.id}/").content.decode()
+    pages = [
+        client.get(url, **headers).content.decode()
+        for url in (f"/runs/{run.id}/answers/", f"/runs/{run.id}/pairs/{pair.pk}/")
+        for headers in ({}, {"HTTP_HX_REQUEST": "true"})
+    ]
+
+    assert "no-look run" in detail
+    assert all("hidden: no-look run" in page for page in pages)
+    assert not any("answers greet/ada" in page for page in pages)  # a row's text, not shown
+    assert "<html" not in pages[1]
 
 
 def test_the_workers_stalled_run_sweep_leaves_a_no_look_run_alone(monkeypatch):
