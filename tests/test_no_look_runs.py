@@ -20,6 +20,7 @@ from runs import sealed
 from runs.models import Answer, Run, SuiteVersion
 from runs.planner import RunOptions, make_plan, store_plan
 from runs.resume import DATASOURCE_REASON
+from runs.runner import Shard, execute
 from runs.tasks import resume_stalled_runs
 from tests.factories import (
     make_pair,
@@ -192,6 +193,27 @@ def test_a_no_look_run_that_died_while_judging_answers_again_when_resumed(interr
     run.refresh_from_db()
     assert run.status == Run.Status.DONE
     assert run.answers.filter(status="done", passed__isnull=False).count() == 4
+
+
+def test_a_no_look_run_that_fails_keeps_and_logs_the_errors_type_and_place_not_its_text(
+    interrupted, monkeypatch, caplog
+):
+    path, run = interrupted
+    sealed.seal(run.id, run.suite_version_id, load_suite(path))
+
+    def fail(shard):
+        raise ValueError("the case said CANARY-d41d8c")
+
+    monkeypatch.setattr(Shard, "_prepare", fail)
+    with caplog.at_level("ERROR"):
+        execute(run.id)
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED
+    assert "ValueError in test_no_look_runs.py" in run.detail and "(fail)" in run.detail
+    assert "CANARY" not in run.detail and "CANARY" not in caplog.text
+    assert "ValueError in test_no_look_runs.py" in caplog.text
+    sealed.release(run.id)
 
 
 def test_resuming_from_an_edited_suite_file_is_refused_naming_why(interrupted, capsys):
