@@ -61,7 +61,8 @@ b:
   paired/two: [{{error: "{CANARY} refused", kind: bad_request}}]
   checked/three: ["not json {CANARY}"]
 judge:
-  judge/paired/one: ['{VERDICT}', '{VERDICT}']
+  judge/paired/one: ["unreadable {CANARY}", '{VERDICT}']
+  judge-retry/paired/one: ['{VERDICT}']
   judge/paired/two: ['{VERDICT}', '{VERDICT}']
   grade/checked/three: ['{GRADE}']
 """
@@ -145,7 +146,8 @@ def _run_values(data: Path) -> dict:
     ).fetchall()
     pairs = db.execute("select score from runs_pair where score is not null").fetchall()
     version = db.execute("select stripped, parsed from runs_suiteversion").fetchone()
-    return {"run": run, "answers": answers, "pairs": pairs, "version": version}
+    retried = db.execute("select count(*) from runs_judgement where retried").fetchone()[0]
+    return {"run": run, "answers": answers, "pairs": pairs, "version": version, "retried": retried}
 
 
 @pytest.mark.parametrize(
@@ -188,4 +190,5 @@ def test_a_canary_in_every_case_field_is_found_nowhere_after_a_no_look_run(tmp_p
         assert by_cell["paired", "two", "scripted/b"][10] == "bad_request"
         assert by_cell["checked", "three", "scripted/a"][6] == 1.0  # weighted match
         assert by_cell["checked", "three", "scripted/a"][7] == 4  # graded
-        assert b"render_prompt is refused" in mcp or b"no-look" in mcp
+        assert privacy is (b"render_prompt is refused for a no-look suite" in mcp)
+        assert kept["retried"] == 1  # the unreadable judge reply was asked again

@@ -32,6 +32,7 @@ REFUSAL_CODES = (
     "no_report",
     "no_such_case",
     "no_such_suite",
+    "no_look",
 )
 # Check notes built from the suite alone; the other kinds' notes quote the answer.
 SUITE_ONLY_NOTES = ("contains", "not_contains", "regex", "max_chars", "min_chars")
