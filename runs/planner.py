@@ -406,10 +406,10 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
         created_by=user if user is not None and user.is_authenticated else None,
         no_look=options.no_look,
     )
-    held = sealed.seal(run.id, plan.version.pk, plan.suite) if options.no_look else None
     if plan.over_cap:
         run.finish(Run.Status.REFUSED, _over_cap_message(plan))
         return run
+    held = sealed.seal(run.id, plan.version.pk, plan.suite) if options.no_look else None
     # In batches: bulk_create makes a list of whatever it is given, and 100,000 answers
     # with their requests as model instances took 390 MB at once.
     rows = zip(plan.cells, plan.hashes, strict=True)
