@@ -253,8 +253,10 @@ class RunForm(forms.Form):
                 picked.append((order, index, model))
         others = [text.strip() for text in (data.get("others") or "").split(",")]
         data["contestants"] = [model for _, _, model in sorted(picked)] + list(filter(None, others))
-        if len(data["contestants"]) < 2:
-            raise forms.ValidationError("Pick two or more contestants; the first is the baseline.")
+        if not data["contestants"]:
+            raise forms.ValidationError(
+                "Pick a contestant, or two or more to compare them; the first is the baseline."
+            )
         replies = data.get("replies")
         if replies is not None and replies.size > self.MAX_REPLIES_BYTES:
             self.add_error("replies", "The replies file is over 2 MB.")

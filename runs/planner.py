@@ -36,6 +36,7 @@ from evalsite.core.pricing import (
     suggest,
     unknown_model_message,
 )
+from evalsite.core.prompts import media_refusals
 from evalsite.core.providers import (
     EndpointConfig,
     Provider,
@@ -127,6 +128,16 @@ class Plan:
         return Decimal(self.estimate["total_usd"]) > self.cap
 
 
+def _check_media(suite: Suite, contestants: list[str], options: RunOptions) -> None:
+    """Refuse a contestant whose model does not take a media part a case sends (with
+    --fake the fake answers every model, and it takes every part)."""
+    if options.fake:
+        return
+    refused = media_refusals(suite, contestants)
+    if refused:
+        raise PlanError("; ".join(message for _, message in refused[:5]))
+
+
 def make_plan(
     version: SuiteVersion | None,
     suite: Suite,
@@ -139,6 +150,7 @@ def make_plan(
     With `given`, every answer was supplied (the judge lab): none is requested, so none is
     hashed or costs anything, and the estimate is of the judge's calls on those answers."""
     contestants = _contestants(suite, options.models)
+    _check_media(suite, contestants, options)
     if options.no_look or suite.no_look:
         options = _no_look_options(suite, options)
     try:
@@ -203,9 +215,10 @@ def _no_look_options(suite: Suite, options: RunOptions) -> RunOptions:
 
 def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
     texts = list(models or suite.models)
-    if len(texts) < 2:
+    if not texts:
         raise PlanError(
-            "a run compares two or more contestants: give --models a,b or `models:` in the suite"
+            "a run needs a contestant (two or more to compare them): give --models a[,b] or "
+            "`models:` in the suite"
         )
     out = [str(suite_contestant(suite, text)) for text in texts]
     if len(set(out)) != len(out):

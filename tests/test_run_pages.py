@@ -230,12 +230,15 @@ def test_the_baseline_is_the_lowest_position_and_bad_choices_say_why(member):
     url = reverse("run_new", args=[version.suite.name, version.sha256])
 
     swapped = member.post(url, _new_run_form(version, order_0="5", label="swapped"))
-    alone = member.post(url, {"pick_0": "on", "fake": "on"})
+    alone = member.post(url, {"pick_0": "on", "fake": "on", "label": "alone"})
+    nobody = member.post(url, {"fake": "on"})
     refused = member.post(url, _new_run_form(version, max_cost="0.0001", label="tiny"))
 
     assert swapped.status_code == 302
     assert Run.objects.get(label="swapped").contestants == ["fake/large", "fake/small"]
-    assert alone.status_code == 400 and "Pick two or more contestants" in alone.content.decode()
+    assert alone.status_code == 302  # one contestant: a run of its checks, no pairs
+    assert len(Run.objects.get(label="alone").contestants) == 1
+    assert nobody.status_code == 400 and "Pick a contestant" in nobody.content.decode()
     tiny = Run.objects.get(label="tiny")
     assert refused.status_code == 302 and tiny.status == Run.Status.REFUSED
     assert "over the cap" in tiny.detail

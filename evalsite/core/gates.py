@@ -191,6 +191,10 @@ def _regression(report, pinned, points: float, alpha: float | None = None) -> li
                                f"win-rates not compared with {why}"), *scores]  # fmt: skip
         return [GateResult("max_regression_points", "run", "failed", None, points,
                            f"cannot compare with {why}"), *scores]  # fmt: skip
+    if len(report.get("contestants") or []) == 1:  # nothing to pair: no win-rate to compare
+        why = f"the pinned baseline {pinned.get('run_id')}: one contestant, no win-rates"
+        return [GateResult("max_regression_points", "run", "skipped", None, points,
+                           f"win-rates not compared with {why}"), *scores]  # fmt: skip
     return _win_rate_regression(comparison, pinned, points, significant) + scores
 
 

@@ -228,7 +228,8 @@ def _not_comparable(a: Report, b: Report) -> str:
         return f"different suites: {name_a} vs {name_b}"
     if _baseline(a) != _baseline(b):
         return f"different baselines: {_baseline(a)} vs {_baseline(b)}"
-    if not set(_candidates(a)) & set(_candidates(b)):
+    single = len(_contestants(a)) == len(_contestants(b)) == 1  # the baseline is compared
+    if not single and not set(_candidates(a)) & set(_candidates(b)):
         return "no candidate in common"
     return ""
 

@@ -36,6 +36,7 @@ __all__ = [
 ]  # fmt: skip
 
 UNCALIBRATED = "UNCALIBRATED"
+ONE_CONTESTANT = "one contestant: no pairs, no win-rates (checks and pass rates only)"
 _STYLES = {"head": "1", "bad": "31", "warn": "33", "good": "32"}
 
 
@@ -49,16 +50,39 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         status = f"  status: {visible(report.get('status') or 'unknown')}"
         detail = visible(report.get("detail"))
         lines.append(f"{status} - {detail}" if detail else status)
-    lines += [f"  report: {path}/report.md", _calibration_line(ctx)]
-    if not report.get("judge"):
-        lines.append("  no judge: no win-rates")
-    elif not report.get("pairwise", True):
-        lines.append("  no task is judged in pairs: no win-rates (the judge grades answers)")
+    lines.append(f"  report: {path}/report.md")
+    if len(report.get("contestants") or []) == 1:  # evalpin's run: its pass^k and pass@k
+        lines += [f"  {ONE_CONTESTANT}", *_pass_k_lines(report)]
     else:
-        lines += [_win_rate_line(ctx, name) for name in ctx.candidates]
+        lines += [_calibration_line(ctx), *_win_rate_lines(ctx)]
     lines += judge_figure_lines(report)  # corrected and length-controlled win-rates
     lines.append("  cost: " + cost_text(ctx.get("totals")))
     lines += _gate_lines(report.get("gates") or [])
+    return lines
+
+
+def _win_rate_lines(ctx: Context) -> list[str]:
+    if not ctx.report.get("judge"):
+        return ["  no judge: no win-rates"]
+    if not ctx.report.get("pairwise", True):
+        return ["  no task is judged in pairs: no win-rates (the judge grades answers)"]
+    return [_win_rate_line(ctx, name) for name in ctx.candidates]
+
+
+def _pass_k_lines(report: Mapping[str, Any]) -> list[str]:
+    """With k > 1 attempts a case: per contestant, the cases that passed all k (pass^k)
+    and at least one (pass@k)."""
+    lines = []
+    for name, figures in (report.get("per_contestant") or {}).items():
+        k = (figures.get("pass_k") or {}).get("k") or 1
+        if k < 2:
+            continue
+        pk = figures["pass_k"]
+        cases = num.count(pk.get("cases", 0))
+        lines.append(
+            f"  {visible(name)}: pass^{k} {num.count(pk.get('pass_all', 0))}/{cases}, "
+            f"pass@{k} {num.count(pk.get('pass_any', 0))}/{cases}"
+        )
     return lines
 
 
@@ -117,6 +141,8 @@ def headline_text(report: Mapping[str, Any]) -> str:
     """The run's headline on one line: each candidate's win-rate with its interval when the
     calibration gate lets it be a headline, else the refusal and why."""
     ctx = Context.of(report)
+    if len(report.get("contestants") or []) == 1:
+        return ONE_CONTESTANT
     if not report.get("judge"):
         return "no judge: no win-rates"
     if not ctx.eligible:
@@ -200,6 +226,8 @@ def contestant_table(report: Mapping[str, Any], *, colour: bool = False) -> list
 
 
 def _win_rate_cell(ctx: Context, name: str) -> tuple[str, str]:
+    if len(ctx.report.get("contestants") or []) == 1:
+        return "-", ""
     if name == ctx.baseline:
         return "baseline", ""
     if not ctx.report.get("judge"):

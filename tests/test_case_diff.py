@@ -1,0 +1,131 @@
+"""A suite of one contestant runs (checks and pass^k / pass@k, no pairs), and `evalsite
+compare` gives the per-case diff of two runs or of evalpin results files: evalpin's README
+example, run 1 `pass^2 0/1, pass@2 1/1`, run 2 `1 better` (issue 18)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from evalsite.core.exitcodes import ExitCode
+from runs.models import Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SUITE = """\
+suite: greetings
+version: 1
+models: [scripted/evalpin]
+repeats: 2
+replies: replies.yaml
+tasks:
+  - id: greet
+    prompt: Greet Ana.
+    checks: [{contains: Ana}]
+    cases: [{id: greet}]
+"""
+
+
+def command(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command(*args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exited:
+        code = exited.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    return tmp_path
+
+
+def replies(folder: Path, second: str) -> None:
+    (folder / "replies.yaml").write_text(
+        json.dumps({"evalpin": {"greet/greet": ["Hello Ana!", second]}})
+    )
+
+
+def test_evalpins_readme_example_one_contestant_then_one_better(folder: Path) -> None:
+    replies(folder, "Hi there.")
+    code, out, _ = command("run", str(folder / "suite.yaml"))
+    assert code == ExitCode.OK
+    assert "  one contestant: no pairs, no win-rates (checks and pass rates only)" in out
+    assert "  scripted/evalpin: pass^2 0/1, pass@2 1/1" in out
+    assert "calibration:" not in out and "UNCALIBRATED" not in out
+    replies(folder, "Hello again, Ana.")
+    code, out, _ = command("run", str(folder / "suite.yaml"))
+    assert "  scripted/evalpin: pass^2 1/1, pass@2 1/1" in out
+    first, second = Run.objects.order_by("created_at").values_list("pk", flat=True)
+    code, out, _ = command("compare", first, second, "--cases")
+    assert code == ExitCode.OK
+    assert out.splitlines()[-3:] == [
+        "CASE         OLD  NEW  VS",
+        "greet/greet  1/2  2/2  better",
+        "cases: 1 better, 0 same, 0 worse, 0 new, 0 gone",
+    ]
+    code, out, _ = command("compare", second, first, "--cases", "--show", "changes")
+    assert code == ExitCode.GATE_FAILED
+    assert "greet/greet  2/2  1/2  worse" in out
+
+
+def test_two_evalpin_results_files_compare_and_a_worse_case_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\nbye 1 1\n")
+    (tmp_path / "second.txt").write_text("evalpin-results 1\ngreet 2 2\nhi 0 1\n")
+    code, out, _ = command("compare", str(tmp_path / "first.txt"), str(tmp_path / "second.txt"))
+    assert code == ExitCode.OK
+    assert out.splitlines() == [
+        "CASE   OLD  NEW  VS",
+        "greet  1/2  2/2  better",
+        "hi     -    0/1  new",
+        "bye    1/1  -    gone",
+        "cases: 1 better, 0 same, 0 worse, 1 new, 1 gone",
+    ]
+    code, out, _ = command("compare", str(tmp_path / "second.txt"), str(tmp_path / "first.txt"))
+    assert code == ExitCode.GATE_FAILED
+
+
+def test_a_run_compares_with_a_results_file_by_case_id(folder: Path, tmp_path: Path) -> None:
+    replies(folder, "Hi there.")
+    command("run", str(folder / "suite.yaml"))
+    (tmp_path / "old.txt").write_text("evalpin-results 1\ngreet 2 2\n")
+    code, out, _ = command("compare", str(tmp_path / "old.txt"), "latest", "--json")
+    assert code == ExitCode.GATE_FAILED
+    assert json.loads(out)["cases"] == [
+        {"case": "greet", "before": "2/2", "after": "1/2", "status": "worse"}
+    ]
+
+
+def test_a_broken_results_file_is_an_input_error_naming_its_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_text("evalpin-results 1\ngreet 3 2\n")
+    code, _, err = command("compare", str(tmp_path / "bad.txt"), "latest")
+    assert code == ExitCode.INPUT_ERROR
+    assert "bad.txt:2: PASSED (3) cannot exceed TOTAL (2)" in err
+
+
+def test_the_baseline_evalsite_import_writes_compares_with_a_run(folder, tmp_path) -> None:
+    replies(folder, "Hello again, Ana.")
+    command("run", str(folder / "suite.yaml"))
+    (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\n")
+    code, _, _ = command("import", "evalpin", str(tmp_path / "first.txt"), "--out",
+                         str(tmp_path / "imported"))  # fmt: skip
+    assert code == ExitCode.OK
+    [baseline] = (tmp_path / "imported").glob("*.baseline.json")
+    code, out, _ = command("compare", str(baseline), "latest")
+    assert code == ExitCode.OK
+    assert "greet  1/2  2/2  better" in out
+
+
+def test_evalpin_ids_with_underscores_match_the_imported_case_ids(tmp_path) -> None:
+    (tmp_path / "suite.yaml").write_text(SUITE.replace("{id: greet}", "{id: say-hi}"))
+    (tmp_path / "replies.yaml").write_text('{"evalpin": {"greet/say-hi": ["Ana"]}}')
+    command("run", str(tmp_path / "suite.yaml"))
+    (tmp_path / "old.txt").write_text("evalpin-results 1\nsay_hi 0 2\n")
+    code, out, _ = command("compare", str(tmp_path / "old.txt"), "latest")
+    assert (code, out.splitlines()[1]) == (ExitCode.OK, "say-hi  0/2  2/2  better")
