@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.db import IntegrityError, OperationalError
 from django.utils import timezone
 
 from runs import tasks
@@ -45,3 +46,51 @@ def test_the_workers_sweep_queues_a_shard_for_a_run_whose_shards_were_lost(monke
     assert tasks.resume_stalled_runs() == [lost.id]
     assert sent == [("runs.tasks.run_shard", lost.id, 1)]
     assert tasks.resume_stalled_runs() == []  # once per two leases, however many look
+
+
+def test_a_shard_whose_connection_is_terminated_starts_again(monkeypatch):
+    # pg_terminate_backend mid-run: the shard's task failed, and django-q2 hands a failed
+    # task out again only after Q_CLUSTER["retry"] (an hour). Found by the soak.
+    import runs.runner
+
+    outcomes = [OperationalError("terminating connection due to administrator command"), None]
+    calls, slept = [], []
+
+    def execute(run_id, *, shards):
+        calls.append((run_id, shards))
+        if error := outcomes.pop(0):
+            raise error
+
+    monkeypatch.setattr(runs.runner, "execute", execute)
+    monkeypatch.setattr(tasks.time, "sleep", slept.append)
+
+    tasks.run_shard("r1", 2)
+
+    assert calls == [("r1", 2), ("r1", 2)]
+    assert slept == [1]
+
+
+def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(monkeypatch):
+    import runs.runner
+
+    calls = []
+
+    def lost(run_id, *, shards):
+        calls.append(run_id)
+        raise OperationalError("the connection is lost")
+
+    monkeypatch.setattr(runs.runner, "execute", lost)
+    monkeypatch.setattr(tasks.time, "sleep", lambda s: None)
+    with pytest.raises(OperationalError):
+        tasks.run_shard("r1", 1)
+    assert len(calls) == tasks.SHARD_RECONNECTS + 1
+
+    def broken(run_id, *, shards):
+        calls.append(run_id)
+        raise IntegrityError("a bug, not the network")
+
+    calls.clear()
+    monkeypatch.setattr(runs.runner, "execute", broken)
+    with pytest.raises(IntegrityError):
+        tasks.run_shard("r1", 1)
+    assert calls == ["r1"]
