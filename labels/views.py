@@ -28,8 +28,8 @@ from labels import queue
 from labels.transfer import LabelImportError, export_yaml, import_yaml
 from runs.calibration import calibration_of, suite_calibration
 from runs.judging import task_text
-from runs.models import Label, Run, Suite
 from runs.media import case_files
+from runs.models import Label, Run, Suite
 from runs.scoring import stored_suite
 
 MODES = (queue.SAMPLE, queue.TARGETED)
@@ -151,6 +151,7 @@ def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run, labels
     version = version or pair.run.suite_version
     context |= {
         "task": task_text(stored_suite(version), pair.task_id, pair.case_id),
+        "files": case_files(pair.run, pair.task_id, pair.case_id),  # the case's, not a side's
         "left": _blind(sides[0]),
         "right": _blind(sides[1]),
         "mine": queue.seen_as(mine.prefer, offer.baseline_left) if mine else None,
@@ -164,7 +165,6 @@ def _blind(answer) -> dict:
     return {
         "text": answer.text if answer.status == "done" else "",
         "error": answer.status != "done",
-        "files": case_files(pair.run, pair.task_id, pair.case_id),  # the case's, not a side's
         "schema": answer.schema_verdict if answer.schema_verdict != "not_applicable" else "",
         "exec": answer.exec_verdict,
     }

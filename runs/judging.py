@@ -23,11 +23,12 @@ from evalsite.core.judging import (
     parse_verdict,
     retry_messages,
     shown_to_side,
+    with_media,
 )
 from evalsite.core.plan import call_hash
 from evalsite.core.prompts import render_messages
 from evalsite.core.providers import Provider
-from evalsite.core.providers.base import Request
+from evalsite.core.providers.base import Request, message_media, message_text
 from evalsite.core.scoring.grading import (
     DEFAULT_GRADE_THRESHOLD,
     GradeUnusable,
@@ -125,9 +126,15 @@ def _verdicts(answer: Answer) -> dict:
 
 
 def task_text(suite: Suite, task_id: str, case_id: str) -> str:
-    """The task as the judge sees it: the case's prompt as written, system message first."""
+    """The task as the judge sees it: the case's prompt as written, system message first
+    (its text; the files it sends are :func:`task_media`)."""
     messages = render_messages(suite, task_id, case_id)
-    return "\n\n".join(message["content"] for message in messages)
+    return "\n\n".join(message_text(message) for message in messages)
+
+
+def task_media(suite: Suite, task_id: str, case_id: str) -> list[dict]:
+    """The files the case's prompt sends the answerers, in order."""
+    return [part for m in render_messages(suite, task_id, case_id) for part in message_media(m)]
 
 
 def _judge_params(suite: Suite) -> dict:
@@ -152,13 +159,14 @@ def pair_requests(
     task = suite.task(task_id)
     rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
     prompt = task_text(suite, task_id, case_id)
+    media = task_media(suite, task_id, case_id)
     params = _judge_params(suite)
     return [
         (
             order,
             Request.from_params(
                 judge_model,
-                judge_messages(prompt, rubric, first, second),
+                with_media(judge_messages(prompt, rubric, first, second), media, judge_model),
                 params,
                 purpose="judge",
                 task_id=task_id,
@@ -260,9 +268,10 @@ def _grade_request(suite: Suite, task, answer: Answer, judge_model: str, params:
         criteria=str(own.get("criteria") or ""),
         reference=own["reference"] if isinstance(own.get("reference"), str) else None,
     )
+    media = task_media(suite, task.id, answer.case_id)
     return Request.from_params(
         judge_model,
-        messages,
+        with_media(messages, media, judge_model),
         params,
         purpose="judge",
         task_id=answer.task_id,

@@ -104,3 +104,13 @@ def test_report_html_from_the_command_embeds_the_image_as_a_data_url() -> None:
     call_command("report", "latest", "--format", "html", stdout=out)
     png = (EXAMPLE / "fixtures" / "invoice-0042.png").read_bytes()
     assert f"data:image/png;base64,{base64.b64encode(png).decode()}" in out.getvalue()
+
+
+def test_a_no_look_run_archives_no_file_and_stores_no_file_name() -> None:
+    assert run(*SCRIPTED, "--no-look") == ExitCode.OK
+    assert blobs() == []
+    version = Run.objects.get().suite_version
+    assert version.stripped and "_media" not in version.parsed
+    assert "fixtures/" not in version.yaml_text  # case ids are kept, file names are not
+    answer = Answer.objects.filter(task_id="invoice-image").first()
+    assert answer.request["messages"] == [] and answer.text == ""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("image", "file", "audio", "video")
+MEDIA_KEY = "_media"  # a stored suite version's table of attached files (Suite.stored_dict)
 PART_TYPES = ("text", *KINDS)
 MAX_MEDIA_BYTES = 20 * 1024 * 1024  # the largest inline upload the providers accept
 

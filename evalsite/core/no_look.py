@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalsite.core.media import MEDIA_KEY
+
 HIDDEN = "hidden: no-look run"
 NO_WORKER = (
     "a no-look run keeps its case data in the memory of the `evalsite run` process that "
@@ -33,9 +35,11 @@ STRIPPED_HEADER = (
 
 def strip_document(document: Mapping[str, Any]) -> dict[str, Any]:
     """The suite document without its case data: each case reduced to its id and tags (a
-    graded case keeps its threshold, its criteria hidden), labels dropped. The tasks'
+    graded case keeps its threshold, its criteria hidden), labels and the table of
+    attached files dropped. The tasks'
     prompts, checks and settings are the suite's own text and are kept."""
     stripped = copy.deepcopy(dict(document))
+    stripped.pop(MEDIA_KEY, None)  # the attached files' names may be data too
     stripped.pop("labels", None)
     stripped.pop("labels_path", None)
     for task in stripped.get("tasks") or ():

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.core.keys import key_prefix, looks_like_key, redact
-from evalsite.core.media import MediaFile
+from evalsite.core.media import MEDIA_KEY, MediaFile
 from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems, walk_strings
 from evalsite.core.prompts import (
     media_refusals,
@@ -65,7 +65,6 @@ __all__ = [
 ]  # fmt: skip
 
 ORIGINS = ("file", "upload")
-MEDIA_KEY = "_media"  # a stored version's table of attached files (Suite.stored_dict)
 MAX_PROBLEMS = 200
 
 
