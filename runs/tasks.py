@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import InterfaceError, OperationalError, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_q.cluster import Cluster
@@ -30,11 +30,29 @@ from runs.models import Run
 log = logging.getLogger(__name__)
 
 
+# A shard whose database connection is lost starts again this many times, after 1, 2, 4 …
+# seconds, before its task fails: django-q2 would hand a failed task out again only after
+# Q_CLUSTER["retry"] (an hour), and the run would wait a lease for the stalled-run sweep.
+SHARD_RECONNECTS = 5
+
+
 def run_shard(run_id: str, shards: int) -> None:
-    """One shard of a run (runs until the run has nothing pending)."""
+    """One shard of a run (runs until the run has nothing pending). A lost connection to the
+    database (PostgreSQL restarted, a connection terminated mid-transaction, the network)
+    starts the shard again on a new connection: every step is idempotent, and the calls
+    the lost shard had claimed go back to pending when their lease expires."""
     from runs.runner import execute
 
-    execute(run_id, shards=shards)
+    for attempt in range(SHARD_RECONNECTS + 1):
+        try:
+            execute(run_id, shards=shards)
+            return
+        except (OperationalError, InterfaceError) as error:
+            if attempt == SHARD_RECONNECTS:
+                raise
+            log.warning("run %s: shard lost its database connection (%s); again", run_id, error)
+            connections.close_all()
+            time.sleep(min(2**attempt, 30))
 
 
 def enqueue_run(run: Run, *, shards: int = 2) -> None:

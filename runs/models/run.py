@@ -229,8 +229,9 @@ class RunQuerySet(models.QuerySet):
 
     def stalled(self, lease_s: float) -> RunQuerySet:
         """Active runs that nobody is working on: no claim or finished call younger than the
-        lease since the phase began (a killed worker or `evalsite run` process). Runs asked
-        to cancel are included: the shard that picks one up closes it."""
+        lease since the phase began (a killed worker or `evalsite run` process), or queued
+        for longer than the lease without starting. Runs asked to cancel are included: the
+        shard that picks one up closes it."""
         recent = timezone.now() - dt.timedelta(seconds=lease_s)
         answering = (
             self.filter(
@@ -248,8 +249,11 @@ class RunQuerySet(models.QuerySet):
             .exclude(judgements__claimed_at__gte=recent)
             .exclude(judgements__finished_at__gte=recent)
         )
+        # Queued for a lease and never started: its shards were lost by the broker (a Redis
+        # restarted without persistence, or down when the run was queued) or never sent.
+        queued = self.filter(status=Run.Status.QUEUED, created_at__lt=recent)
         ids = set(answering.values_list("pk", flat=True)) | set(later.values_list("pk", flat=True))
-        return self.filter(pk__in=ids)
+        return self.filter(pk__in=ids | set(queued.values_list("pk", flat=True)))
 
 
 class Run(models.Model):

@@ -1,0 +1,96 @@
+"""What the multi-host soak (bench/soak.py, docs/scale-out.md) found, each reproduced here
+without timing."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.db import IntegrityError, OperationalError
+from django.utils import timezone
+
+from runs import tasks
+from runs.models import Run
+from tests.factories import make_run
+
+LEASE_S = 600
+
+
+def _created(run: Run, seconds_ago: float) -> None:
+    Run.objects.filter(pk=run.pk).update(
+        created_at=timezone.now() - dt.timedelta(seconds=seconds_ago)
+    )
+
+
+@pytest.mark.django_db
+def test_a_run_queued_for_a_lease_without_starting_is_stalled():
+    # Redis restarted without persistence (or was down at the commit): the run's shards
+    # are gone and no worker will ever start it. Found by the soak: the run stayed queued.
+    lost = make_run(status=Run.Status.QUEUED)
+    _created(lost, LEASE_S + 1)
+    waiting = make_run(status=Run.Status.QUEUED)
+    _created(waiting, LEASE_S - 60)
+    refused = make_run(status=Run.Status.REFUSED)
+    _created(refused, LEASE_S + 1)
+
+    assert list(Run.objects.stalled(LEASE_S)) == [lost]
+
+
+@pytest.mark.django_db
+def test_the_workers_sweep_queues_a_shard_for_a_run_whose_shards_were_lost(monkeypatch):
+    sent = []
+    monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: sent.append(args))
+    lost = make_run(status=Run.Status.QUEUED)
+    _created(lost, 2 * 600 + 1)
+
+    assert tasks.resume_stalled_runs() == [lost.id]
+    assert sent == [("runs.tasks.run_shard", lost.id, 1)]
+    assert tasks.resume_stalled_runs() == []  # once per two leases, however many look
+
+
+def test_a_shard_whose_connection_is_terminated_starts_again(monkeypatch):
+    # pg_terminate_backend mid-run: the shard's task failed, and django-q2 hands a failed
+    # task out again only after Q_CLUSTER["retry"] (an hour). Found by the soak.
+    import runs.runner
+
+    outcomes = [OperationalError("terminating connection due to administrator command"), None]
+    calls, slept = [], []
+
+    def execute(run_id, *, shards):
+        calls.append((run_id, shards))
+        if error := outcomes.pop(0):
+            raise error
+
+    monkeypatch.setattr(runs.runner, "execute", execute)
+    monkeypatch.setattr(tasks.time, "sleep", slept.append)
+
+    tasks.run_shard("r1", 2)
+
+    assert calls == [("r1", 2), ("r1", 2)]
+    assert slept == [1]
+
+
+def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(monkeypatch):
+    import runs.runner
+
+    calls = []
+
+    def lost(run_id, *, shards):
+        calls.append(run_id)
+        raise OperationalError("the connection is lost")
+
+    monkeypatch.setattr(runs.runner, "execute", lost)
+    monkeypatch.setattr(tasks.time, "sleep", lambda s: None)
+    with pytest.raises(OperationalError):
+        tasks.run_shard("r1", 1)
+    assert len(calls) == tasks.SHARD_RECONNECTS + 1
+
+    def broken(run_id, *, shards):
+        calls.append(run_id)
+        raise IntegrityError("a bug, not the network")
+
+    calls.clear()
+    monkeypatch.setattr(runs.runner, "execute", broken)
+    with pytest.raises(IntegrityError):
+        tasks.run_shard("r1", 1)
+    assert calls == ["r1"]
