@@ -17,8 +17,10 @@ from django.db.models import Count, Min, Q
 
 from evalsite.core.report.case_diff import (
     Attempts,
+    CaseChange,
     ResultsError,
     as_case_ids,
+    diff_cases,
     looks_like_results,
     parse_results,
 )
@@ -108,3 +110,37 @@ class ResultsSide:
 
     def by_case_id(self) -> dict[str, Attempts]:
         return as_case_ids(self.rows) if self.raw else self.rows
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What a run's cases are held against (`evalsite run --baseline`): a run's or evalpin's
+    cases, and whether they are keyed by case id (evalpin's) or as a run's."""
+
+    name: str
+    rows: dict[str, Attempts]
+    by_case_id: bool
+
+    def changes(self, run: Run) -> list[CaseChange]:
+        return diff_cases(self.rows, run_attempts(run, by_case_id=self.by_case_id))
+
+
+def load_baseline(ref: str) -> Baseline:
+    """The baseline `ref` names: an evalpin results file, the JSON `evalsite import` makes of
+    one, or a run reference; SideError or Run.DoesNotExist when it names none."""
+    results = results_file(ref)
+    if results is not None:
+        return Baseline(ref, results.by_case_id(), by_case_id=True)
+    run = Run.objects.resolve(ref)
+    return Baseline(f"run {run.id}", run_attempts(run), by_case_id=False)
+
+
+def failing_cases(changes: list[CaseChange]) -> list[CaseChange]:
+    """evalpin's rule against a baseline: a case fails when it is worse, or new and not
+    fully passing; better, same and gone cases never fail."""
+    return [
+        c
+        for c in changes
+        if c.status == "worse"
+        or (c.status == "new" and c.after is not None and c.after.passed < c.after.total)
+    ]

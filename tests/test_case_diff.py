@@ -129,3 +129,47 @@ def test_evalpin_ids_with_underscores_match_the_imported_case_ids(tmp_path) -> N
     (tmp_path / "old.txt").write_text("evalpin-results 1\nsay_hi 0 2\n")
     code, out, _ = command("compare", str(tmp_path / "old.txt"), "latest")
     assert (code, out.splitlines()[1]) == (ExitCode.OK, "say-hi  0/2  2/2  better")
+
+
+def test_run_baseline_holds_each_case_against_a_results_file_as_evalpin_does(
+    folder: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\n")
+    replies(folder, "Hello again, Ana.")
+    code, out, err = command("run", str(folder / "suite.yaml"), "--baseline",
+                             str(tmp_path / "first.txt"))  # fmt: skip
+    assert code == ExitCode.OK
+    assert out.splitlines()[-4:] == [
+        f"vs baseline ({tmp_path / 'first.txt'}):",
+        "  CASE   OLD  NEW  VS",
+        "  greet  1/2  2/2  better",
+        "  cases: 1 better, 0 same, 0 worse, 0 new, 0 gone",
+    ]
+    (tmp_path / "perfect.txt").write_text("evalpin-results 1\ngreet 2 2\n")
+    replies(folder, "Hi there.")
+    code, out, err = command("run", str(folder / "suite.yaml"), "--baseline",
+                             str(tmp_path / "perfect.txt"))  # fmt: skip
+    assert code == ExitCode.GATE_FAILED
+    assert "baseline: greet 1/2 is worse" in err
+
+
+def test_run_baseline_fails_a_new_case_that_does_not_fully_pass(folder: Path, tmp_path) -> None:
+    (tmp_path / "other.txt").write_text("evalpin-results 1\nbye 1 1\n")
+    replies(folder, "Hi there.")
+    code, out, err = command("run", str(folder / "suite.yaml"), "--baseline",
+                             str(tmp_path / "other.txt"))  # fmt: skip
+    assert code == ExitCode.GATE_FAILED
+    assert "  cases: 0 better, 0 same, 0 worse, 1 new, 1 gone" in out
+    assert "baseline: greet 1/2 is new and not fully passing" in err
+
+
+def test_run_baseline_takes_a_run_and_refuses_what_names_nothing(folder: Path) -> None:
+    replies(folder, "Hello again, Ana.")
+    command("run", str(folder / "suite.yaml"), "--label", "first")
+    code, out, _ = command("run", str(folder / "suite.yaml"), "--baseline", "first")
+    assert code == ExitCode.OK
+    assert "  greet/greet  2/2  2/2  same" in out
+    code, _, err = command("run", str(folder / "suite.yaml"), "--baseline", "no-such-run")
+    assert code == ExitCode.INPUT_ERROR
+    assert err.startswith("error: --baseline: ")
+    assert Run.objects.count() == 2  # refused before anything was planned or spent

@@ -15,9 +15,12 @@ from django.core.management.base import CommandParser
 
 from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.exitcodes import ExitCode
+from evalsite.core.report.case_diff import diff_lines
 from evalsite.core.report.summary import terminal_summary, wants_colour
+from evalsite.core.report.text import visible
 from evalsite.management import EvalsiteCommand
 from runs import sealed
+from runs.case_diff import Baseline, SideError, failing_cases, load_baseline
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
@@ -70,6 +73,12 @@ class Command(EvalsiteCommand):
             help="Write no case data anywhere (docs/no-look.md); as `privacy: {no_look: true}`.",
         )
         parser.add_argument(
+            "--baseline",
+            metavar="FILE|RUN",
+            help="Hold each case against a run or an evalpin results file: exit 1 when one "
+            "is worse, or new and not fully passing.",
+        )
+        parser.add_argument(
             "--resume",
             metavar="RUN",
             help="Continue RUN, whose process died, from this unchanged suite file.",
@@ -87,6 +96,7 @@ class Command(EvalsiteCommand):
         prepare_database()
         if opts["resume"]:
             return self._resume(opts, loaded)
+        self.baseline = self._baseline_or_exit(opts["baseline"])
         no_look = opts["no_look"] or loaded.no_look
         full = self._with_sources(loaded, opts["suite"], quote=not no_look)
         version, _ = SuiteVersion.objects.register_file(opts["suite"], full, no_look=no_look)
@@ -201,6 +211,26 @@ class Command(EvalsiteCommand):
             self._print_interrupted(run)
         return run
 
+    def _against_baseline(self, run: Run, *, quiet: bool) -> int:
+        """evalpin's --baseline: each case against the baseline's; GATE_FAILED (unless the run
+        failed otherwise) when a case is worse, or new and not fully passing."""
+        baseline = getattr(self, "baseline", None)
+        if baseline is None or run.exit_code != ExitCode.OK:
+            return 0
+        try:
+            changes = baseline.changes(run)
+        except SideError as error:
+            self.fail(f"--baseline: {error}")
+        failing = failing_cases(changes)
+        if not quiet:
+            self.stdout.write(f"vs baseline ({visible(baseline.name)}):")
+            for line in diff_lines(changes):
+                self.stdout.write("  " + visible(line))
+        for change in failing:
+            why = "worse" if change.status == "worse" else "new and not fully passing"
+            self.stderr.write(f"baseline: {visible(change.key)} {change.after} is {why}")
+        return ExitCode.GATE_FAILED if failing else 0
+
     def _interrupt(self, interrupted: threading.Event) -> None:
         if interrupted.is_set():
             self.stderr.write("stopped at once; a worker will close the run")
@@ -232,6 +262,15 @@ class Command(EvalsiteCommand):
                 f"${Decimal(line['cost_usd']):.4f}{priced}"
             )
 
+    def _baseline_or_exit(self, ref: str | None) -> Baseline | None:
+        """The --baseline, read before anything is spent."""
+        if not ref:
+            return None
+        try:
+            return load_baseline(ref)
+        except (SideError, Run.DoesNotExist) as error:
+            self.fail(f"--baseline: {error}")
+
     def _finish(self, run: Run, as_json: bool) -> None:
         if run.report is not None:
             report = run.report
@@ -241,7 +280,7 @@ class Command(EvalsiteCommand):
                 colour = wants_colour(self.stdout, os.environ)
                 for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
-            sys.exit(run.exit_code)
+            sys.exit(self._against_baseline(run, quiet=as_json) or run.exit_code)
         totals = answer_totals(run)
         if as_json:
             self.stdout.write(json.dumps(run_summary(run, totals), indent=2))
