@@ -54,6 +54,7 @@ def estimate(suite, cells, contestants, cached, rows, providers, judge_model) ->
         rubric_chars=len(suite.judge.rubric) if suite.judge else 0,
         pairing=suite.judge.pairing if suite.judge else "baseline",
         graded_cases=suite.graded_cases() if judge_model else frozenset(),
+        consistency=suite.judge.consistency if suite.judge and judge_model else 0,
     )
     total = sum((line.cost_usd for line in lines.values()), judge.cost_usd)
     return {

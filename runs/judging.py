@@ -38,7 +38,7 @@ from evalsite.core.scoring.grading import (
 )
 from evalsite.core.stats import pair_score
 from evalsite.core.suites import Suite
-from runs import sealed
+from runs import consistency, sealed
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
 from runs.scoring import score_run, stored_suite
@@ -57,6 +57,7 @@ def prepare_judging(run: Run, judge: Provider | None) -> None:
     with transaction.atomic():
         _queue_pair_calls(run, suite, judge, judge_model)
         _queue_grades(run, suite, judge, judge_model)
+        consistency.queue_rechecks(run, suite, judge, judge_model)
 
 
 # What pairing and grading read of an answer: never its request (a run of 100,000 answers

@@ -28,6 +28,7 @@ from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
 from runs.calibration import PAIR_FIELDS, pair_view, run_labels, store_human
+from runs.consistency import recheck_rows
 from runs.media import report_attachments
 from runs.models import Answer, Judgement, Pair, Run
 from runs.scoring import score_run, stored_suite
@@ -125,6 +126,8 @@ def compute_report(
             gate=dict(suite.gate),
             pinned=_pinned(run),
             scorecard=suite.scorecard,
+            judge_consistency=judge.consistency if judge else 0,
+            rechecks=recheck_rows(run) if judge and judge.consistency else (),
         )
     )
 

@@ -18,6 +18,7 @@ from evalsite.core.media import hashed_part, token_ceiling, token_estimate
 from evalsite.core.pricing import PriceRow, Usage, call_cost
 from evalsite.core.providers.base import Provider, Request, message_text, request_media
 from evalsite.core.scoring.aggregate import answer_tags
+from evalsite.core.stats.consistency import SAMPLE_PAIRS
 from evalsite.core.suite_parts import Case, Task
 from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
 
@@ -309,11 +310,13 @@ def estimate_judge(
     graded_tasks: set[str] = frozenset(),
     pairing: str = "baseline",
     graded_cases: set[tuple[str, str]] = frozenset(),
+    consistency: int = 0,
 ) -> EstimateLine:
     """Two judge calls per pair of a judged task (the baseline against each candidate, or
     with ``pairing: all`` every two contestants), and one grade call per answer of a graded
     task or of a graded case (``graded_cases``: (task, case)); exclusions and retries are
-    unknown yet."""
+    unknown yet. With ``consistency`` k, 2k more calls for each pair of the sample asked
+    again, at the mean pair's size."""
     line = EstimateLine("judge", priced=judge_row is not None)
     mean_output = {
         name: (est.output_tokens / max(1, est.calls - est.cached_calls))
@@ -329,6 +332,7 @@ def estimate_judge(
             usage = Usage(calls * tokens_in, calls * judge_max_tokens)
             line.cost_usd += call_cost(judge_row, usage) or Decimal(0)
 
+    sizes: list[tuple[int, float]] = []  # (prompt, answers) of each pair: for consistency
     for cell in cells:
         prompt = prompt_chars(cell.request) + rubric_chars
         own = mean_output.get(cell.contestant, 0)
@@ -340,5 +344,10 @@ def estimate_judge(
         partners = contestants[:index] if pairing == "all" else contestants[:1] if index else []
         for partner in partners:
             add(2, prompt, own + mean_output.get(partner, 0))
+            sizes.append((prompt, own + mean_output.get(partner, 0)))
+    if consistency and sizes:
+        sampled = min(SAMPLE_PAIRS, len(sizes))
+        prompts, answers = (sum(column) / len(sizes) for column in zip(*sizes, strict=True))
+        add(2 * consistency * sampled, math.ceil(prompts), answers)
     line.output_source.add("max_tokens")
     return line

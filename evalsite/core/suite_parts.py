@@ -217,6 +217,7 @@ class Judge:
     min_kappa: float = 0.40
     min_labels: int = 10
     on_below_floor: str = "flag"
+    consistency: int = 0  # extra judgements of a sample of pairs (docs/judging.md)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Judge:
@@ -230,4 +231,5 @@ class Judge:
             min_kappa=as_type(calibration.get("min_kappa"), NUMBER, 0.40),
             min_labels=as_type(calibration.get("min_labels"), int, 10),
             on_below_floor=as_type(calibration.get("on_below_floor"), str, "flag"),
+            consistency=as_type(raw.get("consistency"), int, 0),
         )

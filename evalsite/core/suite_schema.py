@@ -349,6 +349,7 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "max_tokens": {"type": "integer", "minimum": 1},
                     "temperature": _number(0, 2),
                     "pairing": {"enum": ["baseline", "all"]},
+                    "consistency": {"type": "integer", "minimum": 1, "maximum": 5},
                     "calibration": _object(
                         {
                             "min_kappa": _number(-1, 1),

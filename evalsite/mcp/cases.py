@@ -192,7 +192,9 @@ def _pairs(run: Run, task_id: str, case_id: str, contestant: str) -> list[dict[s
     )
     rows = list(pairs.order_by("repeat", "pk").values(*PAIR_FIELDS))
     calls = defaultdict(list)
-    judged = Judgement.objects.filter(pair_id__in=[row["pk"] for row in rows]).order_by("order")
+    judged = Judgement.objects.filter(
+        pair_id__in=[row["pk"] for row in rows], kind=Judgement.Kind.PAIR
+    ).order_by("order")
     for call in judged.values("pair_id", "order", "status", "side", "parse_status"):
         calls[call.pop("pair_id")].append(call)
     return [

@@ -89,6 +89,7 @@ class Judgement(Call):
     class Kind(models.TextChoices):
         PAIR = "pair"
         GRADE = "grade"
+        RECHECK = "recheck"  # a pair asked again in one order (judge.consistency)
 
     class Parse(models.TextChoices):
         OK = "ok"

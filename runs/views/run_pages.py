@@ -220,7 +220,7 @@ def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse
     pair = get_object_or_404(
         Pair.objects.select_related("baseline", "candidate"), run=run, pk=pair_id
     )
-    judgements = {j.order: j for j in Judgement.objects.filter(pair=pair)}
+    judgements = {j.order: j for j in Judgement.objects.filter(pair=pair, kind="pair")}
     context = {
         "run": run,
         "pair": pair,

@@ -138,6 +138,8 @@ class Request:
     as one string becomes a 1-tuple.
     ``order`` is 0 for answers and 1 or 2 for the two judge calls of a pair (order 1 shows
     the baseline as "Answer 1"); it keeps the two calls apart in hashes and scripted replies.
+    ``attempt`` is 0, or i for the i-th extra judgement of a pair (``judge.consistency``):
+    it enters the hash only when set, so it bypasses the cache without moving other keys.
     """
 
     model: str
@@ -153,6 +155,7 @@ class Request:
     case_id: str = ""
     repeat: int = 0
     order: int = 0
+    attempt: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", _normal_messages(self.messages))
@@ -189,7 +192,7 @@ class Request:
             "case_id": self.case_id,
             "repeat": self.repeat,
             "order": self.order,
-        }
+        } | ({"attempt": self.attempt} if self.attempt else {})
 
     @classmethod
     def from_params(

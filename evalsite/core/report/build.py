@@ -148,6 +148,8 @@ class ReportInput:
     scorecard: Sequence[Criterion] = ()  # the suite's scorecard: criteria
     report_path: str = ""
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
+    judge_consistency: int = 0  # the suite's judge.consistency: k extra judgements
+    rechecks: Sequence[tuple[str, int, str, str]] = ()  # (candidate, pair, first, again)
 
 
 def build_report(data: ReportInput) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Context
-from evalsite.core.report.judge_text import corrected_text
+from evalsite.core.report.judge_text import consistency_text, corrected_text
 from evalsite.core.report.overview import win_rate_cell
 from evalsite.core.report.text import visible
 from evalsite.core.scoring.aggregate import TAG_FLOOR
@@ -36,6 +36,7 @@ class CandidateLine:
     flip_warning: bool  # the flip rate says the win-rate measures order, not quality
     schema_pass: str  # "0.880 (n=25)"
     corrected: str = ""  # the label-corrected win-rate in words (judge_text.py)
+    consistency: str = ""  # the judge's self-consistency, beside the flips
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ def _candidate(ctx: Context, name: str) -> CandidateLine:
         flips=num.count(row.get("flips", 0)),
         flip_warning=bool(row.get("flip_warning")),
         corrected=corrected_text(row, ctx.eligible),
+        consistency=consistency_text(row),
         schema_pass=num.rate_n(row.get("schema_pass_rate"), row.get("schema_n")),
     )
 

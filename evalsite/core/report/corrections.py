@@ -1,9 +1,11 @@
-"""The judge's win-rate corrected by the labels, and read against answer length (§9).
+"""The judge's win-rate corrected by the labels, read against answer length, and the
+judge's self-consistency (§9).
 
 Per candidate, from the rows the report is built from: ``corrected`` (prediction-powered
-inference over the sample queue's labels, :mod:`evalsite.core.stats.ppi`) and ``length``
+inference over the sample queue's labels, :mod:`evalsite.core.stats.ppi`), ``length``
 (the judge's length preference, the length-controlled win-rate and the judge's length bias
-against the humans, :mod:`evalsite.core.stats.length`). Targeted-review labels never reach
+against the humans, :mod:`evalsite.core.stats.length`) and, with ``judge.consistency``,
+``consistency`` (:mod:`evalsite.core.stats.consistency`). Targeted-review labels never reach
 here: :func:`~evalsite.core.calibration.match_labels` keeps them out of the items.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalsite.core.calibration import Item
+from evalsite.core.stats.consistency import self_consistency
 from evalsite.core.stats.length import length_bias, length_preference
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
 
@@ -50,6 +53,11 @@ def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
             "corrected": corrected,
             "length": _length(pairs, items, lengths),
         }
+        if data.judge_consistency:
+            rows = [(key, first, again) for c, key, first, again in data.rechecks if c == candidate]
+            figures[candidate]["consistency"] = self_consistency(
+                rows, data.judge_consistency
+            ).to_dict()
     return figures
 
 

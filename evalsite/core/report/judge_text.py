@@ -10,7 +10,10 @@ from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Block, Code, Items
 from evalsite.core.report.text import visible
 
-__all__ = ["corrected_text", "judge_figure_blocks", "judge_figure_lines", "length_text"]
+__all__ = [
+    "consistency_text", "corrected_text", "judge_figure_blocks", "judge_figure_lines",
+    "length_text",
+]  # fmt: skip
 
 
 def _signed(ci: Any) -> str:
@@ -58,12 +61,29 @@ def length_text(row: Mapping[str, Any]) -> str:
     return text
 
 
+def consistency_text(row: Mapping[str, Any]) -> str:
+    """``judge self-consistency 0.920 (46/50 extra verdicts agree; 25 pairs asked again
+    2x in each order) beside flip rate 0.100``, or nothing without ``judge.consistency``."""
+    consistency = row.get("consistency")
+    if not consistency:
+        return ""
+    flips = f"beside flip rate {num.rate(row.get('flip_rate'))}"
+    if not consistency.get("verdicts"):
+        return f"judge self-consistency: no extra verdict was read {flips}"
+    return (
+        f"judge self-consistency {num.rate(consistency['agreement'])} "
+        f"({consistency['agree']}/{consistency['verdicts']} extra verdicts agree; "
+        f"{consistency['pairs']} pairs asked again {consistency['k']}x in each order) {flips}"
+    )
+
+
 def _texts(report: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     eligible = bool(report.get("headline_eligible"))
     rows = report.get("win_rates") or {}
     out = []
     for name, row in rows.items():
-        texts = [text for text in (corrected_text(row or {}, eligible), length_text(row or {}))]
+        row = row or {}
+        texts = [corrected_text(row, eligible), length_text(row), consistency_text(row)]
         if any(texts):
             out.append((name, [text for text in texts if text]))
     return out
