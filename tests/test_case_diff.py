@@ -173,3 +173,22 @@ def test_run_baseline_takes_a_run_and_refuses_what_names_nothing(folder: Path) -
     assert code == ExitCode.INPUT_ERROR
     assert err.startswith("error: --baseline: ")
     assert Run.objects.count() == 2  # refused before anything was planned or spent
+
+
+def test_the_compare_page_lists_the_cases_that_changed_and_all_on_request(
+    folder: Path, client, django_user_model
+) -> None:
+    replies(folder, "Hi there.")
+    command("run", str(folder / "suite.yaml"))
+    replies(folder, "Hello again, Ana.")
+    command("run", str(folder / "suite.yaml"))
+    first, second = Run.objects.order_by("created_at").values_list("pk", flat=True)
+    client.force_login(django_user_model.objects.create_user("ann", password="x" * 20))
+    page = client.get("/compare/", {"a": first, "b": second}).content.decode()
+    assert "1 better, 0 same, 0 worse, 0 new, 0 gone" in page
+    assert '<tr class="case-better"><td><code>greet/greet</code></td>' in page
+    assert '<td class="num">1/2</td><td class="num">2/2</td><td>better</td>' in page
+    same = client.get("/compare/", {"a": first, "b": first}).content.decode()
+    assert "No case changed." in same
+    every = client.get("/compare/", {"a": first, "b": first, "show": "all"}).content.decode()
+    assert '<tr class="case-same"><td><code>greet/greet</code></td>' in every

@@ -22,8 +22,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.report.card import summary_card
+from evalsite.core.report.case_diff import counts, diff_cases
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.html import render_sections
+from runs.case_diff import run_attempts
 from runs.forms import DecisionForm
 from runs.media import NO_LOOK_MEDIA, case_files, download_name, files_by_case, served_file
 from runs.models import Answer, Judgement, Pair, Run
@@ -241,10 +243,15 @@ def compare(request: HttpRequest) -> HttpResponse:
     if a_id and b_id:
         a = get_object_or_404(runs, pk=a_id)
         b = get_object_or_404(runs, pk=b_id)
+        changes = diff_cases(run_attempts(a), run_attempts(b))
+        show = "all" if request.GET.get("show") == "all" else "changes"
         context |= {
             "run_a": a,
             "run_b": b,
             "comparison": compare_reports(a.report, b.report).to_dict(),
+            "cases": [c for c in changes if show == "all" or c.status != "same"],
+            "case_counts": counts(changes),
+            "show": show,
         }
     return render(request, "runs/compare.html", context)
 
