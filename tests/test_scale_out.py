@@ -94,3 +94,44 @@ def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(mo
     with pytest.raises(IntegrityError):
         tasks.run_shard("r1", 1)
     assert calls == ["r1"]
+
+
+def _claimed_answer(run: Run):
+    from runs.models import Answer
+
+    Answer.objects.create(
+        run=run, task_id="t", case_id="a", contestant="fake/small", request={}, request_hash="a"
+    )
+    (claimed,) = Answer.objects.filter(run=run).claim("live-shard", 1)
+    return claimed
+
+
+@pytest.mark.django_db
+def test_a_host_whose_clock_runs_ahead_takes_no_live_claim(monkeypatch):
+    # Claims are stamped and aged by the database's clock: a reclaiming host whose own clock
+    # is ahead by more than the lease would otherwise hand a live shard's calls to another,
+    # and they would be made and paid twice.
+    from runs.models import Answer
+
+    run = make_run(status=Run.Status.RUNNING)
+    claimed = _claimed_answer(run)
+    ahead = timezone.now() + dt.timedelta(seconds=LEASE_S + 60)
+    monkeypatch.setattr(timezone, "now", lambda: ahead)
+
+    assert Answer.objects.filter(run=run).reclaim_expired(run, LEASE_S, judge=False) == 0
+    assert Answer.objects.get(pk=claimed.pk).claimed_by == "live-shard"
+    assert Run.objects.stalled(LEASE_S).filter(pk=run.pk).exists() is False
+
+
+@pytest.mark.django_db
+def test_a_claim_older_than_the_lease_by_the_database_clock_is_taken_back():
+    from runs.models import Answer
+
+    run = make_run(status=Run.Status.RUNNING)
+    claimed = _claimed_answer(run)
+    Answer.objects.filter(pk=claimed.pk).update(
+        claimed_at=timezone.now() - dt.timedelta(seconds=LEASE_S + 60)
+    )
+
+    assert Answer.objects.filter(run=run).reclaim_expired(run, LEASE_S, judge=False) == 1
+    assert Answer.objects.get(pk=claimed.pk).status == Answer.Status.PENDING

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
 from django.db import models, transaction
 from django.db.models import Avg, Exists, F, OuterRef
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from runs.models.rows import update_each
-from runs.models.run import MoneyField, Run
+from runs.models.run import MoneyField, Run, lease_expiry
 
 
 class CallQuerySet(models.QuerySet):
@@ -40,7 +40,7 @@ class CallQuerySet(models.QuerySet):
         self.filter(Exists(active), pk__in=ids, status=Call.Status.PENDING).update(
             status=Call.Status.CLAIMED,
             claimed_by=token,
-            claimed_at=timezone.now(),
+            claimed_at=Now(),  # the database's clock: see reclaim_expired
             attempts=F("attempts") + 1,
         )
         claimed = self.filter(pk__in=ids, claimed_by=token, status=Call.Status.CLAIMED)
@@ -71,8 +71,12 @@ class CallQuerySet(models.QuerySet):
     def reclaim_expired(self, run: Run, lease_s: float, *, judge: bool) -> int:
         """Claims older than the lease (their shard died) back to pending, with the
         reservations they held; how many. Each row is taken from its own token, so a
-        claim renewed meanwhile is left alone."""
-        expired = timezone.now() - dt.timedelta(seconds=lease_s)
+        claim renewed meanwhile is left alone.
+
+        Claims are stamped and aged by the database's clock, never a worker's: a worker
+        whose clock runs ahead by more than the lease would otherwise take live claims
+        from the others, and their calls would be made and paid twice."""
+        expired = lease_expiry(lease_s)
         stale = self.filter(status=Call.Status.CLAIMED, claimed_at__lt=expired)
         tokens = set(stale.values_list("claimed_by", flat=True))
         return sum(

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Exists, ExpressionWrapper, F, OuterRef, Q
+from django.db.models.functions import Now
 from django.db.models.lookups import GreaterThanOrEqual, LessThan, LessThanOrEqual
 from django.utils import timezone
 
@@ -107,6 +108,13 @@ class StoredOptions:
         # `only` is stored comma-joined, "" for the whole suite; `tags` a list, `limit` a
         # number or null (RunQuerySet.whole_suite reads all three).
         return asdict(self) | {"only": ",".join(self.only), "tags": list(self.tags)}
+
+
+def lease_expiry(lease_s: float) -> ExpressionWrapper:
+    """The moment, by the database's clock, before which a claim's lease has run out."""
+    return ExpressionWrapper(
+        Now() - dt.timedelta(seconds=lease_s), output_field=models.DateTimeField()
+    )
 
 
 class RunQuerySet(models.QuerySet):
@@ -237,7 +245,7 @@ class RunQuerySet(models.QuerySet):
             self.filter(
                 Q(phase_at__lt=recent) | Q(phase_at__isnull=True), status=Run.Status.RUNNING
             )
-            .exclude(answers__status="claimed", answers__claimed_at__gte=recent)
+            .exclude(answers__status="claimed", answers__claimed_at__gte=lease_expiry(lease_s))
             .exclude(answers__finished_at__gte=recent)
         )
         # Judging and reporting: nothing claimed or finished for a lease since the phase began.
@@ -246,7 +254,7 @@ class RunQuerySet(models.QuerySet):
                 status__in=[Run.Status.JUDGING, Run.Status.REPORTING],
                 phase_at__lt=recent,
             )
-            .exclude(judgements__claimed_at__gte=recent)
+            .exclude(judgements__claimed_at__gte=lease_expiry(lease_s))
             .exclude(judgements__finished_at__gte=recent)
         )
         # Queued for a lease and never started: its shards were lost by the broker (a Redis
