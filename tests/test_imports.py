@@ -98,6 +98,20 @@ def test_evalpin_readme_example_gives_its_pass_k_in_both_runs(tmp_path, capsys):
     assert second.report["gates_passed"]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_evalpin_fail_entry_is_a_failed_attempt_that_fails_the_run(tmp_path):
+    """evalpin exits 1 when any attempt fails, a `fail` entry included; the imported gate
+    (min_pass_all_rate: 1) counts the scripted error as the failed attempt it is."""
+    (tmp_path / "suite.txt").write_text("case greet\nprompt: Greet Ana.\nexpect contains: Ana\n")
+    (tmp_path / "replies.txt").write_text("reply greet\n| Hello Ana!\nfail greet rate limited\n")
+    args = ["evalpin", str(tmp_path / "suite.txt"), "--replies", str(tmp_path / "replies.txt")]
+    assert _import(*args, "--repeats", "2", "--out", str(tmp_path / "out")) == 0
+    run = _run(tmp_path / "out" / "suite.yaml")
+    [gate] = run.report["gates"]
+    assert (gate["gate"], gate["status"], gate["figure"]) == ("min_pass_all_rate", "failed", 0.0)
+    assert not run.report["gates_passed"]
+
+
 def test_evalpin_results_import_writes_the_baseline_json(tmp_path, capsys):
     (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\n")
     assert _import("auto", str(tmp_path / "first.txt"), "--out", str(tmp_path)) == 0

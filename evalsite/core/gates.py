@@ -66,20 +66,22 @@ def check_gates(
             for c in candidates
         ]
     per_contestant = report.get("per_contestant") or {}
-    for key, part, what in (
-        ("min_schema_pass_rate", "schema", "schema pass rate"),
-        ("min_check_pass_rate", "checks", "check pass rate"),
+    subjects = candidates or list(report.get("contestants", []))  # one model: itself
+    for key, part, field, what in (
+        ("min_schema_pass_rate", "schema", "rate", "schema pass rate"),
+        ("min_check_pass_rate", "checks", "rate", "check pass rate"),
+        ("min_pass_all_rate", "pass_k", "pass_all_rate", "share of cases passing every attempt"),
     ):
         if key in gate:
             results += [
                 _at_least(
                     key,
                     c,
-                    ((per_contestant.get(c) or {}).get(part) or {}).get("rate"),
+                    ((per_contestant.get(c) or {}).get(part) or {}).get(field),
                     gate[key],
                     what,
                 )  # fmt: skip
-                for c in candidates
+                for c in subjects
             ]
     results += _scorecard_gates(report, gate)
     if gate.get("require_headline_eligible"):

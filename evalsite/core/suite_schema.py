@@ -372,6 +372,7 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "max_flip_rate": _RATE,
                     "min_schema_pass_rate": _RATE,
                     "min_check_pass_rate": _RATE,
+                    "min_pass_all_rate": _RATE,
                     "require_headline_eligible": {"type": "boolean"},
                     "max_regression_points": _number(0),
                     # with it, a regression must also be significant (docs/ci.md)

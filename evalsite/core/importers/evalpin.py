@@ -326,8 +326,8 @@ def translate(
         replies_name = f"{stem}.replies.yaml"
         files[replies_name] = _replies_yaml(replies, ids, collector)
         document["replies"] = replies_name
-    # evalpin fails a run (exit 1) unless every case passed every attempt.
-    document["gate"] = {"min_pass_rate": 1}
+    # evalpin fails a run (exit 1) unless every case passed every attempt (a `fail` too).
+    document["gate"] = {"min_pass_all_rate": 1}
     document["tasks"] = [
         {"id": TASK, "prompt": "{{prompt}}", "cases": [_case(case, ids) for case in cases]}
     ]
@@ -351,9 +351,9 @@ _HEADER = (
     "replies file (attempt k gets the case's k-th reply, cycling). evalpin's -k N is",
     "`repeats:` (or `evalsite run --repeats N`); its checks read the reply as evalpin does",
     "(read: evalpin: ASCII blanks trimmed, a fence only around the whole reply; JSON numbers",
-    "by spelling). The gate min_pass_rate: 1 fails the run unless every attempt passed,",
-    "as evalpin's run without a baseline does; a scripted `fail` is an error, left out",
-    "of that rate, and counted in pass^k as not passed.",
+    "by spelling). The gate min_pass_all_rate: 1 fails the run unless every case passed",
+    "every attempt, as evalpin's run without a baseline does (a scripted `fail` is a",
+    "failed attempt).",
 )
 
 

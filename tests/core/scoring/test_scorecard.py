@@ -299,3 +299,28 @@ def test_a_score_gate_naming_an_undeclared_variant_is_an_error():
     assert [(p.path, p.message) for p in caught.value.problems] == [
         ('gate.min_score["fake/a@terse"]', "unknown variant 'terse'")
     ]
+
+
+def test_rate_gates_apply_to_the_only_contestant_of_a_run_of_one():
+    """A run of one model has no candidate: its check and pass^k gates gate the model itself
+    (they passed vacuously before, gating no one)."""
+    report = _report({"m": (0.5, 1, 2)})
+    report["per_contestant"] = {
+        "m": {"checks": {"rate": 0.5}, "pass_k": {"k": 2, "cases": 1, "pass_all": 0,
+                                                   "pass_all_rate": 0.0}}
+    }  # fmt: skip
+    results = check_gates(report, {"min_check_pass_rate": 0.9, "min_pass_all_rate": 1})
+    assert [(r.gate, r.subject, r.status) for r in results] == [
+        ("min_check_pass_rate", "m", "failed"),
+        ("min_pass_all_rate", "m", "failed"),
+    ]
+    assert results[1].message == "m: share of cases passing every attempt 0.000 < 1.000"
+
+
+def test_min_pass_all_rate_gates_candidates_of_a_pairwise_run():
+    report = _report({"base": (0.9, 9, 10), "cand": (0.9, 9, 10)})
+    report["per_contestant"] = {
+        name: {"pass_k": {"pass_all_rate": rate}} for name, rate in (("base", 0.2), ("cand", 0.8))
+    }
+    [result] = check_gates(report, {"min_pass_all_rate": 0.75})
+    assert (result.subject, result.status) == ("cand", "passed")
