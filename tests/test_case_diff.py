@@ -192,3 +192,25 @@ def test_the_compare_page_lists_the_cases_that_changed_and_all_on_request(
     assert "No case changed." in same
     every = client.get("/compare/", {"a": first, "b": first, "show": "all"}).content.decode()
     assert '<tr class="case-same"><td><code>greet/greet</code></td>' in every
+
+
+@pytest.mark.parametrize(
+    ("text", "note"),
+    [
+        ("case greet\nprompt: Greet Ana.\nexpect contains: Ana\n",
+         "looks like an evalpin suite file, not an evalsite suite: evalsite import evalpin "),
+        ("reply greet\n| Hello Ana!\n",
+         "looks like an evalpin replies file, not an evalsite suite: evalsite import evalpin "
+         "SUITE --replies "),
+        ("evalpin-results 1\ngreet 1 2\n",
+         "looks like an evalpin results file, not an evalsite suite: evalsite compare "),
+        ("prompts: ['Say {{x}}']\nproviders: [openai:gpt-4o-mini]\ntests: [{vars: {x: hi}}]\n",
+         "looks like a promptfoo suite file, not an evalsite suite: evalsite import promptfoo "),
+    ],
+)  # fmt: skip
+def test_validate_and_run_say_which_tool_wrote_a_file_they_refuse(tmp_path, text, note) -> None:
+    (tmp_path / "file.txt").write_text(text)
+    for verb in ("validate", "run"):
+        code, _, err = command(verb, str(tmp_path / "file.txt"))
+        assert code == ExitCode.INPUT_ERROR
+        assert note in err, verb

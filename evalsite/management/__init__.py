@@ -74,7 +74,30 @@ class EvalsiteCommand(BaseCommand):
         try:
             return load_suite(path)
         except SuiteError as error:
+            self._other_format_hint(path)
             self.fail_all(error.problems)
+
+    def _other_format_hint(self, path: str | Path) -> None:
+        """Say so when a refused suite file is another tool's, and what reads it."""
+        from evalsite.core.importers import SuiteError, detect
+        from evalsite.core.importers.evalpin import kind_of
+
+        try:
+            found = detect(Path(path))
+            kind = kind_of(Path(path).read_text("utf-8")) if found == "evalpin" else "suite"
+        except (SuiteError, OSError, UnicodeDecodeError):
+            return
+        hints = {
+            "suite": f"evalsite import {found} {path} --out DIR"
+            + (" (--replies FILE for its replies)" if found == "evalpin" else ""),
+            "replies": f"evalsite import evalpin SUITE --replies {path} --out DIR",
+            "results": f"evalsite compare {path} RUN, or evalsite run SUITE --baseline {path}",
+        }
+        what = f"{found} {'suite' if kind == 'suite' else kind}"
+        self.stderr.write(
+            f"note: {path} looks like {'a' if found == 'promptfoo' else 'an'} {what} file, "
+            f"not an evalsite suite: {hints[kind]}"
+        )
 
     def suite_named_or_exit(self, reference: str) -> Suite:
         """The registered suite `reference` names, by name or by the path of its file."""

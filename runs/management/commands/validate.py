@@ -30,6 +30,7 @@ class Command(EvalsiteCommand):
                 self.stdout.write(outcome["keys_line"])
                 self.stdout.write(outcome["summary"])
             else:
+                self._other_format_hint(suite)
                 self.stderr.write(f"{suite}: {len(outcome['errors'])} error(s)")
         sys.exit(ExitCode.OK if outcome["ok"] else ExitCode.INPUT_ERROR)
 
