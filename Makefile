@@ -16,12 +16,14 @@ test:
 	@scripts/bootstrap dev
 	.venv/bin/python -m pytest -q
 
-# The database tests again, on PostgreSQL with the Redis broker (CI's second leg).
+# The database tests again, on PostgreSQL with the Redis broker (CI's second leg), then the
+# multi-host soak's bounded form (tests/test_soak.py, docs/scale-out.md: about 3 minutes).
 test-pg:
 	@scripts/bootstrap dev
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
-	.venv/bin/python -m pytest -q -m "not browser" tests --ignore=tests/core
+	.venv/bin/python -m pytest -q -m "not browser and not soak" tests --ignore=tests/core
+	EVALSITE_SOAK=1 .venv/bin/python -m pytest -q -m soak tests/test_soak.py
 
 lint:
 	@scripts/bootstrap dev

@@ -38,7 +38,7 @@ class Made:
 MADE = Made()
 
 
-def set_up_database(base_url: str) -> Restore:
+def set_up_database(base_url: str, *, key_env_var: str = "") -> Restore:
     from runs.models import Endpoint, Price, PriceTable
     from runs.setup import prepare_database
 
@@ -47,7 +47,11 @@ def set_up_database(base_url: str) -> Restore:
     restore.endpoint = Endpoint.objects.filter(name=ENDPOINT).values("base_url").first()
     Endpoint.objects.update_or_create(
         name=ENDPOINT,
-        defaults={"base_url": f"{base_url}/v1", "key_env_var": "", "notes": "bench/engine.py"},
+        defaults={
+            "base_url": f"{base_url}/v1",
+            "key_env_var": key_env_var,
+            "notes": "bench/engine.py",
+        },
     )
     previous = PriceTable.objects.active()
     restore.table_id = previous.pk if previous else None

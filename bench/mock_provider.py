@@ -1,9 +1,11 @@
 """A local OpenAI-compatible Chat Completions server with a fixed latency, for benchmarks.
 
     .venv/bin/python bench/mock_provider.py --latency-ms 200 [--port 0] [--max-seconds 1800]
+        [--host 127.0.0.1] [--key KEY] [--log FILE]
 
-It listens on 127.0.0.1 only (never another interface), prints one line
-``listening on http://127.0.0.1:PORT`` on stdout once it accepts connections, and answers:
+It listens on 127.0.0.1 unless ``--host`` names another address (the soak, bench/soak.py,
+gives it its namespace's address), prints one line ``listening on http://HOST:PORT`` on
+stdout once it accepts connections, and answers:
 
 - ``POST …/chat/completions``: after sleeping ``--latency-ms``, a ``chat.completion`` object
   echoing the request's model, with one choice and a ``usage`` block (prompt tokens ≈ body
@@ -15,6 +17,15 @@ It listens on 127.0.0.1 only (never another interface), prints one line
   ``evalsite.core.judging.parse_verdict`` reads). The winner is a pure function of the
   request's messages: 1 for half of them, 2 for 30 %, tie for 20 %, so both orders of a pair
   and their flips vary, and the same request always gets the same verdict.
+- With ``--key``, a completion without ``Authorization: Bearer KEY`` gets a 401 (so a
+  test sees that the key reached the worker that made the call, and only the key).
+- ``POST /control`` with ``{"status": 429 | 500 | 503, "rate": 0.0-1.0, "seconds": S}``:
+  for the next S seconds that share of completions (drawn from a seeded generator) is
+  answered with that status instead, after the latency for a 5xx and at once for a 429
+  (with ``Retry-After: 1``). ``{"status": 0}`` ends a burst.
+- With ``--log FILE``, one JSON line a completion *answered 200* (what a provider bills):
+  ``{"n", "t", "model", "sha", "prompt_tokens", "completion_tokens"}``, ``sha`` the SHA-256
+  of the request's messages and params (the same call sent twice has the same sha).
 - ``GET /stats``: ``{"requests", "judge_requests", "in_flight", "max_in_flight",
   "max_judge_in_flight", "errors", "connections"}`` since the last reset (judge requests in
   flight are counted on their own too); ``POST /stats/reset`` zeroes them. The benchmark
@@ -39,16 +50,20 @@ import hashlib
 import itertools
 import json
 import os
+import random
 import signal
 import sys
 import time
+from pathlib import Path
 
 HOST = "127.0.0.1"
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 8 * 1024 * 1024
 COMPLETION_TOKENS = 8
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 411: "Length Required",
-           413: "Payload Too Large", 501: "Not Implemented"}  # fmt: skip
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+           411: "Length Required", 413: "Payload Too Large", 429: "Too Many Requests",
+           500: "Internal Server Error", 501: "Not Implemented",
+           503: "Service Unavailable"}  # fmt: skip
 
 
 class Stats:
@@ -89,11 +104,35 @@ class Stats:
         }
 
 
+class Burst:
+    """Errors the control endpoint asked for: a status, a share of calls, an end time."""
+
+    def __init__(self, seed: int) -> None:
+        self.status, self.rate, self.until = 0, 0.0, 0.0
+        self.rng = random.Random(seed)
+
+    def set(self, control: dict) -> None:
+        self.status = int(control.get("status") or 0)
+        self.rate = float(control.get("rate", 1.0))
+        self.until = time.monotonic() + float(control.get("seconds", 0))
+
+    def draw(self) -> int:
+        """The status to answer this call with instead of 200, or 0."""
+        if self.status and time.monotonic() < self.until and self.rng.random() < self.rate:
+            return self.status
+        return 0
+
+
 class MockProvider:
-    def __init__(self, latency_s: float) -> None:
+    def __init__(
+        self, latency_s: float, *, key: str = "", log: Path | None = None, seed: int = 0
+    ) -> None:
         self.latency_s = latency_s
         self.stats = Stats()
         self.ids = itertools.count(1)
+        self.key = key
+        self.log = log.open("a", buffering=1, encoding="utf-8") if log else None
+        self.burst = Burst(seed)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.stats.connections += 1
@@ -136,8 +175,16 @@ class MockProvider:
             return False
         body = await reader.readexactly(length) if length else b""
         path = target.split("?", 1)[0]
+        extra = {}
         if method == "POST" and path.endswith("/chat/completions"):
-            status, payload = await self._completion(body)
+            if self.key and headers.get("authorization") != f"Bearer {self.key}":
+                status, payload = 401, _error("missing or wrong key")
+            else:
+                status, payload = await self._completion(body)
+                extra = {"retry-after": "1"} if status == 429 else {}
+        elif method == "POST" and path == "/control":
+            self.burst.set(json.loads(body or b"{}"))
+            status, payload = 200, {"status": self.burst.status, "rate": self.burst.rate}
         elif method == "GET" and path == "/stats":
             status, payload = 200, self.stats.as_dict()
         elif method == "POST" and path == "/stats/reset":
@@ -145,7 +192,7 @@ class MockProvider:
             status, payload = 200, self.stats.as_dict()
         else:
             status, payload = 404, _error(f"no route {method} {path}")
-        await self._send(writer, status, payload, keep_alive)
+        await self._send(writer, status, payload, keep_alive, extra)
         return keep_alive
 
     async def _completion(self, body: bytes) -> tuple[int, dict]:
@@ -157,15 +204,24 @@ class MockProvider:
         judge = isinstance(request, dict) and str(request.get("model") or "").endswith("judge")
         stats.requests += 1
         stats.judge_requests += judge
+        failure = self.burst.draw()
+        if failure == 429:
+            stats.errors += 1
+            return 429, _error("rate limited (a burst asked for by /control)")
         async with stats.in_flight_of(judge):
             await asyncio.sleep(self.latency_s)
         if not isinstance(request, dict):
             stats.errors += 1
             return 400, _error("the body is not a JSON object")
+        if failure:
+            stats.errors += 1
+            return failure, _error("server error (a burst asked for by /control)")
         number = next(self.ids)
         model = str(request.get("model") or "mock")
-        content = _verdict(request.get("messages")) if judge else f"mock answer {number}"
+        content = _verdict(request.get("messages"), number) if judge else f"mock answer {number}"
         prompt_tokens = max(1, len(body) // 4)
+        if self.log is not None:
+            self._log(number, model, request, prompt_tokens)
         return 200, {
             "id": f"chatcmpl-mock-{number}",
             "object": "chat.completion",
@@ -185,12 +241,21 @@ class MockProvider:
             },
         }
 
+    def _log(self, number: int, model: str, request: dict, prompt_tokens: int) -> None:
+        sha = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+        line = {"n": number, "t": round(time.time(), 3), "model": model, "sha": sha,
+                "prompt_tokens": prompt_tokens, "completion_tokens": COMPLETION_TOKENS}  # fmt: skip
+        self.log.write(json.dumps(line) + "\n")
+
     @staticmethod
-    async def _send(writer, status: int, payload: dict, keep_alive: bool) -> None:
+    async def _send(
+        writer, status: int, payload: dict, keep_alive: bool, extra: dict | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
+        more = "".join(f"{name}: {value}\r\n" for name, value in (extra or {}).items())
         head = (
             f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n"
-            "content-type: application/json\r\n"
+            f"{more}content-type: application/json\r\n"
             f"content-length: {len(data)}\r\n"
             f"connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
         ).encode()
@@ -198,13 +263,14 @@ class MockProvider:
         await writer.drain()
 
 
-def _verdict(messages) -> str:
-    """A judge reply for `messages`: the same messages always get the same winner."""
+def _verdict(messages, number: int) -> str:
+    """A judge reply for `messages`: the same messages always get the same winner. The
+    reason names the reply's number, so a stored verdict can be traced to one request."""
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
     roll = digest[0] % 10
     winner = "1" if roll < 5 else "2" if roll < 8 else "tie"
     reason = "Both read alike." if winner == "tie" else f"Answer {winner} reads better."
-    return json.dumps({"reason": f"{reason} (mock verdict)", "winner": winner})
+    return json.dumps({"reason": f"{reason} (mock verdict {number})", "winner": winner})
 
 
 def _keep_alive(version: str, connection: str) -> bool:
@@ -218,11 +284,12 @@ def _error(message: str) -> dict:
     return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
 
 
-async def serve(port: int, latency_ms: float, max_seconds: float) -> None:
-    mock = MockProvider(latency_ms / 1000)
-    server = await asyncio.start_server(mock.handle, HOST, port, backlog=4096)
+async def serve(port: int, latency_ms: float, max_seconds: float, *, host: str = HOST,
+                **options) -> None:  # fmt: skip
+    mock = MockProvider(latency_ms / 1000, **options)
+    server = await asyncio.start_server(mock.handle, host, port, backlog=4096)
     bound = server.sockets[0].getsockname()[1]
-    print(f"listening on http://{HOST}:{bound}", flush=True)
+    print(f"listening on http://{host}:{bound}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -248,9 +315,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-seconds", type=float, default=1800.0, help="stop by itself after this long"
     )
+    parser.add_argument("--host", default=HOST, help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--key", default="", help="require Authorization: Bearer KEY")
+    parser.add_argument("--log", type=Path, help="append one JSON line per 200 completion")
+    parser.add_argument("--seed", type=int, default=0, help="for the error bursts' draws")
     args = parser.parse_args(argv)
+    options = {"key": args.key, "log": args.log, "seed": args.seed, "host": args.host}
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.port, args.latency_ms, args.max_seconds))
+        asyncio.run(serve(args.port, args.latency_ms, args.max_seconds, **options))
     sys.exit(0)
 
 
