@@ -56,25 +56,30 @@ def paired_units(data: Any) -> dict[str, Any]:
 
 def paired_changes(a: Report, b: Report, *, level: float = 0.95) -> dict[str, Any] | None:
     """From A to B, per candidate and per task: Δ win-rate and, per contestant, Δ scorecard
-    score with seeded paired bootstrap intervals at ``level``, and Δ pass rate with
-    McNemar's exact p. None when either report has no ``paired`` key."""
+    score with seeded paired bootstrap intervals at ``level`` (units paired by case and
+    repeat, resampled a case at a time), and Δ pass rate with McNemar's exact p. None when
+    either report has no ``paired`` key."""
     units_a, units_b = _columns(a), _columns(b)
     if units_a is None or units_b is None:
         return None
     seed = seed_from(f"{a.get('run_id')}:{b.get('run_id')}")
     result: dict[str, Any] = {"level": level, "seed": seed}
+
+    def bootstrap(before: list, after: list, units: list[Unit]) -> dict:
+        cases = [unit[:2] for unit in units]  # a case's repeats are resampled together
+        return paired_bootstrap(before, after, seed=seed, clusters=cases, level=level).to_dict()
+
+    def mcnemar(before: list, after: list, units: list[Unit]) -> dict:
+        return mcnemar_exact(before, after).to_dict()
+
     for part in ("win", "score"):
         result[part] = {
-            name: _by_task(
-                units_a[part][name],
-                units,
-                lambda x, y: paired_bootstrap(x, y, seed=seed, level=level).to_dict(),
-            )  # fmt: skip
+            name: _by_task(units_a[part][name], units, bootstrap)
             for name, units in units_b[part].items()
             if name in units_a[part]
         }
     result["passed"] = {
-        name: _by_task(units_a["passed"][name], units, lambda x, y: mcnemar_exact(x, y).to_dict())
+        name: _by_task(units_a["passed"][name], units, mcnemar)
         for name, units in units_b["passed"].items()
         if name in units_a["passed"]
     }
@@ -97,19 +102,22 @@ def _present(units: list[Unit], values: list) -> dict[Unit, Any]:
 
 
 def _by_task(
-    before: Mapping[Unit, Any], after: Mapping[Unit, Any], test: Callable[[list, list], dict]
+    before: Mapping[Unit, Any],
+    after: Mapping[Unit, Any],
+    test: Callable[[list, list, list[Unit]], dict],
 ) -> dict[str, Any]:
     """``test`` over the units both runs have, overall and per task."""
     common = [unit for unit in after if unit in before]
     tasks: dict[str, list[Unit]] = defaultdict(list)
     for unit in common:
         tasks[unit[0]].append(unit)
+
+    def over(units: list[Unit]) -> dict:
+        return test([before[u] for u in units], [after[u] for u in units], units)
+
     return {
-        "overall": test([before[u] for u in common], [after[u] for u in common]),
-        "tasks": {
-            task: test([before[u] for u in units], [after[u] for u in units])
-            for task, units in sorted(tasks.items())
-        },
+        "overall": over(common),
+        "tasks": {task: over(units) for task, units in sorted(tasks.items())},
     }
 
 

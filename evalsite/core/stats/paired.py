@@ -9,7 +9,7 @@ pass rate gets McNemar's exact test on the units that passed in one run only.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -38,13 +38,20 @@ def paired_bootstrap(
     after: Sequence[float],
     *,
     seed: int,
+    clusters: Sequence[Hashable] | None = None,
     resamples: int = PAIRED_RESAMPLES,
     level: float = LEVEL,
     min_n: int = MIN_N_FOR_INTERVAL,
 ) -> PairedDelta:
     """Δ mean from ``before`` to ``after`` (aligned: item i is one unit in both), with the
-    ``level`` percentile interval of ``resamples`` resamples of the units drawn by
-    ``numpy.random.default_rng(seed).integers(0, n, n)`` one resample after another."""
+    ``level`` percentile interval of ``resamples`` resamples drawn by
+    ``numpy.random.default_rng(seed).integers(0, m, m)`` one resample after another.
+
+    Without ``clusters`` the m = n units are resampled. With them (each unit's cluster,
+    e.g. its case) the m clusters are, each with all its units, and a resample's Δ is the
+    mean over the units it holds: repeats of one case share its prompt, so they are not
+    independent draws, and resampling them one by one would make the interval too narrow.
+    With one unit a cluster the two are the same draw."""
     a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"{a.size} and {b.size} values: a paired comparison needs one each")
@@ -54,15 +61,37 @@ def paired_bootstrap(
     differences = b - a
     ci = None
     if n >= min_n:
-        rng = np.random.default_rng(seed)
-        step = max(1, _CHUNK_CELLS // n)
-        means = [
-            differences[rng.integers(0, n, size=(min(step, resamples - done), n))].mean(axis=1)
-            for done in range(0, resamples, step)
-        ]
-        ci = percentile_interval(np.concatenate(means), level)
+        sums, sizes = _clustered(differences, clusters)
+        ci = percentile_interval(_resampled_means(sums, sizes, seed, resamples), level)
     mean_a, mean_b = math.fsum(a) / n, math.fsum(b) / n
     return PairedDelta(n, mean_a, mean_b, math.fsum(differences) / n, ci, level)
+
+
+def _clustered(
+    differences: np.ndarray, clusters: Sequence[Hashable] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster, in order of first appearance: the sum of its differences and its size."""
+    if clusters is None:
+        return differences, np.ones(differences.size)
+    if len(clusters) != differences.size:
+        raise ValueError(f"{len(clusters)} clusters for {differences.size} units")
+    index: dict[Hashable, int] = {}
+    labels = np.array([index.setdefault(cluster, len(index)) for cluster in clusters])
+    return (
+        np.bincount(labels, weights=differences, minlength=len(index)),
+        np.bincount(labels, minlength=len(index)).astype(float),
+    )
+
+
+def _resampled_means(sums: np.ndarray, sizes: np.ndarray, seed: int, resamples: int):
+    rng = np.random.default_rng(seed)
+    m = sums.size
+    step = max(1, _CHUNK_CELLS // m)
+    means = []
+    for done in range(0, resamples, step):
+        drawn = rng.integers(0, m, size=(min(step, resamples - done), m))
+        means.append(sums[drawn].sum(axis=1) / sizes[drawn].sum(axis=1))
+    return np.concatenate(means)
 
 
 @dataclass(frozen=True)

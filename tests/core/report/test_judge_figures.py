@@ -126,10 +126,13 @@ def test_compare_pairs_units_and_matches_a_plain_bootstrap_and_statsmodels_mcnem
     a, b = reports(4, 5, -0.2)
     significance = compare_reports(a, b).significance
     win_a, win_b = np.array(a["paired"]["win"][CAND]), np.array(b["paired"]["win"][CAND])
+    cases = [tuple(unit[:2]) for unit in b["paired"]["units"]]
+    names = list(dict.fromkeys(cases))  # a case with both its repeats is resampled whole
+    members = {name: [i for i, case in enumerate(cases) if case == name] for name in names}
     rng = np.random.default_rng(significance["seed"])
     deltas = []
     for _ in range(PAIRED_RESAMPLES):
-        index = rng.integers(0, win_a.size, win_a.size)
+        index = [i for k in rng.integers(0, len(names), len(names)) for i in members[names[k]]]
         deltas.append(win_b[index].mean() - win_a[index].mean())
     overall = significance["win"][CAND]["overall"]
     assert overall["ci"] == pytest.approx(list(np.percentile(deltas, [2.5, 97.5])), abs=1e-6)

@@ -62,3 +62,53 @@ def test_mcnemar_equals_statsmodels_exact(seed):
     assert result.p_value == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-6)
     assert (result.lost, result.gained) == (table[0][1], table[1][0])
     assert result.delta == pytest.approx(after.mean() - before.mean())
+
+
+def plain_cluster_bootstrap(before, after, clusters, seed, resamples):
+    """Resample whole clusters (a case with its repeats), one resample at a time."""
+    rng = np.random.default_rng(seed)
+    names = list(dict.fromkeys(clusters))
+    members = {name: [i for i, c in enumerate(clusters) if c == name] for name in names}
+    before, after = np.asarray(before), np.asarray(after)
+    deltas = []
+    for _ in range(resamples):
+        units = [i for k in rng.integers(0, len(names), len(names)) for i in members[names[k]]]
+        deltas.append(after[units].mean() - before[units].mean())
+    return np.percentile(deltas, [2.5, 97.5])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_clustered_bootstrap_equals_resampling_whole_cases(seed):
+    rng = np.random.default_rng(30 + seed)
+    cases = int(rng.integers(4, 120))
+    sizes = rng.integers(1, 4, cases)  # repeats, some lost to exclusions
+    clusters = [f"case{c}" for c, size in enumerate(sizes) for _ in range(size)]
+    rng.shuffle(clusters)
+    n = len(clusters)
+    before = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], n)
+    after = np.clip(before + rng.normal(0, 0.3, n), 0, 1)
+    result = paired_bootstrap(before, after, seed=seed, clusters=clusters, resamples=400)
+    expected = plain_cluster_bootstrap(before, after, clusters, seed, 400)
+    if n < 8:
+        assert result.ci is None
+    else:
+        assert result.ci == pytest.approx(tuple(expected), abs=1e-6)
+
+
+def test_one_unit_a_cluster_is_the_unit_bootstrap():
+    rng = np.random.default_rng(2)
+    before, after = rng.random(50), rng.random(50)
+    plain = paired_bootstrap(before, after, seed=3)
+    clustered = paired_bootstrap(before, after, seed=3, clusters=[f"c{i}" for i in range(50)])
+    assert clustered.ci == pytest.approx(plain.ci, abs=1e-12)
+
+
+def test_correlated_repeats_widen_the_clustered_interval():
+    rng = np.random.default_rng(8)
+    case_effect = np.repeat(rng.normal(0, 0.4, 40), 5)  # five repeats share their case
+    before = np.zeros(200)
+    after = case_effect + rng.normal(0, 0.05, 200)
+    clusters = np.repeat(np.arange(40), 5).tolist()
+    units = paired_bootstrap(before, after, seed=1).ci
+    cases = paired_bootstrap(before, after, seed=1, clusters=clusters).ci
+    assert cases[1] - cases[0] > 1.8 * (units[1] - units[0])
