@@ -168,6 +168,9 @@ Q_CLUSTER = {
 EVALSITE_MAX_CONCURRENCY = int(env_str("EVALSITE_MAX_CONCURRENCY", "8"))
 # A claimed answer whose worker died goes back to pending after this many seconds.
 EVALSITE_CLAIM_LEASE_S = float(env_str("EVALSITE_CLAIM_LEASE_S", "600"))
+# The provider keys live on the worker hosts only (docs/scale-out.md): the web queues a run
+# without checking its own environment for them; a worker without one fails the run.
+EVALSITE_KEYS_ON_WORKERS = env_bool("EVALSITE_KEYS_ON_WORKERS")
 # After SIGTERM or SIGINT a worker's cluster has this long to stop; what is left is killed.
 EVALSITE_WORKER_STOP_GRACE_S = float(env_str("EVALSITE_WORKER_STOP_GRACE_S", "10"))
 

@@ -94,9 +94,11 @@ def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
 
 
 def missing_keys_message(plan: Plan) -> str:
-    """Each key the run needs that the server's environment lacks, by name; "" for none."""
+    """Each key the run needs that the server's environment lacks, by name; "" for none, or
+    when the keys live on the workers (EVALSITE_KEYS_ON_WORKERS): a worker lacking one
+    fails the run with the reason."""
     missing = plan.missing_keys
-    if not missing:
+    if not missing or settings.EVALSITE_KEYS_ON_WORKERS:
         return ""
     lines = [
         f"{name} is not set in the server's environment (needed for {', '.join(plan.keys[name])})."

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from runs.launch import contestant_choices
@@ -294,6 +294,21 @@ def test_a_key_the_server_lacks_is_named_and_nothing_is_stored(member, monkeypat
     assert expected in fragment and "Estimate: $" in fragment
     assert response.status_code == 400 and expected in response.content.decode()
     assert not Run.objects.exists()
+
+
+def test_with_the_keys_on_the_workers_a_run_launches_without_the_key_here(member, monkeypatch):
+    # Scale-out (docs/scale-out.md): the keys live on the worker hosts only.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    version = _version()
+    rows = _rows(member, version)
+    run_new, _ = _urls(version)
+    data = _pick(rows, "fake/small", "anthropic/claude-haiku-4-5", label="on-workers")
+
+    with override_settings(EVALSITE_KEYS_ON_WORKERS=True):
+        response = member.post(run_new, data)
+
+    assert response.status_code == 302
+    assert Run.objects.get(label="on-workers").status == Run.Status.QUEUED
 
 
 def test_with_the_key_set_the_same_choices_launch(member, monkeypatch):
