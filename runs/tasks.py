@@ -56,13 +56,16 @@ def run_shard(run_id: str, shards: int) -> None:
 
 
 def enqueue_run(run: Run, *, shards: int = 2) -> None:
-    """Queue `shards` shards of a planned run once the plan is committed."""
+    """Queue `shards` shards of a planned run once the plan is committed. A broker that cannot
+    take them (Redis down or restarting) is logged, not raised: the run is stored and queued,
+    and a worker's stalled-run sweep starts it within two leases (the web's launch answered
+    500 for a run it had stored)."""
 
     def send() -> None:
         for index in range(shards):
             async_task("runs.tasks.run_shard", run.id, shards, task_name=f"{run.id}-shard-{index}")
 
-    transaction.on_commit(send)
+    transaction.on_commit(send, robust=True)
 
 
 def resume_stalled_runs() -> list[str]:

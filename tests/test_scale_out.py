@@ -135,3 +135,17 @@ def test_a_claim_older_than_the_lease_by_the_database_clock_is_taken_back():
 
     assert Answer.objects.filter(run=run).reclaim_expired(run, LEASE_S, judge=False) == 1
     assert Answer.objects.get(pk=claimed.pk).status == Answer.Status.PENDING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_shards_the_broker_refuses_is_stored_and_left_to_the_sweep(monkeypatch):
+    # Redis down at the moment of launch: the web stored the run, then answered 500.
+    def refused(*args, **kwargs):
+        raise ConnectionError("Error 111 connecting to redis-host:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks, "async_task", refused)
+    run = make_run(status=Run.Status.QUEUED)
+
+    tasks.enqueue_run(run, shards=2)  # raises nothing
+
+    assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED
