@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evalsite.core.report.compare import compare_reports
-from evalsite.core.report.pairing import delta_interval, signed_interval
+from evalsite.core.report.numbers import signed_interval
+from evalsite.core.report.pairing import delta_interval
 
 __all__ = ["GateResult", "check_gates"]
 

@@ -14,12 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalsite.core.report import numbers as num
-from evalsite.core.report.pairing import (
-    delta_interval,
-    paired_changes,
-    signed_interval,
-    significance_lines,
-)
+from evalsite.core.report.pairing import delta_interval, paired_changes, significance_lines
 from evalsite.core.report.text import visible
 
 __all__ = ["DEFAULT_THRESHOLD", "Change", "Comparison", "Mover", "compare_reports"]
@@ -150,7 +145,7 @@ class Comparison:
 
 
 def _paired(mover: Mover) -> str:
-    return f", paired {signed_interval(mover.ci)} n={mover.paired_n}" if mover.paired_n else ""
+    return f", paired {num.signed_interval(mover.ci)} n={mover.paired_n}" if mover.paired_n else ""
 
 
 def _rates(change: Change) -> str:

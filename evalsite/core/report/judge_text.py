@@ -16,10 +16,6 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _signed(ci: Any) -> str:
-    return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "[no interval]"
-
-
 def corrected_text(row: Mapping[str, Any], eligible: bool) -> str:
     """``corrected win-rate 0.512 [0.431-0.593] (n labelled 18 / N judged 194; judge bias
     -0.071)``, UNCALIBRATED as the raw win-rate is when the gate is not ok; or why none."""
@@ -49,15 +45,16 @@ def length_text(row: Mapping[str, Any]) -> str:
     text = (
         f"length-controlled win-rate {num.rate(preference['controlled'])} "
         f"{num.interval(preference.get('controlled_ci'))}; judge length slope "
-        f"{preference['slope']:+.2f} {_signed(preference.get('slope_ci'))} log-odds per "
-        f"typical difference ({preference['scale']:.0f} {length.get('unit')})"
+        f"{preference['slope']:+.2f} {num.signed_interval(preference.get('slope_ci'), 2)} "
+        f"log-odds per typical difference ({preference['scale']:.0f} {length.get('unit')})"
     )
     bias = length.get("bias") or {}
     if bias.get("suppressed"):
         return f"{text}; against humans: none - {bias['suppressed']}"
     if bias:
         warning = " - WARNING: past the margin" if bias.get("warning") else ""
-        text += f"; judge minus humans {bias['bias']:+.2f} {_signed(bias.get('bias_ci'))}{warning}"
+        ci = num.signed_interval(bias.get("bias_ci"), 2)
+        text += f"; judge minus humans {bias['bias']:+.2f} {ci}{warning}"
     return text
 
 

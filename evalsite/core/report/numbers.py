@@ -67,3 +67,10 @@ def interval(ci: Sequence[float] | None, digits: int = 3) -> str | None:
         return None
     low, high = ci
     return f"[{low:.{digits}f}-{high:.{digits}f}]"
+
+
+def signed_interval(ci: Sequence[float] | None, digits: int = 3) -> str:
+    """``[-0.090, +0.010]``: an interval of a change or a slope; "no interval" without one."""
+    if not ci:
+        return "no interval"
+    return f"[{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]"

@@ -13,11 +13,12 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from evalsite.core.report import numbers as num
 from evalsite.core.scoring.scorecard import score_answer
 from evalsite.core.stats.bootstrap import seed_from
 from evalsite.core.stats.paired import mcnemar_exact, paired_bootstrap
 
-__all__ = ["paired_changes", "paired_units"]
+__all__ = ["delta_interval", "paired_changes", "paired_units", "significance_lines"]
 
 Report = Mapping[str, Any]
 Unit = tuple[str, str, int]
@@ -130,13 +131,6 @@ def delta_interval(paired: Mapping[str, Any] | None, part: str, name: str, task:
     return entry["tasks"].get(task) if task else entry["overall"]
 
 
-def signed_interval(ci: Any) -> str:
-    """``[-0.090, +0.010]`` for an interval of a change; "no interval" without one."""
-    if not ci:
-        return "no interval"
-    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
-
-
 def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:
     """The terminal lines of the paired significance: per candidate the paired Δ win-rate,
     per contestant the Δ scorecard score and the Δ pass rate with McNemar's p."""
@@ -148,7 +142,7 @@ def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:
         for name, entry in paired[part].items():
             d = entry["overall"]
             lines.append(
-                f"    {name}: {what} {d['delta']:+.3f} {signed_interval(d['ci'])} n={d['n']}"
+                f"    {name}: {what} {d['delta']:+.3f} {num.signed_interval(d['ci'])} n={d['n']}"
                 if d["n"] else f"    {name}: {what}: no unit in both runs"
             )  # fmt: skip
     for name, entry in paired["passed"].items():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import statsmodels.api as sm
-from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from statsmodels.stats.contingency_tables import mcnemar
 
 from evalsite.core.calibration import LabelView, PairView, match_labels
@@ -16,6 +15,7 @@ from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.stats import Z_95
 from evalsite.core.stats.paired import PAIRED_RESAMPLES
+from tests.core.stats.reference import ppi_py_stratified
 
 BASE, CAND = "fake/base", "fake/cand"
 TASKS = {"billing": 60, "refunds": 25, "tone": 12}  # cases per task
@@ -68,19 +68,19 @@ def generated_run(seed: int, *, lean: float = 0.2, labels: int = 6, run_id: str 
 def test_the_corrected_win_rate_equals_ppi_py_per_task_and_leaves_targeted_labels_out():
     data, truth, labelled = generated_run(1)
     corrected = build_report(data)["win_rates"][CAND]["corrected"]
-    estimate = variance = 0.0
+    rows = []
     for task in TASKS:
-        rows = [p for p in data.pairs if p.task == task]
-        y = np.array([truth[p.key] for p in rows if p.key in labelled])
-        f = np.array([p.score for p in rows if p.key in labelled])
-        rest = np.array([p.score for p in rows if p.key not in labelled])
-        low, high = ppi_mean_ci(y, f, rest, alpha=0.05, lam=1)
-        weight = len(rows) / len(data.pairs)
-        estimate += weight * float(np.squeeze(ppi_mean_pointestimate(y, f, rest, lam=1)))
-        variance += (weight * float(np.squeeze(high - low)) / (2 * Z_95)) ** 2
+        pairs = [p for p in data.pairs if p.task == task]
+        rows.append((
+            [truth[p.key] for p in pairs if p.key in labelled],
+            [p.score for p in pairs if p.key in labelled],
+            [p.score for p in pairs if p.key not in labelled],
+            len(pairs),
+        ))  # fmt: skip
+    estimate, se = ppi_py_stratified(rows)
     assert corrected["n_labelled"] == 18 and corrected["n_judged"] == len(data.pairs)
     assert corrected["win_rate"] == pytest.approx(estimate, abs=1e-6)
-    assert corrected["ci"][1] == pytest.approx(estimate + Z_95 * np.sqrt(variance), abs=1e-6)
+    assert corrected["ci"][1] == pytest.approx(estimate + Z_95 * se, abs=1e-6)
     assert corrected["rectifier"] < 0  # the judge overrates the candidate
     assert corrected["headline"] is True
 

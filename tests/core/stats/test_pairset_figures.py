@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import statsmodels.api as sm
-from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from evalsite.core.pairsets import parse_pairset
 from evalsite.core.stats import Z_95, pair_score, strict_majority
 from evalsite.core.stats.length import length_bias, length_scale
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
+from tests.core.stats.reference import ppi_py_stratified
 
 PAIRSET = Path(__file__).parents[2] / "fixtures" / "pairsets" / "llmbar-mtbench.jsonl"
 SIDE = {"a": "baseline", "b": "candidate", "tie": "tie"}  # answer_a plays the baseline
@@ -48,21 +48,19 @@ def _labelled(rows, per_task: int, seed: int):
 
 def test_the_corrected_win_rate_on_mt_bench_equals_ppi_py_per_task(pairs):
     chosen = _labelled(pairs, 6, seed=19)
-    strata, estimate, variance = {}, 0.0, 0.0
+    strata, reference = {}, []
     for task, labelled in chosen.items():
         rows = [(i, row) for i, row in enumerate(pairs) if row[0] == task]
-        y = np.array([row[1] for i, row in rows if i in labelled])
-        f = np.array([row[2] for i, row in rows if i in labelled])
-        rest = np.array([row[2] for i, row in rows if i not in labelled])
+        y = [row[1] for i, row in rows if i in labelled]
+        f = [row[2] for i, row in rows if i in labelled]
+        rest = [row[2] for i, row in rows if i not in labelled]
         strata[task] = Stratum(y, f, rest, len(rows))
-        low, high = ppi_mean_ci(y, f, rest, alpha=0.05, lam=1)
-        weight = len(rows) / len(pairs)
-        estimate += weight * float(np.squeeze(ppi_mean_pointestimate(y, f, rest, lam=1)))
-        variance += (weight * float(np.squeeze(high - low)) / (2 * Z_95)) ** 2
+        reference.append((y, f, rest, len(rows)))
+    estimate, se = ppi_py_stratified(reference)
     result = corrected_win_rate(strata)
     assert len(pairs) > 150 and result.n_labelled == 6 * len(chosen)
     assert result.win_rate == pytest.approx(estimate, abs=1e-6)
-    assert result.se == pytest.approx(np.sqrt(variance), abs=1e-6)
+    assert result.se == pytest.approx(se, abs=1e-6)
     human = np.mean([row[1] for row in pairs])
     assert result.ci[0] <= human <= result.ci[1]
 

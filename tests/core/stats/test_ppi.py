@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from evalsite.core.stats import Z_95
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate, ppi_mean
+from tests.core.stats.reference import ppi_py_stratified
 
 SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 HUMAN = np.array([0.0, 0.5, 1.0])
@@ -22,14 +22,6 @@ def biased_task(rng, pairs: int, labelled: int, truth: float, bias: float):
     return human[:labelled], judge[:labelled], judge[labelled:]
 
 
-def reference(human, judge, unlabelled) -> tuple[float, float]:
-    """ppi_py's classical PPI (lam=1): the estimate and the standard error its 95%
-    interval implies."""
-    low, high = ppi_mean_ci(human, judge, unlabelled, alpha=0.05, lam=1)
-    point = ppi_mean_pointestimate(human, judge, unlabelled, lam=1)
-    return float(np.squeeze(point)), float((np.squeeze(high) - np.squeeze(low)) / (2 * Z_95))
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_one_task_equals_ppi_py(seed):
     rng = np.random.default_rng(seed)
@@ -41,7 +33,7 @@ def test_one_task_equals_ppi_py(seed):
         float(rng.uniform(-0.3, 0.3)),
     )
     estimate, se = ppi_mean(human, judge, rest)
-    ref_estimate, ref_se = reference(human, judge, rest)
+    ref_estimate, ref_se = ppi_py_stratified([(human, judge, rest, len(human) + len(rest))])
     assert estimate == pytest.approx(ref_estimate, abs=1e-6)
     assert se == pytest.approx(ref_se, abs=1e-6)
 
@@ -49,19 +41,18 @@ def test_one_task_equals_ppi_py(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_stratified_equals_ppi_py_per_task_weighted_by_judged_pairs(seed):
     rng = np.random.default_rng(100 + seed)
-    strata, expected, variance = {}, 0.0, 0.0
+    strata, rows = {}, []
     sizes = rng.integers(30, 400, size=int(rng.integers(2, 5)))
     for index, size in enumerate(sizes):
         human, judge, rest = biased_task(rng, int(size), 6, float(rng.uniform(0.2, 0.8)), 0.2)
         strata[f"t{index}"] = Stratum(human, judge, rest, int(size))
-        value, se = reference(human, judge, rest)
-        expected += size / sizes.sum() * value
-        variance += (size / sizes.sum() * se) ** 2
+        rows.append((human, judge, rest, int(size)))
+    expected, se = ppi_py_stratified(rows)
     result = corrected_win_rate(strata)
     assert result.suppressed is None
     assert result.win_rate == pytest.approx(expected, abs=1e-6)
-    assert result.se == pytest.approx(np.sqrt(variance), abs=1e-6)
-    assert result.ci[0] == pytest.approx(expected - Z_95 * np.sqrt(variance), abs=1e-6)
+    assert result.se == pytest.approx(se, abs=1e-6)
+    assert result.ci[0] == pytest.approx(expected - Z_95 * se, abs=1e-6)
     assert (result.n_labelled, result.n_judged) == (6 * len(sizes), int(sizes.sum()))
 
 
