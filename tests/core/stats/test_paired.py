@@ -3,6 +3,8 @@ against statsmodels."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
@@ -112,3 +114,14 @@ def test_correlated_repeats_widen_the_clustered_interval():
     units = paired_bootstrap(before, after, seed=1).ci
     cases = paired_bootstrap(before, after, seed=1, clusters=clusters).ci
     assert cases[1] - cases[0] > 1.8 * (units[1] - units[0])
+
+
+def test_mcnemar_on_a_large_run_equals_statsmodels_and_is_quick():
+    rng = np.random.default_rng(12)
+    before, after = rng.random(20_000) < 0.7, rng.random(20_000) < 0.68
+    started = time.perf_counter()
+    result = mcnemar_exact(before.tolist(), after.tolist())
+    assert time.perf_counter() - started < 0.5
+    table = [[np.sum(before & after), np.sum(before & ~after)],
+             [np.sum(~before & after), np.sum(~before & ~after)]]  # fmt: skip
+    assert result.p_value == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-6)
