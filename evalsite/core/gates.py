@@ -22,7 +22,7 @@ from typing import Any
 
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.numbers import signed_interval
-from evalsite.core.report.pairing import delta_interval
+from evalsite.core.report.pairing import below_zero, delta_interval
 
 __all__ = ["GateResult", "check_gates"]
 
@@ -209,11 +209,10 @@ def _significance(paired, alpha: float | None):
         return None
 
     def significant(part: str, name: str) -> tuple[bool, str]:
-        entry = delta_interval(paired, part, name)
-        if not entry or not entry.get("ci"):
+        below = below_zero(paired, part, name)
+        if below is None:
             return True, "; no paired interval, so significance is not tested"
-        ci = entry["ci"]
-        below = ci[1] < 0
+        ci = delta_interval(paired, part, name)["ci"]
         words = "excludes 0" if below or ci[0] > 0 else "includes 0: not significant"
         return below, f"; paired {1 - alpha:.0%} interval {signed_interval(ci)} {words}"
 
@@ -221,14 +220,14 @@ def _significance(paired, alpha: float | None):
 
 
 def _win_rate_regression(comparison, pinned, points: float, significant=None) -> list[GateResult]:
-    regressed = set(comparison.regression(points))
+    regressed = set(comparison.regression(points, significant=significant is not None))
     results = []
     for change in comparison.win_rates:
         if change.delta is None:
             continue
         fell = -change.delta * 100
-        below, note = significant("win", change.name) if significant else (True, "")
-        failed = change.name in regressed and below
+        note = significant("win", change.name)[1] if significant else ""
+        failed = change.name in regressed
         results.append(
             GateResult(
                 "max_regression_points",
@@ -239,7 +238,7 @@ def _win_rate_regression(comparison, pinned, points: float, significant=None) ->
                 f"{change.name}: win-rate {change.before:.3f} -> {change.after:.3f} against the "
                 f"pinned baseline {pinned.get('run_id')}, "
                 f"{'down' if fell > 0 else 'up'} {abs(fell):.1f} points "
-                f"({'more than' if change.name in regressed else 'within'} {points:g}){note}",
+                f"({'more than' if round(fell, 9) > points else 'within'} {points:g}){note}",
             )  # fmt: skip
         )
     return results

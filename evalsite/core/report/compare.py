@@ -14,7 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalsite.core.report import numbers as num
-from evalsite.core.report.pairing import delta_interval, paired_changes, significance_lines
+from evalsite.core.report.pairing import (
+    below_zero,
+    delta_interval,
+    paired_changes,
+    significance_lines,
+)
 from evalsite.core.report.text import visible
 
 __all__ = ["DEFAULT_THRESHOLD", "Change", "Comparison", "Mover", "compare_reports"]
@@ -85,13 +90,17 @@ class Comparison:
     cost: tuple[Change, ...] = ()
     significance: Mapping[str, Any] | None = None  # paired_changes(A, B); None: no units
 
-    def regression(self, points: float) -> list[str]:
+    def regression(self, points: float, *, significant: bool = False) -> list[str]:
         """The candidates whose overall win-rate fell by more than ``points`` percentage
-        points (0–100) from A to B. Empty when the runs are not comparable."""
+        points (0–100) from A to B. Empty when the runs are not comparable. With
+        ``significant``, only those whose paired interval (at this comparison's level) lies
+        below 0; where there is no interval the points decide alone."""
         return [
             change.name
             for change in self.win_rates
-            if change.delta is not None and round(-change.delta * 100, 9) > points
+            if change.delta is not None
+            and round(-change.delta * 100, 9) > points
+            and not (significant and below_zero(self.significance, "win", change.name) is False)
         ]
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from evalsite.core.calibration import Item
@@ -109,6 +110,8 @@ def _length(
     preference = length_preference(
         [pairs[key].score for key in difference], list(difference.values())
     )
+    if pairs and not difference:  # not too few pairs: no lengths at all
+        preference = replace(preference, suppressed=f"no answer lengths ({LENGTH_UNIT}) reported")
     measured = [(item, human) for item, human in items if all(k in difference for k in item.pairs)]
     bias = None
     if preference.scale is not None:

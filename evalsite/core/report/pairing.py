@@ -18,7 +18,9 @@ from evalsite.core.scoring.scorecard import score_answer
 from evalsite.core.stats.bootstrap import seed_from
 from evalsite.core.stats.paired import mcnemar_exact, paired_bootstrap
 
-__all__ = ["delta_interval", "paired_changes", "paired_units", "significance_lines"]
+__all__ = [
+    "below_zero", "delta_interval", "paired_changes", "paired_units", "significance_lines",
+]  # fmt: skip
 
 Report = Mapping[str, Any]
 Unit = tuple[str, str, int]
@@ -129,6 +131,13 @@ def delta_interval(paired: Mapping[str, Any] | None, part: str, name: str, task:
     if not entry:
         return None
     return entry["tasks"].get(task) if task else entry["overall"]
+
+
+def below_zero(paired: Mapping[str, Any] | None, part: str, name: str) -> bool | None:
+    """Whether the paired interval of ``name``'s overall change lies wholly below 0: a
+    significant drop. None without an interval (no units, or too few)."""
+    ci = (delta_interval(paired, part, name) or {}).get("ci")
+    return None if not ci else ci[1] < 0
 
 
 def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:

@@ -30,6 +30,13 @@ class Command(EvalsiteCommand):
             metavar="POINTS",
             help="Exit 1 when a candidate's win-rate fell by more than POINTS (0-100).",
         )
+        parser.add_argument(
+            "--significance",
+            type=float,
+            metavar="ALPHA",
+            help="With --fail-on-regression: only a drop whose paired 1-ALPHA interval lies "
+            "below 0 fails (docs/ci.md).",
+        )
         parser.add_argument("--threshold", type=float, help="Mover threshold (default: suite's).")
         parser.add_argument(
             "--cases",
@@ -57,8 +64,13 @@ class Command(EvalsiteCommand):
         points = opts["fail_on_regression"]
         if points is not None and not 0 <= points <= 100:
             self.fail("--fail-on-regression takes points from 0 to 100")
+        alpha = opts["significance"]
+        if alpha is not None and (points is None or not 0 < alpha <= 0.5):
+            self.fail("--significance takes an ALPHA in (0, 0.5] beside --fail-on-regression")
         a, b = (self.run_or_exit(opts[k], with_report=True) for k in ("a", "b"))
-        comparison = compare_reports(a.report, b.report, threshold=opts["threshold"])
+        comparison = compare_reports(
+            a.report, b.report, threshold=opts["threshold"], level=1 - (alpha or 0.05)
+        )
         if opts["json"]:
             self.stdout.write(json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False))
         else:
@@ -71,7 +83,7 @@ class Command(EvalsiteCommand):
             changes = diff_cases(run_attempts(a), run_attempts(b))
             worse = self._print_cases(changes, opts, heading=not opts["json"])
         if points is not None:
-            regressed = set(comparison.regression(points))
+            regressed = set(comparison.regression(points, significant=alpha is not None))
             for change in comparison.win_rates:
                 if change.name in regressed:
                     self.stderr.write(

@@ -3,6 +3,8 @@ paired significance of compare and the regression gate, on generated runs (no da
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import statsmodels.api as sm
@@ -114,6 +116,14 @@ def test_the_length_figures_equal_statsmodels_glm():
     assert preference["slope"] == pytest.approx(fit.params[1], abs=1e-6)
     assert preference["controlled"] == pytest.approx(1 / (1 + np.exp(-fit.params[0])), abs=1e-6)
     assert length["bias"]["n"] == 18 and length["bias"]["bias_ci"] is not None
+
+
+def test_without_token_counts_the_length_figures_say_so():
+    data, _, _ = generated_run(3)
+    blind = replace(data, answers=[replace(a, output_tokens=None) for a in data.answers])
+    length = build_report(blind)["win_rates"][CAND]["length"]
+    assert length["preference"]["suppressed"] == "no answer lengths (output tokens) reported"
+    assert length["bias"] is None
 
 
 def reports(seed_a: int, seed_b: int, lean_b: float):
