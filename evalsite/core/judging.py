@@ -20,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 from evalsite.core.providers.capabilities import accepts
 from evalsite.core.scoring.json_answer import find_json
 
+# judge.consistency: the pairs a run asks again. Enough for a share, not a second run's cost;
+# here (not in evalsite.core.stats) so the planner reads it without numpy.
+CONSISTENCY_SAMPLE_PAIRS = 50
+
 if TYPE_CHECKING:
     from evalsite.core.suites import Suite
 

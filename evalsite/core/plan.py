@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from evalsite.core.judging import CONSISTENCY_SAMPLE_PAIRS
 from evalsite.core.media import hashed_part, token_ceiling, token_estimate
 from evalsite.core.pricing import PriceRow, Usage, call_cost
 from evalsite.core.providers.base import Provider, Request, message_text, request_media
 from evalsite.core.scoring.aggregate import answer_tags
-from evalsite.core.stats.consistency import SAMPLE_PAIRS
 from evalsite.core.suite_parts import Case, Task
 from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
 
@@ -346,7 +346,7 @@ def estimate_judge(
             add(2, prompt, own + mean_output.get(partner, 0))
             sizes.append((prompt, own + mean_output.get(partner, 0)))
     if consistency and sizes:
-        sampled = min(SAMPLE_PAIRS, len(sizes))
+        sampled = min(CONSISTENCY_SAMPLE_PAIRS, len(sizes))
         prompts, answers = (sum(column) / len(sizes) for column in zip(*sizes, strict=True))
         add(2 * consistency * sampled, math.ceil(prompts), answers)
     line.output_source.add("max_tokens")

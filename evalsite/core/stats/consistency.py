@@ -9,9 +9,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evalsite.core.judging import CONSISTENCY_SAMPLE_PAIRS
 from evalsite.core.stats.record import Record
 
-SAMPLE_PAIRS = 50  # pairs a run asks again: enough for a share, not a second run's cost
+SAMPLE_PAIRS = CONSISTENCY_SAMPLE_PAIRS
 
 
 @dataclass(frozen=True)
