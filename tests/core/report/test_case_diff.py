@@ -59,7 +59,10 @@ def test_a_results_file_reads_in_order_and_writes_back_the_same() -> None:
         ("evalpin-results 1\n\ngreet 1 2\n", "first.txt:2: expected 'ID PASSED TOTAL'"),
         ("evalpin-results 1\ngreet 3 2\n", "first.txt:2: PASSED (3) cannot exceed TOTAL (2)"),
         ("evalpin-results 1\ngreet 0 0\n", "first.txt:2: TOTAL must be at least 1"),
-        ("evalpin-results 1\ngreet 1 2\ngreet 1 2\n", "first.txt:3: duplicate id 'greet' (first at line 2)"),
+        (
+            "evalpin-results 1\ngreet 1 2\ngreet 1 2\n",
+            "first.txt:3: duplicate id 'greet' (first at line 2)",
+        ),
         ("evalpin-results 1\n_x 1 2\n", "first.txt:2: expected 'ID PASSED TOTAL'"),
         ("evalpin-results 1\ngreet 1 -2\n", "first.txt:2: expected 'ID PASSED TOTAL'"),
     ],
