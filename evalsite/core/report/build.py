@@ -55,6 +55,7 @@ NO_LOOK_WARNING = (
     "not stored); scores, verdicts, counts and costs are"
 )
 
+
 @dataclass(frozen=True)
 class AnswerRow:
     task: str
