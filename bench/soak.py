@@ -3,6 +3,7 @@ each in its own network namespace on this machine, with faults injected at rando
 while several runs go, and the invariants checked at the end (issue 20, docs/scale-out.md).
 
     .venv/bin/python bench/soak.py [--minutes 5] [--seed 1] [--ci] [--json FILE] [--keep]
+    .venv/bin/python bench/soak.py --clean     # only remove what a soak killed outright left
 
 Needs root and iproute2 (namespaces, veth pairs, a bridge), PostgreSQL's server binaries and
 redis-server. It exits 0 when every invariant held and 3 hosts were not slower than 1, 1 when
@@ -26,6 +27,7 @@ import ipaddress
 import json
 import os
 import random
+import secrets
 import shutil
 import signal
 import stat
@@ -58,6 +60,7 @@ def parse_args(argv):
     add("--concurrency", type=int, default=64, help="of each throughput run")
     add("--json", type=Path)
     add("--keep", action="store_true", help="keep the folder (logs, data) for a look")
+    add("--clean", action="store_true", help="only remove what a dead soak left, and exit")
     args = parser.parse_args(argv)
     if args.ci:  # about 3 minutes in all on this machine, start to clean-up
         args.minutes = min(args.minutes, 0.9)
@@ -256,6 +259,8 @@ class Soak:
     def check(self, launched: list[str]):
         from soak_checks import Paid, check_all
 
+        from runs.models import Run
+
         # docs/running.md's bound, per lost shard: its claim window k + max(4, k / 2), k its
         # share of the concurrency over both models (a resumed shard is a run's only one).
         k = 2 * max(self.concurrencies)
@@ -268,12 +273,42 @@ class Soak:
         checked.figures |= {
             "faults": dict(self.faults.count),
             "enqueue_failures": self.enqueue_failures,
+            "resumed_by_sweep": Run.objects.filter(
+                pk__in=launched, resumed_at__isnull=False
+            ).count(),
             "cap_samples": self.sampler.seen.samples,
             "web_ok_at_end": self._web_ok(),
         }
         web = [] if checked.figures["web_ok_at_end"] else ["GET /login/ failed"]
-        checked.failures["the web process answers at the end"] = web
+        checked.failures["the web process answers at the end"] = web or self._web_pages(launched)
         return checked
+
+    def _web_pages(self, launched: list[str]) -> list[str]:
+        """Logged in, the web shows a few finished runs and serves their report.json from the
+        shared data dir, byte for byte what a worker wrote."""
+        import httpx
+        from django.contrib.auth.models import User
+        from pages import USERNAME, log_in
+
+        from runs.models import Run
+
+        password = secrets.token_urlsafe(16)
+        User.objects.filter(username=USERNAME).delete()
+        User.objects.create_user(USERNAME, password=password)
+        problems = []
+        with httpx.Client(trust_env=False, timeout=30) as client:
+            log_in(client, self.hosts.web_url, password)
+            for run in Run.objects.filter(pk__in=launched, status="done")[:5]:
+                page = client.get(f"{self.hosts.web_url}/runs/{run.pk}/")
+                if page.status_code != 200 or run.pk not in page.text:
+                    problems.append(f"GET /runs/{run.pk}/ returned {page.status_code}")
+                served = client.get(f"{self.hosts.web_url}/runs/{run.pk}/files/report.json")
+                written = (run.report_dir / "report.json").read_bytes()
+                if served.status_code != 200 or served.content != written:
+                    problems.append(
+                        f"the web served {run.pk}'s report.json as {served.status_code}"
+                    )
+        return problems
 
     def _web_ok(self) -> bool:
         from soak_faults import DIRECT
@@ -308,6 +343,7 @@ def print_report(report: dict) -> None:
         "paid_twice_bound",
         "faults",
         "enqueue_failures",
+        "resumed_by_sweep",
         "cap_samples",
     ):
         if key in fig:
@@ -332,7 +368,8 @@ def print_report(report: dict) -> None:
 
 def run_soak(args, folder: Path) -> int:
     soak = Soak(args, folder)
-    report = soak.report | {
+    report = soak.report  # drain() adds to it
+    report |= {
         "concurrency": args.concurrency,
         "lease_s": args.lease_s,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -409,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
         return CANNOT_RUN
     for item in remove_leftovers():
         print(f"removed a previous soak's leftover: {item}", flush=True)
+    if args.clean:
+        return 0
     used = subnet_in_use(args.subnet)
     if used:
         print(

@@ -111,6 +111,8 @@ class Hosts:
         }
         if worker:
             env[KEY_VAR] = self.key
+        else:
+            env["EVALSITE_KEYS_ON_WORKERS"] = "1"  # the web holds no key
         return env
 
     # --- db host -------------------------------------------------------------------------
