@@ -8,7 +8,6 @@ Each run is a real `evalsite run` process on a data dir of its own."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -16,6 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.engine.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CANARY = "CANARY-7f3a9c"
@@ -103,18 +104,20 @@ def _evalsite(data: Path, suite: Path, *args: str) -> subprocess.CompletedProces
     return _command(data, suite.parent, "run", str(suite), *args)
 
 
+def _own_env(data: Path, **extra: str) -> dict[str, str]:
+    """The subprocess's environment: its own SQLite data dir (on CI's PostgreSQL leg too),
+    whose every byte the test can read: the database file, its WAL and the reports."""
+    return cli_env(data, **extra)
+
+
 def _command(data: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = os.environ | {"EVALSITE_DATA_DIR": str(data), "EVALSITE_MCP_SUITE_ROOT": str(folder)}
+    env = _own_env(data, EVALSITE_MCP_SUITE_ROOT=str(folder))
     command = [sys.executable, "-m", "evalsite", *args]
     return subprocess.run(command, env=env, cwd=folder, capture_output=True, timeout=300)
 
 
 def _mcp_replies(data: Path, suite: Path) -> bytes:
-    env = os.environ | {
-        "EVALSITE_DATA_DIR": str(data),
-        "EVALSITE_MCP_SUITE_ROOT": str(suite.parent),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = _own_env(data, EVALSITE_MCP_SUITE_ROOT=str(suite.parent), PYTHONPATH=str(ROOT))
     done = subprocess.run(
         [sys.executable, "-c", MCP_SCRIPT], env=env, cwd=suite.parent, capture_output=True
     )
