@@ -245,6 +245,8 @@ def uncalibrated_note(ctx: Context) -> list[Block]:
 
 
 def win_rates_section(ctx: Context) -> Section:
+    if len(ctx.report.get("contestants") or []) == 1:  # nothing was compared: nothing to flag
+        return Section("win-rates", "Win-rates", (Para(ONE_CONTESTANT_TEXT),))
     title = "Win-rates" if ctx.eligible else "Win-rates \u2014 UNCALIBRATED"
     if not ctx.report.get("judge"):
         return Section("win-rates", title, (Para("No judge in this run: no win-rates."),))
@@ -268,6 +270,11 @@ def win_rates_section(ctx: Context) -> Section:
         *_bradley_terry(ctx),
     ]
     return Section("win-rates", title, tuple(blocks))
+
+
+ONE_CONTESTANT_TEXT = (
+    "One contestant: no pairs, so no win-rates; its checks and pass rates are below."
+)
 
 
 def _win_rate_row(ctx: Context, name: str, row: Mapping[str, Any]) -> tuple[Cell, ...]:

@@ -82,3 +82,16 @@ def test_names_cannot_reach_the_terminal_as_escape_codes():
     line = summary_lines(report)[4]
     assert "\x1b" not in line and "\u202e" not in line and "\n" not in line
     assert "\\x1b[2J\\x1b[31mbase\\u202eline forged line" in line
+
+
+def test_a_run_of_one_contestant_has_nothing_to_flag_uncalibrated():
+    from evalsite.core.report.document import Context
+    from evalsite.core.report.overview import win_rates_section
+
+    report = make_report(contestants=["scripted/evalpin"], baseline="scripted/evalpin")
+    section = win_rates_section(Context.of(report))
+    assert section.title == "Win-rates"
+    assert "One contestant: no pairs, so no win-rates" in section.blocks[0].text
+    lines = summary_lines(report)
+    assert lines[2] == "  one contestant: no pairs, no win-rates (checks and pass rates only)"
+    assert not any("UNCALIBRATED" in line or "calibration:" in line for line in lines)
