@@ -27,7 +27,7 @@ import os
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
 
@@ -78,6 +78,7 @@ class Claim:
     hit: CachedResponse | None = None
     worst: WorstCase | None = None
     reserved: Decimal | None = None
+    at: float = field(default_factory=lambda: time.monotonic())  # when this shard claimed it
 
 
 def execute(
@@ -423,6 +424,8 @@ class Shard:
     async def _attempts(self, claim: Claim, client) -> Outcome | tuple[Completion, int]:
         call, provider = claim.call, self._provider(claim.call)
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            if await self._taken_over(claim):
+                return outcomes.given_back(call)  # its row is another shard's: not sent
             started = time.monotonic()
             try:
                 completion = await provider.complete(claim.request, client)
@@ -440,6 +443,16 @@ class Shard:
                 return outcomes.failed(call, error, claim.worst.cost_usd, sealed=sealed)
             latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
             return completion, latency
+
+    async def _taken_over(self, claim: Claim) -> bool:
+        """Whether another shard has taken this claim over: asked only of a claim that has
+        waited here for half a lease (its host cut off, long backoffs), so a call sent
+        promptly costs no round trip. Such a shard would otherwise send, and pay for, calls
+        whose rows another shard is answering."""
+        if time.monotonic() - claim.at < settings.EVALSITE_CLAIM_LEASE_S / 2:
+            return False
+        rows = type(claim.call).objects.filter(pk=claim.call.pk, claimed_by=self.token)
+        return not await db(rows.filter(status=Call.Status.CLAIMED).exists)()
 
     @transaction.atomic
     def _reserve_for(self, call: Call, amount: Decimal) -> bool:
