@@ -214,3 +214,15 @@ def test_validate_and_run_say_which_tool_wrote_a_file_they_refuse(tmp_path, text
         code, _, err = command(verb, str(tmp_path / "file.txt"))
         assert code == ExitCode.INPUT_ERROR
         assert note in err, verb
+
+
+def test_import_as_the_first_command_on_a_new_data_dir_succeeds(tmp_path: Path) -> None:
+    """`evalsite import` read the price table of a data dir nobody had migrated yet and
+    failed with 'no such table' (exit 3) after writing its files."""
+    from tests.engine.conftest import evalsite
+
+    (tmp_path / "suite.txt").write_text("case greet\nprompt: Greet Ana.\nexpect contains: Ana\n")
+    done = evalsite(tmp_path / "new-data", "import", "evalpin", str(tmp_path / "suite.txt"),
+                    "--out", str(tmp_path / "out"))  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "everything translated" in done.stdout

@@ -15,7 +15,7 @@ class Command(EvalsiteCommand):
         "Import an evalpin, evaling, evalblink or promptfoo suite as an evalsite suite, "
         "listing what did not translate."
     )
-    requires_system_checks: list[str] = []  # reads and writes files only, no database
+    requires_system_checks: list[str] = []  # files, and the price table for one note
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -76,7 +76,9 @@ def _unpriced(path: Path) -> list[str]:
     OpenRouter model of evalblink's, typically): the one check of `validate` that needs the
     database, which the pure importer cannot make."""
     from evalsite.core.suites import load_suite
+    from runs.setup import prepare_database
     from runs.validation import model_errors
 
+    prepare_database()  # a first command on a new data dir: the price table is loaded here
     errors, _ = model_errors(load_suite(path))
     return errors
