@@ -10,6 +10,7 @@ suite imported by `evalsite import` keeps its ids as case ids).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from evalsite.core.report.case_diff import (
     parse_results,
 )
 from runs.models import Answer, Run
+from runs.scoring import stored_suite
 
 RESULTS_MAX_BYTES = 5 * 1024 * 1024
 
@@ -42,9 +44,8 @@ def run_attempts(run: Run, *, by_case_id: bool = False) -> dict[str, Attempts]:
         .annotate(passed=Count("pk", filter=Q(passed=True)), total=Count("pk"), first=Min("pk"))
         .order_by("first")
     )
-    several = len(run.contestants) > 1
     if by_case_id:
-        if several:
+        if len(run.contestants) > 1:
             raise SideError(
                 f"run {run.id} has {len(run.contestants)} contestants; a results file holds "
                 "one contestant's cases"
@@ -52,13 +53,29 @@ def run_attempts(run: Run, *, by_case_id: bool = False) -> dict[str, Attempts]:
         case_ids = [row["case_id"] for row in rows]
         if len(set(case_ids)) != len(case_ids):
             raise SideError(f"run {run.id} has one case id in several tasks; name it task/case")
-    attempts = {}
-    for row in rows:
-        key = row["case_id"] if by_case_id else f"{row['task_id']}/{row['case_id']}"
-        if several:
-            key = f"{row['contestant']} {key}"
-        attempts[key] = Attempts(row["passed"], row["total"])
-    return attempts
+    return {
+        _key(run, row["contestant"], row["task_id"], row["case_id"], by_case_id=by_case_id):
+        Attempts(row["passed"], row["total"])
+        for row in rows
+    }  # fmt: skip
+
+
+def _key(run: Run, contestant: str, task_id: str, case_id: str, *, by_case_id: bool) -> str:
+    key = case_id if by_case_id else f"{task_id}/{case_id}"
+    return f"{contestant} {key}" if len(run.contestants) > 1 else key
+
+
+def left_out(run: Run, answered: Iterable[str], *, by_case_id: bool) -> set[str]:
+    """The keys of the suite's cases the run did not answer (`--only`, `--tag`, `--limit`):
+    against a baseline they are filtered, not gone, as evalpin's --only leaves them."""
+    suite = stored_suite(run.suite_version)
+    every = {
+        _key(run, contestant, task.id, case.id, by_case_id=by_case_id)
+        for task in suite.tasks
+        for case in task.cases
+        for contestant in run.contestants
+    }
+    return every - set(answered)
 
 
 def results_file(text: str) -> ResultsSide | None:
@@ -122,7 +139,12 @@ class Baseline:
     by_case_id: bool
 
     def changes(self, run: Run) -> list[CaseChange]:
-        return diff_cases(self.rows, run_attempts(run, by_case_id=self.by_case_id))
+        """Each case against the baseline's; a baseline case the run left out by choice
+        (a partial run) is not compared, and a case the suite no longer has is gone."""
+        now = run_attempts(run, by_case_id=self.by_case_id)
+        skipped = left_out(run, now, by_case_id=self.by_case_id)
+        rows = {key: attempts for key, attempts in self.rows.items() if key not in skipped}
+        return diff_cases(rows, now)
 
 
 def load_baseline(ref: str) -> Baseline:

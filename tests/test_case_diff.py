@@ -226,3 +226,19 @@ def test_import_as_the_first_command_on_a_new_data_dir_succeeds(tmp_path: Path) 
                     "--out", str(tmp_path / "out"))  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
     assert "everything translated" in done.stdout
+
+
+def test_run_baseline_filters_the_cases_a_partial_run_left_out(tmp_path: Path) -> None:
+    """evalpin: a baseline case omitted by --only is filtered, not gone; one the suite no
+    longer has is gone."""
+    (tmp_path / "suite.yaml").write_text(SUITE.replace(
+        "cases: [{id: greet}]", "cases: [{id: greet}, {id: wave}]"))  # fmt: skip
+    (tmp_path / "replies.yaml").write_text(
+        '{"evalpin": {"greet/greet": ["Ana"], "greet/wave": ["Ana"]}}'
+    )
+    (tmp_path / "old.txt").write_text("evalpin-results 1\ngreet 2 2\nwave 0 2\nbye 1 1\n")
+    code, out, _ = command("run", str(tmp_path / "suite.yaml"), "--only", "greet/greet",
+                           "--baseline", str(tmp_path / "old.txt"))  # fmt: skip
+    assert code == ExitCode.OK
+    assert "  cases: 0 better, 1 same, 0 worse, 0 new, 1 gone" in out
+    assert "wave" not in out.split("vs baseline")[1]
