@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evalsite.core.report.compare import compare_reports
+from evalsite.core.report.document import one_contestant
 from evalsite.core.report.numbers import signed_interval
 from evalsite.core.report.pairing import below_zero, delta_interval
 
@@ -194,7 +195,7 @@ def _regression(report, pinned, points: float, alpha: float | None = None) -> li
                                f"win-rates not compared with {why}"), *scores]  # fmt: skip
         return [GateResult("max_regression_points", "run", "failed", None, points,
                            f"cannot compare with {why}"), *scores]  # fmt: skip
-    if len(report.get("contestants") or []) == 1:  # nothing to pair: no win-rate to compare
+    if one_contestant(report):  # nothing to pair: no win-rate to compare
         why = f"the pinned baseline {pinned.get('run_id')}: one contestant, no win-rates"
         return [GateResult("max_regression_points", "run", "skipped", None, points,
                            f"win-rates not compared with {why}"), *scores]  # fmt: skip

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalsite.core.report import numbers as num
+from evalsite.core.report.document import one_contestant
 from evalsite.core.report.pairing import (
     below_zero,
     delta_interval,
@@ -232,7 +233,7 @@ def _not_comparable(a: Report, b: Report) -> str:
         return f"different suites: {name_a} vs {name_b}"
     if _baseline(a) != _baseline(b):
         return f"different baselines: {_baseline(a)} vs {_baseline(b)}"
-    single = len(_contestants(a)) == len(_contestants(b)) == 1  # the baseline is compared
+    single = one_contestant(a) and one_contestant(b)  # the baseline is compared
     if not single and not set(_candidates(a)) & set(_candidates(b)):
         return "no candidate in common"
     return ""

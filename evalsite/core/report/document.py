@@ -85,6 +85,12 @@ class Document:
     sections: tuple[Section, ...]
 
 
+def one_contestant(report: Mapping[str, Any]) -> bool:
+    """A run of one contestant (evalpin's kind): nothing is paired, so there is no win-rate,
+    no calibration and nothing to flag UNCALIBRATED; its checks and pass rates are the run."""
+    return len(report.get("contestants") or ()) == 1
+
+
 @dataclass(frozen=True)
 class Context:
     """The report and what every section derives from it the same way."""
@@ -114,6 +120,10 @@ class Context:
         """A part of the report that is a dict; an empty dict when the report lacks it."""
         value = self.report.get(key)
         return value if value is not None else {}
+
+    @property
+    def one_contestant(self) -> bool:
+        return len(self.contestants) == 1
 
     @property
     def dagger(self) -> str:

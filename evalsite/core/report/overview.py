@@ -245,7 +245,7 @@ def uncalibrated_note(ctx: Context) -> list[Block]:
 
 
 def win_rates_section(ctx: Context) -> Section:
-    if len(ctx.report.get("contestants") or []) == 1:  # nothing was compared: nothing to flag
+    if ctx.one_contestant:  # nothing was compared: nothing to flag
         return Section("win-rates", "Win-rates", (Para(ONE_CONTESTANT_TEXT),))
     title = "Win-rates" if ctx.eligible else "Win-rates \u2014 UNCALIBRATED"
     if not ctx.report.get("judge"):

@@ -51,7 +51,7 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         detail = visible(report.get("detail"))
         lines.append(f"{status} - {detail}" if detail else status)
     lines.append(f"  report: {path}/report.md")
-    if len(report.get("contestants") or []) == 1:  # evalpin's run: its pass^k and pass@k
+    if ctx.one_contestant:  # evalpin's run: its pass^k and pass@k
         lines += [f"  {ONE_CONTESTANT}", *_pass_k_lines(report)]
     else:
         lines += [_calibration_line(ctx), *_win_rate_lines(ctx)]
@@ -141,7 +141,7 @@ def headline_text(report: Mapping[str, Any]) -> str:
     """The run's headline on one line: each candidate's win-rate with its interval when the
     calibration gate lets it be a headline, else the refusal and why."""
     ctx = Context.of(report)
-    if len(report.get("contestants") or []) == 1:
+    if ctx.one_contestant:
         return ONE_CONTESTANT
     if not report.get("judge"):
         return "no judge: no win-rates"
@@ -226,7 +226,7 @@ def contestant_table(report: Mapping[str, Any], *, colour: bool = False) -> list
 
 
 def _win_rate_cell(ctx: Context, name: str) -> tuple[str, str]:
-    if len(ctx.report.get("contestants") or []) == 1:
+    if ctx.one_contestant:
         return "-", ""
     if name == ctx.baseline:
         return "baseline", ""
