@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import itertools
 from decimal import Decimal
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
 from evalsite.core.judging import judge_config
 from evalsite.core.stats import pair_score, score_category
@@ -211,3 +213,14 @@ def write_scripted_suite(folder: Path, suite: str, replies: str) -> Path:
     (folder / "suite.yaml").write_text(suite)
     (folder / "replies.yaml").write_text(replies)
     return folder / "suite.yaml"
+
+
+def run_command(*args: str) -> tuple[int, str, str]:
+    """A management command's exit code, stdout and stderr (0 when it returns)."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command(*args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exited:
+        code = exited.code
+    return code, out.getvalue(), err.getvalue()

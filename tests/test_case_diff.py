@@ -4,15 +4,14 @@ example, run 1 `pass^2 0/1, pass@2 1/1`, run 2 `1 better` (issue 18)."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from evalsite.core.exitcodes import ExitCode
 from runs.models import Run
+from tests.factories import run_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,16 +29,6 @@ tasks:
 """
 
 
-def command(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command(*args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exited:
-        code = exited.code
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     (tmp_path / "suite.yaml").write_text(SUITE)
@@ -54,23 +43,23 @@ def replies(folder: Path, second: str) -> None:
 
 def test_evalpins_readme_example_one_contestant_then_one_better(folder: Path) -> None:
     replies(folder, "Hi there.")
-    code, out, _ = command("run", str(folder / "suite.yaml"))
+    code, out, _ = run_command("run", str(folder / "suite.yaml"))
     assert code == ExitCode.OK
     assert "  one contestant: no pairs, no win-rates (checks and pass rates only)" in out
     assert "  scripted/evalpin: pass^2 0/1, pass@2 1/1" in out
     assert "calibration:" not in out and "UNCALIBRATED" not in out
     replies(folder, "Hello again, Ana.")
-    code, out, _ = command("run", str(folder / "suite.yaml"))
+    code, out, _ = run_command("run", str(folder / "suite.yaml"))
     assert "  scripted/evalpin: pass^2 1/1, pass@2 1/1" in out
     first, second = Run.objects.order_by("created_at").values_list("pk", flat=True)
-    code, out, _ = command("compare", first, second, "--cases")
+    code, out, _ = run_command("compare", first, second, "--cases")
     assert code == ExitCode.OK
     assert out.splitlines()[-3:] == [
         "CASE         OLD  NEW  VS",
         "greet/greet  1/2  2/2  better",
         "cases: 1 better, 0 same, 0 worse, 0 new, 0 gone",
     ]
-    code, out, _ = command("compare", second, first, "--cases", "--show", "changes")
+    code, out, _ = run_command("compare", second, first, "--cases", "--show", "changes")
     assert code == ExitCode.GATE_FAILED
     assert "greet/greet  2/2  1/2  worse" in out
 
@@ -78,7 +67,7 @@ def test_evalpins_readme_example_one_contestant_then_one_better(folder: Path) ->
 def test_two_evalpin_results_files_compare_and_a_worse_case_exits_1(tmp_path: Path) -> None:
     (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\nbye 1 1\n")
     (tmp_path / "second.txt").write_text("evalpin-results 1\ngreet 2 2\nhi 0 1\n")
-    code, out, _ = command("compare", str(tmp_path / "first.txt"), str(tmp_path / "second.txt"))
+    code, out, _ = run_command("compare", str(tmp_path / "first.txt"), str(tmp_path / "second.txt"))
     assert code == ExitCode.OK
     assert out.splitlines() == [
         "CASE   OLD  NEW  VS",
@@ -87,15 +76,15 @@ def test_two_evalpin_results_files_compare_and_a_worse_case_exits_1(tmp_path: Pa
         "bye    1/1  -    gone",
         "cases: 1 better, 0 same, 0 worse, 1 new, 1 gone",
     ]
-    code, out, _ = command("compare", str(tmp_path / "second.txt"), str(tmp_path / "first.txt"))
+    code, out, _ = run_command("compare", str(tmp_path / "second.txt"), str(tmp_path / "first.txt"))
     assert code == ExitCode.GATE_FAILED
 
 
 def test_a_run_compares_with_a_results_file_by_case_id(folder: Path, tmp_path: Path) -> None:
     replies(folder, "Hi there.")
-    command("run", str(folder / "suite.yaml"))
+    run_command("run", str(folder / "suite.yaml"))
     (tmp_path / "old.txt").write_text("evalpin-results 1\ngreet 2 2\n")
-    code, out, _ = command("compare", str(tmp_path / "old.txt"), "latest", "--json")
+    code, out, _ = run_command("compare", str(tmp_path / "old.txt"), "latest", "--json")
     assert code == ExitCode.GATE_FAILED
     assert json.loads(out)["cases"] == [
         {"case": "greet", "before": "2/2", "after": "1/2", "status": "worse"}
@@ -104,20 +93,20 @@ def test_a_run_compares_with_a_results_file_by_case_id(folder: Path, tmp_path: P
 
 def test_a_broken_results_file_is_an_input_error_naming_its_line(tmp_path: Path) -> None:
     (tmp_path / "bad.txt").write_text("evalpin-results 1\ngreet 3 2\n")
-    code, _, err = command("compare", str(tmp_path / "bad.txt"), "latest")
+    code, _, err = run_command("compare", str(tmp_path / "bad.txt"), "latest")
     assert code == ExitCode.INPUT_ERROR
     assert "bad.txt:2: PASSED (3) cannot exceed TOTAL (2)" in err
 
 
 def test_the_baseline_evalsite_import_writes_compares_with_a_run(folder, tmp_path) -> None:
     replies(folder, "Hello again, Ana.")
-    command("run", str(folder / "suite.yaml"))
+    run_command("run", str(folder / "suite.yaml"))
     (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\n")
-    code, _, _ = command("import", "evalpin", str(tmp_path / "first.txt"), "--out",
+    code, _, _ = run_command("import", "evalpin", str(tmp_path / "first.txt"), "--out",
                          str(tmp_path / "imported"))  # fmt: skip
     assert code == ExitCode.OK
     [baseline] = (tmp_path / "imported").glob("*.baseline.json")
-    code, out, _ = command("compare", str(baseline), "latest")
+    code, out, _ = run_command("compare", str(baseline), "latest")
     assert code == ExitCode.OK
     assert "greet  1/2  2/2  better" in out
 
@@ -125,9 +114,9 @@ def test_the_baseline_evalsite_import_writes_compares_with_a_run(folder, tmp_pat
 def test_evalpin_ids_with_underscores_match_the_imported_case_ids(tmp_path) -> None:
     (tmp_path / "suite.yaml").write_text(SUITE.replace("{id: greet}", "{id: say-hi}"))
     (tmp_path / "replies.yaml").write_text('{"evalpin": {"greet/say-hi": ["Ana"]}}')
-    command("run", str(tmp_path / "suite.yaml"))
+    run_command("run", str(tmp_path / "suite.yaml"))
     (tmp_path / "old.txt").write_text("evalpin-results 1\nsay_hi 0 2\n")
-    code, out, _ = command("compare", str(tmp_path / "old.txt"), "latest")
+    code, out, _ = run_command("compare", str(tmp_path / "old.txt"), "latest")
     assert (code, out.splitlines()[1]) == (ExitCode.OK, "say-hi  0/2  2/2  better")
 
 
@@ -136,7 +125,7 @@ def test_run_baseline_holds_each_case_against_a_results_file_as_evalpin_does(
 ) -> None:
     (tmp_path / "first.txt").write_text("evalpin-results 1\ngreet 1 2\n")
     replies(folder, "Hello again, Ana.")
-    code, out, err = command("run", str(folder / "suite.yaml"), "--baseline",
+    code, out, err = run_command("run", str(folder / "suite.yaml"), "--baseline",
                              str(tmp_path / "first.txt"))  # fmt: skip
     assert code == ExitCode.OK
     assert out.splitlines()[-4:] == [
@@ -147,7 +136,7 @@ def test_run_baseline_holds_each_case_against_a_results_file_as_evalpin_does(
     ]
     (tmp_path / "perfect.txt").write_text("evalpin-results 1\ngreet 2 2\n")
     replies(folder, "Hi there.")
-    code, out, err = command("run", str(folder / "suite.yaml"), "--baseline",
+    code, out, err = run_command("run", str(folder / "suite.yaml"), "--baseline",
                              str(tmp_path / "perfect.txt"))  # fmt: skip
     assert code == ExitCode.GATE_FAILED
     assert "baseline: greet 1/2 is worse" in err
@@ -156,7 +145,7 @@ def test_run_baseline_holds_each_case_against_a_results_file_as_evalpin_does(
 def test_run_baseline_fails_a_new_case_that_does_not_fully_pass(folder: Path, tmp_path) -> None:
     (tmp_path / "other.txt").write_text("evalpin-results 1\nbye 1 1\n")
     replies(folder, "Hi there.")
-    code, out, err = command("run", str(folder / "suite.yaml"), "--baseline",
+    code, out, err = run_command("run", str(folder / "suite.yaml"), "--baseline",
                              str(tmp_path / "other.txt"))  # fmt: skip
     assert code == ExitCode.GATE_FAILED
     assert "  cases: 0 better, 0 same, 0 worse, 1 new, 1 gone" in out
@@ -165,11 +154,11 @@ def test_run_baseline_fails_a_new_case_that_does_not_fully_pass(folder: Path, tm
 
 def test_run_baseline_takes_a_run_and_refuses_what_names_nothing(folder: Path) -> None:
     replies(folder, "Hello again, Ana.")
-    command("run", str(folder / "suite.yaml"), "--label", "first")
-    code, out, _ = command("run", str(folder / "suite.yaml"), "--baseline", "first")
+    run_command("run", str(folder / "suite.yaml"), "--label", "first")
+    code, out, _ = run_command("run", str(folder / "suite.yaml"), "--baseline", "first")
     assert code == ExitCode.OK
     assert "  greet/greet  2/2  2/2  same" in out
-    code, _, err = command("run", str(folder / "suite.yaml"), "--baseline", "no-such-run")
+    code, _, err = run_command("run", str(folder / "suite.yaml"), "--baseline", "no-such-run")
     assert code == ExitCode.INPUT_ERROR
     assert err.startswith("error: --baseline: ")
     assert Run.objects.count() == 2  # refused before anything was planned or spent
@@ -179,9 +168,9 @@ def test_the_compare_page_lists_the_cases_that_changed_and_all_on_request(
     folder: Path, client, django_user_model
 ) -> None:
     replies(folder, "Hi there.")
-    command("run", str(folder / "suite.yaml"))
+    run_command("run", str(folder / "suite.yaml"))
     replies(folder, "Hello again, Ana.")
-    command("run", str(folder / "suite.yaml"))
+    run_command("run", str(folder / "suite.yaml"))
     first, second = Run.objects.order_by("created_at").values_list("pk", flat=True)
     client.force_login(django_user_model.objects.create_user("ann", password="x" * 20))
     page = client.get("/compare/", {"a": first, "b": second}).content.decode()
@@ -211,7 +200,7 @@ def test_the_compare_page_lists_the_cases_that_changed_and_all_on_request(
 def test_validate_and_run_say_which_tool_wrote_a_file_they_refuse(tmp_path, text, note) -> None:
     (tmp_path / "file.txt").write_text(text)
     for verb in ("validate", "run"):
-        code, _, err = command(verb, str(tmp_path / "file.txt"))
+        code, _, err = run_command(verb, str(tmp_path / "file.txt"))
         assert code == ExitCode.INPUT_ERROR
         assert note in err, verb
 
@@ -237,7 +226,7 @@ def test_run_baseline_filters_the_cases_a_partial_run_left_out(tmp_path: Path) -
         '{"evalpin": {"greet/greet": ["Ana"], "greet/wave": ["Ana"]}}'
     )
     (tmp_path / "old.txt").write_text("evalpin-results 1\ngreet 2 2\nwave 0 2\nbye 1 1\n")
-    code, out, _ = command("run", str(tmp_path / "suite.yaml"), "--only", "greet/greet",
+    code, out, _ = run_command("run", str(tmp_path / "suite.yaml"), "--only", "greet/greet",
                            "--baseline", str(tmp_path / "old.txt"))  # fmt: skip
     assert code == ExitCode.OK
     assert "  cases: 0 better, 1 same, 0 worse, 0 new, 1 gone" in out

@@ -85,6 +85,7 @@ class Command(EvalsiteCommand):
         )
 
     def handle(self, *args, **opts):
+        self.baseline: Baseline | None = None  # --baseline, read before anything is spent
         try:
             self._handle(opts)
         except KeyboardInterrupt:
@@ -214,7 +215,7 @@ class Command(EvalsiteCommand):
     def _against_baseline(self, run: Run, *, quiet: bool) -> int:
         """evalpin's --baseline: each case against the baseline's; GATE_FAILED (unless the run
         failed otherwise) when a case is worse, or new and not fully passing."""
-        baseline = getattr(self, "baseline", None)
+        baseline = self.baseline
         if baseline is None or run.exit_code != ExitCode.OK:
             return 0
         try:
