@@ -14,11 +14,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from evalsite.core.media import MEDIA_KEY
 from evalsite.core.no_look import sealed_scores
 from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
 from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
-from evalsite.core.suites import MEDIA_KEY, Suite, parse_suite
+from evalsite.core.suites import Suite, parse_suite
 from runs import sealed
 from runs.models import Answer, Run, SuiteVersion
 from runs.models.rows import update_each

@@ -9,9 +9,8 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 
-from evalsite.core.media import BlobStore, MediaFile, from_stored
+from evalsite.core.media import MEDIA_KEY, BlobStore, MediaFile, from_stored
 from evalsite.core.no_look import strip_document, stripped_text
-from evalsite.core.suites import MEDIA_KEY
 
 if TYPE_CHECKING:
     from evalsite.core.suites import Suite as CoreSuite
