@@ -114,3 +114,17 @@ def test_a_no_look_run_archives_no_file_and_stores_no_file_name() -> None:
     assert "fixtures/" not in version.yaml_text  # case ids are kept, file names are not
     answer = Answer.objects.filter(task_id="invoice-image").first()
     assert answer.request["messages"] == [] and answer.text == ""
+
+
+def test_a_rerun_is_served_from_the_cache_and_an_edited_file_is_not(tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(EXAMPLE, tmp_path / "mm"))
+    suite = folder / "multimodal.yaml"
+    assert run("--fake", suite=suite) == ExitCode.OK
+    assert run("--fake", suite=suite) == ExitCode.OK
+    second = Run.objects.order_by("-created_at").first()
+    assert Answer.objects.filter(run=second, cached=True).count() == 6
+    (folder / "fixtures" / "invoice-0042.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"edited" * 9)
+    assert run("--fake", suite=suite) == ExitCode.OK
+    third = Run.objects.order_by("-created_at").first()
+    fresh = Answer.objects.filter(run=third, cached=False).values_list("task_id", flat=True)
+    assert sorted(fresh) == ["invoice-image", "invoice-image"]  # only the edited file's cells

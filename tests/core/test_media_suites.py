@@ -329,3 +329,13 @@ def test_gemini_takes_the_audio_types_its_guide_lists_and_not_m4a() -> None:
     for media_type in ("audio/wav", "audio/mpeg", "audio/ogg", "audio/flac"):
         assert accepts("google/gemini-2.5-flash", "audio", media_type) is True
     assert accepts("google/gemini-2.5-flash", "audio", "audio/mp4") is False
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read_whole(folder) -> None:
+    big = folder / "fixtures" / "huge.png"
+    with big.open("wb") as out:
+        out.write(PNG[:16])
+        out.truncate(media.MAX_MEDIA_BYTES + 1)  # sparse: 20 MiB and a byte, nothing written
+    [problem] = problems(folder, suite_text("[{image: scan}]", files="{scan: fixtures/huge.png}"))
+    assert problem.path == "tasks[0].cases[0].files.scan"
+    assert "is over the limit of 20,971,520 for this file" in problem.message
