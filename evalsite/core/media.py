@@ -8,13 +8,13 @@ the file behind it must be of that kind (:data:`MEDIA_TYPES`).
 Requests carry media as references: ``{"type", "name", "media_type", "sha256", "size",
 "source"}`` where ``source`` is where this machine can read the bytes (the suite's folder,
 or the store). The cache key covers the hash, never the place (:func:`hashed_part`); an
-adapter reads the bytes with :func:`read_part`, which checks them against the hash, so a
-file edited after the run was planned is refused rather than sent in its place.
+adapter reads the bytes with :func:`read_part` (through ``HttpAdapter.media_bytes``), which
+checks them against the hash, so a file edited after the run was planned is refused rather
+than sent in its place.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import re
@@ -191,10 +191,6 @@ def read_part(part: Mapping[str, Any], store: BlobStore | None = None) -> bytes:
         f"the {part.get('type')} '{name}' is no longer the file the run was planned with "
         "(it was changed or removed since)"
     )
-
-
-def base64_of(part: Mapping[str, Any], store: BlobStore | None = None) -> str:
-    return base64.b64encode(read_part(part, store)).decode("ascii")
 
 
 def token_estimate(part: Mapping[str, Any]) -> int:
