@@ -121,6 +121,16 @@ class EvalsiteCommand(BaseCommand):
         except (Run.DoesNotExist, Run.NoReport) as error:
             self.fail(str(error))
 
+    def write_or_exit(self, path: Path, text: str) -> None:
+        """Write `text` to the file `path` names (new, or a regular file); its reason and
+        exit 2 otherwise (a symlink, FIFO, device or folder, a missing folder, a full disk)."""
+        from evalsite.core.output_files import OutputError, write_output
+
+        try:
+            write_output(path, text)
+        except OutputError as error:
+            self.fail(str(error))
+
     def cap_or_exit(self, value: str | None, *, what: str = "--max-cost") -> Decimal | None:
         """A spending cap given on the command line, in USD; None when not given."""
         from evalsite.core.money import MoneyError, parse_cap

@@ -43,10 +43,7 @@ class Command(EvalsiteCommand):
         if opts["verb"] == "export":
             text = export_yaml(suite)
             if opts.get("out"):
-                try:
-                    Path(opts["out"]).write_text(text, encoding="utf-8")
-                except OSError as exc:  # a missing folder, a directory, no permission
-                    self.fail(f"{opts['out']}: cannot write: {exc.strerror or exc}")
+                self.write_or_exit(Path(opts["out"]), text)
                 self.stderr.write(f"wrote {opts['out']}")
             else:
                 self.stdout.write(text, ending="")

@@ -3,6 +3,7 @@ replies, validated before they are written and never written over without asking
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from evalsite.core import starter
+from evalsite.core.output_files import OutputError, check_output
 from evalsite.core.starter import Judging, Starter, StarterError
 from evalsite.core.suites import load_suite
 from evalsite.management import EvalsiteCommand
@@ -59,8 +61,9 @@ class Command(EvalsiteCommand):
         files = self.ask(question, models, lambda text: self._files(text, name, mode, rows))
         for target, text in zip((suite_path, replies_path), files[:2], strict=True):
             target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "w" if overwrite else "x", encoding="utf-8") as out:
-                out.write(text)
+            if not overwrite and os.path.lexists(target):  # made while the questions ran
+                self.fail(f"{target} appeared meanwhile; nothing more written")
+            self.write_or_exit(target, text)
         self.stdout.write(f"wrote {suite_path} and {replies_path}")
         self.stdout.write(files[2].replace(f"ok: {suite_path.name} ", f"ok: {suite_path} ", 1))
         self.stdout.write(_next_steps(suite_path, mode))
@@ -74,8 +77,14 @@ class Command(EvalsiteCommand):
         return path, path.with_name(f"{path.stem}.replies.yaml")
 
     def _may_overwrite(self, paths: list[Path], yes: bool) -> bool:
-        """True when a file is to be written over; exit 2 when it may not be."""
-        found = [str(path) for path in paths if path.exists()]
+        """True when a file is to be written over; exit 2 when it may not be (or is not a
+        regular file: a symlink, FIFO, device or folder is never written over)."""
+        for path in paths:
+            try:
+                check_output(path)
+            except OutputError as error:
+                self.fail(str(error))
+        found = [str(path) for path in paths if os.path.lexists(path)]
         if not found:
             return False
         exists = f"{' and '.join(found)} already exist{'s' if len(found) == 1 else ''}"

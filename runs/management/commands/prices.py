@@ -76,13 +76,7 @@ class Command(EvalsiteCommand):
         )
         if table is None:
             self.fail(f"no price table named {name}" if name else str(NoActivePriceTable()))
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(export_table(table), "utf-8")
-            tmp.replace(path)
-        except OSError as exc:  # a missing folder, a directory, no permission, a full disk
-            tmp.unlink(missing_ok=True)
-            self.fail(f"{path}: cannot write: {exc.strerror or exc}")
+        self.write_or_exit(path, export_table(table))
         self.stdout.write(f"exported {table.name}: {table.prices.count()} models to {path}")
 
     def _show(self, suite_path: str | None, as_json: bool) -> None:
