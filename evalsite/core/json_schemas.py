@@ -16,6 +16,11 @@ Contract:
   a stored suite holds its task schemas inlined, with no folder to read a second file from.
 - :func:`unusable_reason` is the same check for the scoring path, cached by content.
 - Messages quote the ref as written, never what it points at.
+- Patterns (``pattern``, ``patternProperties``, and the ``additionalProperties`` and
+  ``unevaluatedProperties`` that read them) are matched by RE2 in every validator of the
+  process (:mod:`~evalsite.core.patterns`), so a schema's pattern cannot backtrack for
+  minutes on an answer; the meta-schema's ``format: regex`` is RE2's too, so validation
+  refuses a pattern RE2 cannot compile at its key, with RE2's reason.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker, _keywords, _legacy_keywords, _utils
+from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.exceptions import (
@@ -37,6 +43,7 @@ from referencing.exceptions import (
 )
 from referencing.jsonschema import DRAFT202012
 
+from evalsite.core.patterns import PatternError, pattern_error, use_in_jsonschema
 from evalsite.core.problems import Path
 
 __all__ = ["REGISTRY", "task_schema_problems", "unusable_reason", "validator"]
@@ -50,6 +57,7 @@ def _refuse(uri: str) -> Resource[Any]:
 
 
 REGISTRY: Registry[Any] = Registry(retrieve=_refuse)
+use_in_jsonschema(_keywords, _legacy_keywords, _utils)  # the modules that call re.search
 
 
 def validator(
@@ -59,18 +67,36 @@ def validator(
     return cls(schema, registry=REGISTRY, **options)
 
 
+def _re2_compiles(instance: object) -> bool:
+    reason = pattern_error(instance) if isinstance(instance, str) else None
+    if reason:
+        raise PatternError(reason)
+    return True
+
+
 @functools.cache
 def _meta_validator() -> Validator:
-    meta = Draft202012Validator.META_SCHEMA
-    return validator(meta, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    checker = FormatChecker(formats=Draft202012Validator.FORMAT_CHECKER.checkers)
+    checker.checks("regex", raises=PatternError)(_re2_compiles)
+    return validator(Draft202012Validator.META_SCHEMA, format_checker=checker)
 
 
 def task_schema_problems(schema: Any) -> list[_Located]:
     """(path inside ``schema``, message) for each reason it cannot be applied; [] if none."""
     error = next(iter(_meta_validator().iter_errors(schema)), None)
     if error is not None:
-        return [(tuple(error.absolute_path), f"not a valid JSON Schema: {error.message}")]
+        return [_meta_problem(error)]
     return _ref_problems(schema) if isinstance(schema, dict) else []
+
+
+def _meta_problem(error: ValidationError) -> _Located:
+    """Where ``schema`` breaks the meta-schema, and how; a pattern RE2 cannot compile is
+    named by itself (a ``patternProperties`` key by its own path) with RE2's reason."""
+    path = tuple(error.absolute_path)
+    if isinstance(error.cause, PatternError):
+        named = "propertyNames" in error.relative_schema_path
+        return ((*path, str(error.instance)) if named else path), str(error.cause)
+    return path, f"not a valid JSON Schema: {error.message}"
 
 
 @functools.lru_cache(maxsize=64)

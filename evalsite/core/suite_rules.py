@@ -5,7 +5,8 @@ labels naming an unknown task or case, or the same contestant twice; variant nam
 ``models``, labels, ``gate`` or ``tasks[].variants`` that the suite does not declare, and a
 declared variant named ``base``; messages-list prompts with a misplaced or doubled system
 message; task schemas that are not valid JSON Schemas or hold a ``$ref`` that does not
-resolve inside the schema; regexes that do not compile;
+resolve inside the schema or a ``pattern`` RE2 cannot compile; regexes RE2 cannot
+compile (:mod:`~evalsite.core.patterns`);
 ``json_path`` paths outside the supported grammar; ``python:`` checks in uploaded suites;
 execution checks without ``run``; graded tasks or cases without the suite's judge;
 ``weighted_match`` blocks and their cases' ``expected`` lists; and every template
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalsite.core import judge_warnings
 from evalsite.core.json_schemas import task_schema_problems
+from evalsite.core.patterns import pattern_error
 from evalsite.core.problems import Path, Problem, SourceMap
 from evalsite.core.prompts import template_problems
 from evalsite.core.scoring.evalpin import is_json_scalar
@@ -223,15 +225,13 @@ def _check_items(task: Task, index: int) -> Iterable[tuple[Path, Mapping[str, An
 
 
 def _check_problems(task: Task, index: int, origin: str, at: At) -> list[Problem]:
-    """Regexes compile, json_path paths parse, python checks only outside uploads."""
+    """Regexes compile in RE2, json_path paths parse, python checks only outside uploads."""
     problems = []
     for path, check in _check_items(task, index):
         pattern = check.get("regex")
-        if isinstance(pattern, str):
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                problems.append(at((*path, "regex"), f"invalid regular expression: {error}"))
+        reason = pattern_error(pattern) if isinstance(pattern, str) else None
+        if reason:
+            problems.append(at((*path, "regex"), reason))
         json_path = check.get("json_path")
         target = json_path.get("path") if isinstance(json_path, dict) else None
         if isinstance(target, str) and not JSON_PATH.fullmatch(target):

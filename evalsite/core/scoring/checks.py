@@ -5,8 +5,9 @@ What each kind reads:
 - ``equals``, ``contains``, ``not_contains``, ``one_of``, ``regex`` (the *text checks*, the
   ones that take ``case_sensitive``): :func:`~evalsite.core.scoring.fences.checked_text`,
   the trimmed answer or the trimmed inside of its first fenced block. ``regex`` searches
-  (``re.search``); ``case_sensitive: false`` compares casefolded text and sets
-  ``re.IGNORECASE``.
+  anywhere, with RE2 (:mod:`~evalsite.core.patterns`: linear in the text; a pattern RE2
+  cannot compile fails its check with the reason); ``case_sensitive: false`` compares
+  casefolded text and matches the regex without case.
 - ``max_chars`` / ``min_chars``: the whole trimmed answer, counted in code points, since a
   length budget is about the whole reply, prose around a block included.
 - ``exact_match`` (evalblink's): the whole trimmed answer equals the trimmed value, compared
@@ -29,13 +30,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evalsite.core.patterns import PatternError, search
 from evalsite.core.scoring.evalpin import JsonNumber, evalpin_text, load_spelled, same_spelling
 from evalsite.core.scoring.fences import checked_text, fenced_blocks
 from evalsite.core.scoring.json_answer import (
@@ -163,8 +164,10 @@ def _one_of(options: Sequence[str], answer: _Answer, case_sensitive: bool) -> Ou
 
 
 def _regex(pattern: str, answer: _Answer, case_sensitive: bool) -> Outcome:
-    flags = 0 if case_sensitive else re.IGNORECASE
-    passed = re.search(pattern, answer.text, flags) is not None
+    try:
+        passed = search(pattern, answer.text, case_sensitive=case_sensitive)
+    except PatternError as error:  # stored before validation refused it
+        return False, f"the regex {_show(pattern)} cannot be used: {error}"
     return passed, f"no match for the regex {_show(pattern)}"
 
 

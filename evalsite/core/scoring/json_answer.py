@@ -26,6 +26,7 @@ from jsonschema.exceptions import best_match
 from referencing.exceptions import Unresolvable
 
 from evalsite.core.json_schemas import unusable_reason, validator
+from evalsite.core.patterns import PatternError
 from evalsite.core.scoring.fences import fenced_blocks
 
 __all__ = [
@@ -90,9 +91,10 @@ def schema_verdict(answer: str, schema: Mapping[str, Any] | bool | None) -> Sche
     """pass / parse_fail / schema_fail, or not_applicable when the task has no schema.
 
     ``schema`` is a JSON Schema 2020-12 (suite validation has already checked it is one and
-    that its ``$ref``s resolve inside it). A schema that cannot be applied all the same (a
-    stored suite from before that check) is a schema_fail saying why, never an exception;
-    its ``$ref``s are never fetched or read.
+    that its ``$ref``s resolve inside it and RE2 compiles its patterns). A schema that
+    cannot be applied all the same (a stored suite from before that check, or edited in the
+    database) is a schema_fail saying why, never an exception; its ``$ref``s are never
+    fetched or read, and its patterns are matched by RE2, in time linear in the answer.
     """
     if schema is None:
         return SchemaVerdict("not_applicable")
@@ -109,6 +111,8 @@ def schema_verdict(answer: str, schema: Mapping[str, Any] | bool | None) -> Sche
     except Unresolvable:  # a dynamic ref the static check cannot see through
         message = "task schema error: a $ref does not resolve inside the schema"
         return SchemaVerdict("schema_fail", parsed.value, message)
+    except PatternError as error:  # patternProperties joined by additionalProperties
+        return SchemaVerdict("schema_fail", parsed.value, _cut(f"task schema error: {error}"))
     if error is None:
         return SchemaVerdict("pass", parsed.value)
     message = f"{format_json_path(error.absolute_path)}: {_cut(error.message)}"
