@@ -9,7 +9,6 @@ suite imported by `evalsite import` keeps its ids as case ids).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,8 @@ from evalsite.core.report.case_diff import (
     as_case_ids,
     diff_cases,
     looks_like_results,
-    parse_results,
+    read_baseline_json,
+    read_results,
 )
 from runs.models import Answer, Run
 from runs.scoring import stored_suite
@@ -80,8 +80,9 @@ def left_out(run: Run, answered: Iterable[str], *, by_case_id: bool) -> set[str]
 
 def results_file(text: str) -> ResultsSide | None:
     """The rows of the evalpin results named by `text` (a results file, or the
-    ``.baseline.json`` `evalsite import` makes of one), or None when `text` names no such file
-    (it is then a run reference)."""
+    ``.baseline.json`` `evalsite import` makes of one), or None when `text` names no file, or
+    one that is neither and no JSON object (it is then a run reference); SideError naming the
+    line or key at fault in a file that is one of them."""
     path = Path(text)
     try:
         if not path.is_file():
@@ -92,29 +93,13 @@ def results_file(text: str) -> ResultsSide | None:
         return None
     if len(data) > RESULTS_MAX_BYTES:
         raise SideError(f"{text}: over {RESULTS_MAX_BYTES:,} bytes")
-    if looks_like_results(data[:32]):
-        try:
-            return ResultsSide(parse_results(data.decode("utf-8"), filename=text), raw=True)
-        except (ResultsError, UnicodeDecodeError) as error:
-            raise SideError(str(error)) from None
-    return _imported_baseline(data, text)
-
-
-def _imported_baseline(data: bytes, text: str) -> ResultsSide | None:
     try:
-        document = json.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(document, dict) or document.get("format") != "evalpin-results":
-        return None
-    try:
-        rows = {
-            str(row["case"]): Attempts(int(row["passed"]), int(row["total"]))
-            for row in document["cases"]
-        }
-    except (KeyError, TypeError, ValueError):
-        raise SideError(f"{text}: not the baseline file `evalsite import` writes") from None
-    return ResultsSide(rows, raw=False)
+        if looks_like_results(data[:32]):
+            return ResultsSide(read_results(data, filename=text), raw=True)
+        rows = read_baseline_json(data, filename=text)
+    except ResultsError as error:
+        raise SideError(str(error)) from None
+    return None if rows is None else ResultsSide(rows, raw=False)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from evalsite.core.input_limits import MAX_BYTES, size_message, text_problem
+from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.core.problems import Problem, format_problems
 from evalsite.core.stats import (
     Kappa,
@@ -205,11 +206,9 @@ class _Line:
                            f"{error.start + 1}")  # fmt: skip
             return _UNREADABLE
         try:
-            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-        except json.JSONDecodeError as error:
-            self.error("", f"not valid JSON: {error.msg} at column {error.colno}")
-        except ValueError as error:
-            self.error("", f"not valid JSON: {error}")
+            return load_json(text, object_pairs_hook=_no_duplicates)
+        except JsonTextError as error:
+            self.error("", str(error))
         return _UNREADABLE
 
     def _keys(self, data: dict, known: Sequence[str], where: str) -> None:
@@ -330,10 +329,6 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
             raise ValueError(f"duplicate key {key!r}")
         seen[key] = value
     return seen
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _join(where: str, key: str) -> str:

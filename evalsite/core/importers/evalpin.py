@@ -45,6 +45,7 @@ _JSON_PATH = re.compile(r"\$(?:\.[^.\[]+|\[[0-9]+\])*")
 _STEP = re.compile(r"\.(?P<name>[^.\[]+)|\[(?P<index>[0-9]+)\]")
 _EVALSITE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 RESULTS_HEADER = "evalpin-results 1"
+MAX_COUNT = 1_000_000  # attempts of one case; more is not a results file
 
 
 @dataclass
@@ -256,9 +257,11 @@ def parse_results(text: str, filename: str) -> list[ResultRow]:
             message = "expected 'ID PASSED TOTAL', separated by single spaces"
             problems.append(Problem(filename, number, "", message))
             continue
-        passed, total = int(match["passed"]), int(match["total"])
+        passed, total = _count(match["passed"]), _count(match["total"])
         message = None
-        if total < 1:
+        if passed is None or total is None:
+            message = f"PASSED and TOTAL are at most {MAX_COUNT:,}"
+        elif total < 1:
             message = "TOTAL must be at least 1"
         elif passed > total:
             message = f"PASSED ({passed}) cannot exceed TOTAL ({total})"
@@ -272,6 +275,15 @@ def parse_results(text: str, filename: str) -> list[ResultRow]:
     if problems:
         raise SuiteError(problems)
     return rows
+
+
+def _count(digits: str) -> int | None:
+    """The count `digits` spell, or None past MAX_COUNT (read before Python's int(), which
+    refuses more than 4,300 digits with an exception of its own)."""
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > len(str(MAX_COUNT)):
+        return None
+    return int(significant) if int(significant) <= MAX_COUNT else None
 
 
 # --- translation ------------------------------------------------------------------------------

@@ -8,17 +8,26 @@ side's cases in its order, then the gone ones sorted by code point, as evalpin d
 
 An evalpin results file is the exact header ``evalpin-results 1`` and one row per case, ``ID
 PASSED TOTAL``: fields separated by single spaces, decimal counts, TOTAL at least 1 and PASSED
-at most TOTAL, no blank row and no ID twice (:func:`parse_results`, errors name the line).
+at most TOTAL (both at most :data:`~evalsite.core.importers.evalpin.MAX_COUNT`), no blank row
+and no ID twice; UTF-8, one leading BOM ignored and CRLF read as LF, as evalpin writes it on
+any system (:func:`read_results`, errors name the line). The baseline JSON `evalsite import`
+writes of one (:func:`read_baseline_json`) is held to the same counts, errors naming the key.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from evalsite.core.importers import evalpin
+from evalsite.core.input_limits import decode_text
+from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.core.problems import SuiteError, format_problems
+from evalsite.core.suite_schema import IDENTIFIER
 
 HEADER = evalpin.RESULTS_HEADER
 STATUSES = ("better", "same", "worse", "new", "gone")
@@ -103,6 +112,71 @@ def parse_results(text: str, *, filename: str) -> dict[str, Attempts]:
     return {row.case: Attempts(row.passed, row.total) for row in rows}
 
 
+def read_results(data: bytes, *, filename: str) -> dict[str, Attempts]:
+    """The rows of an evalpin results file's bytes (UTF-8, a leading BOM and CRLF line ends
+    allowed); ResultsError naming the line at fault."""
+    try:
+        text = decode_text(data, filename=filename).replace("\r\n", "\n")
+    except SuiteError as error:
+        raise ResultsError(format_problems(error.problems)) from None
+    return parse_results(text, filename=filename)
+
+
+def read_baseline_json(data: bytes, *, filename: str) -> dict[str, Attempts] | None:
+    """The rows of the baseline JSON `evalsite import` writes of a results file, by the case
+    ids it gave them; None when `data` is not a JSON object (no such file); ResultsError
+    naming the key at fault when it is one but not that file."""
+    if not data.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{"):
+        return None
+    try:
+        document = load_json(decode_text(data, filename=filename))
+    except SuiteError as error:
+        raise ResultsError(format_problems(error.problems)) from None
+    except JsonTextError as error:
+        raise ResultsError(f"{filename}: {error}") from None
+    if not isinstance(document, dict) or document.get("format") != "evalpin-results":
+        raise ResultsError(
+            f"{filename}: not the baseline JSON `evalsite import` writes (format: "
+            "evalpin-results) nor an evalpin results file"
+        )
+    cases = document.get("cases")
+    if not isinstance(cases, list):
+        raise ResultsError(f"{filename}: cases: must be a list of {{case, passed, total}}")
+    rows: dict[str, Attempts] = {}
+    for index, row in enumerate(cases):
+        where = f"{filename}: cases[{index}]"
+        if not isinstance(row, dict):
+            raise ResultsError(f"{where}: must be an object {{case, passed, total}}")
+        case = row.get("case")
+        if not isinstance(case, str) or not re.match(IDENTIFIER, case):
+            raise ResultsError(
+                f"{where}.case: must be a case id (lowercase letters, digits and '-'), "
+                f"not {_shown(case)}"
+            )
+        if case in rows:
+            raise ResultsError(f"{where}.case: {case!r} is listed twice")
+        passed, total = _json_count(row, "passed", where), _json_count(row, "total", where)
+        if passed > total:
+            raise ResultsError(f"{where}: passed ({passed}) cannot exceed total ({total})")
+        rows[case] = Attempts(passed, total)
+    return rows
+
+
+def _json_count(row: Mapping[str, Any], key: str, where: str) -> int:
+    value, least = row.get(key), 1 if key == "total" else 0
+    if type(value) is not int or not least <= value <= evalpin.MAX_COUNT:
+        raise ResultsError(
+            f"{where}.{key}: must be a whole number from {least} to {evalpin.MAX_COUNT:,}, "
+            f"not {_shown(value)}"
+        )
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def as_case_ids(rows: Mapping[str, Attempts]) -> dict[str, Attempts]:
     """Rows keyed by the case ids `evalsite import` gives evalpin's cases."""
     ids = evalpin.evalsite_ids(list(rows))
@@ -115,5 +189,9 @@ def results_text(rows: Mapping[str, Attempts]) -> str:
 
 
 def looks_like_results(head: bytes) -> bool:
-    """Whether a file starting with ``head`` is an evalpin results file."""
-    return head.startswith(HEADER.encode() + b"\n") or head == HEADER.encode()
+    """Whether a file starting with ``head`` is an evalpin results file (a leading BOM and a
+    CRLF line end allowed)."""
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    return head.rstrip(b"\r\n") == HEADER.encode() or head.startswith(
+        (HEADER.encode() + b"\n", HEADER.encode() + b"\r\n")
+    )

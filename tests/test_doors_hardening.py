@@ -1,0 +1,169 @@
+"""The other doors of issue 25: files a member hands the judge lab or `--baseline`, the
+admin's prices, run labels and MCP's cap. Each hostile input is one clear line naming what is
+wrong and where (exit 2 on the command line, a message on the page), never a traceback, a
+500 or a value stored past its bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from evalsite.core.exitcodes import ExitCode
+from evalsite.core.json_text import JsonTextError, load_json
+from lab.models import PairSet
+from runs.prices import ensure_default_table
+from tests.factories import make_user, run_command
+
+PAIR = {
+    "id": "p1", "question": "Q", "answer_a": "A", "answer_b": "B", "model_a": "m1",
+    "model_b": "m2", "votes": [{"labeller": "ada", "prefer": "a"}],
+}  # fmt: skip
+DEEP = "[" * 100_000 + "]" * 100_000  # past Python's recursion limit
+NESTING = "not valid JSON: nesting is deeper than 64 levels"
+
+
+# --- JSON from outside ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (DEEP, NESTING),
+        ("[" * 65 + "]" * 65, NESTING),
+        ('{"a": ' * 70 + "1" + "}" * 70, NESTING),
+        ("9" * 5000, "not valid JSON: integer of 5,000 digits is too long (at most 4,300)"),
+        ("-" + "9" * 5000, "not valid JSON: integer of 5,000 digits is too long (at most 4,300)"),
+        ("[NaN]", "not valid JSON: NaN is not a JSON number"),
+        ('{"a": }', "not valid JSON: Expecting value at column 7"),
+    ],
+)
+def test_json_from_outside_is_one_message_never_the_readers_exception(text, message):
+    with pytest.raises(JsonTextError) as refused:
+        load_json(text)
+    assert str(refused.value).startswith(message)
+
+
+def test_json_within_the_bounds_reads_as_python_reads_it():
+    assert load_json("[" * 64 + "]" * 64) is not None
+    assert load_json('{"n": ' + "9" * 4300 + "}")["n"] == int("9" * 4300)
+
+
+# --- the judge lab's JSONL (item 12) -----------------------------------------------------------
+
+
+def _deep_pairs() -> str:
+    return json.dumps(PAIR) + "\n" + json.dumps(PAIR | {"id": "p2"})[:-1] + f', "x": {DEEP}}}\n'
+
+
+@pytest.mark.django_db
+def test_pairs_import_of_a_deeply_nested_line_is_one_line_exit_2(tmp_path):
+    (tmp_path / "deep.jsonl").write_text(_deep_pairs())
+    code, out, err = run_command("pairs", "import", str(tmp_path / "deep.jsonl"))
+    assert (code, out) == (ExitCode.INPUT_ERROR, "")
+    assert err == f"error: {tmp_path / 'deep.jsonl'}:2: {NESTING}\n"
+    assert not PairSet.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_deeply_nested_upload_to_the_judge_lab_is_a_message_not_a_500():
+    ensure_default_table()
+    client = Client()
+    client.force_login(make_user())
+    upload = SimpleUploadedFile("deep.jsonl", _deep_pairs().encode())
+    response = client.post("/lab/", {"file": upload, "name": ""})
+    page = response.content.decode()
+    assert response.status_code == 400 and "1 problem; nothing was imported" in page
+    assert f'line 2</span>\n    \n    <span class="message">{NESTING}</span>' in page
+    assert not PairSet.objects.exists()
+
+
+# --- --baseline files (item 13) ---------------------------------------------------------------
+
+
+def _baseline_json(cases) -> str:
+    return json.dumps({"format": "evalpin-results", "version": 1, "cases": cases})
+
+
+BAD_BASELINES = {
+    "a 5,000-digit count in a results file": (
+        "evalpin-results 1\ngreet 1 " + "9" * 5000 + "\n",
+        "base.txt:2: PASSED and TOTAL are at most 1,000,000",
+    ),
+    "a count of 5,000 zeros and a one in a results file": (
+        "evalpin-results 1\ngreet 1 " + "0" * 5000 + "1\nbye 1 " + "0" * 5000 + "\n",
+        "base.txt:3: TOTAL must be at least 1",
+    ),
+    "a 5,000-digit count in the imported JSON": (
+        '{"format": "evalpin-results", "version": 1, "cases": [{"case": "greet", '
+        '"passed": 1, "total": ' + "9" * 5000 + "}]}",
+        "base.txt: not valid JSON: integer of 5,000 digits is too long (at most 4,300); quote it "
+        "to keep it as text",
+    ),
+    "deep nesting in the imported JSON": (
+        '{"format": "evalpin-results", "cases": ' + DEEP + "}",
+        f"base.txt: {NESTING}",
+    ),
+    "a JSON object that is not a baseline": (
+        '{"format": "report"}',
+        "base.txt: not the baseline JSON `evalsite import` writes (format: evalpin-results) "
+        "nor an evalpin results file",
+    ),
+    "a negative count": (
+        _baseline_json([{"case": "greet", "passed": -1, "total": 2}]),
+        "base.txt: cases[0].passed: must be a whole number from 0 to 1,000,000, not -1",
+    ),
+    "a count that is text": (
+        _baseline_json([{"case": "greet", "passed": "1", "total": 2}]),
+        'base.txt: cases[0].passed: must be a whole number from 0 to 1,000,000, not "1"',
+    ),
+    "a count that is a fraction": (
+        _baseline_json([{"case": "greet", "passed": 1, "total": 2.5}]),
+        "base.txt: cases[0].total: must be a whole number from 1 to 1,000,000, not 2.5",
+    ),
+    "a count that is a boolean": (
+        _baseline_json([{"case": "greet", "passed": True, "total": 2}]),
+        "base.txt: cases[0].passed: must be a whole number from 0 to 1,000,000, not true",
+    ),
+    "more passed than attempts": (
+        _baseline_json([{"case": "greet", "passed": 3, "total": 2}]),
+        "base.txt: cases[0]: passed (3) cannot exceed total (2)",
+    ),
+    "a case twice": (
+        _baseline_json([{"case": "greet", "passed": 1, "total": 2}] * 2),
+        "base.txt: cases[1].case: 'greet' is listed twice",
+    ),
+    "a case that is not text": (
+        _baseline_json([{"case": ["greet"], "passed": 1, "total": 2}]),
+        "base.txt: cases[0].case: must be a case id (lowercase letters, digits and '-'), not "
+        '["greet"]',
+    ),
+    "cases that are not a list": (
+        '{"format": "evalpin-results", "version": 1, "cases": {"greet": 1}}',
+        "base.txt: cases: must be a list of {case, passed, total}",
+    ),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", list(BAD_BASELINES))
+def test_a_bad_baseline_file_is_one_line_exit_2(case, tmp_path, monkeypatch):
+    text, message = BAD_BASELINES[case]
+    monkeypatch.chdir(tmp_path)
+    Path("base.txt").write_text(text)
+    code, out, err = run_command("compare", "base.txt", "latest")
+    assert (code, out) == (ExitCode.INPUT_ERROR, "")
+    assert err == f"error: {message}\n"
+
+
+@pytest.mark.django_db
+def test_a_results_file_with_a_bom_and_crlf_is_read_as_evalpin_reads_it(tmp_path):
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_bytes(b"\xef\xbb\xbfevalpin-results 1\r\ngreet 1 2\r\nbye 1 1\r\n")
+    second.write_bytes(b"evalpin-results 1\r\ngreet 2 2\r\n")
+    code, out, err = run_command("compare", str(first), str(second))
+    assert (code, err) == (ExitCode.OK, "")
+    assert out.splitlines()[1:3] == ["greet  1/2  2/2  better", "bye    1/1  -    gone"]
