@@ -27,6 +27,7 @@ import os
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
@@ -86,9 +87,14 @@ def execute(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     shards: int = 1,
+    halt: Callable[[], bool] | None = None,
 ) -> Run:
-    """Run one shard of `run_id` to the end of the run's pending work; return the run."""
-    shard = Shard(run_id, transport=transport, shards=shards)
+    """Run one shard of `run_id` to the end of the run's pending work; return the run.
+
+    Once `halt()` is true (its process is stopping) the shard claims nothing more: its calls
+    in flight finish and are written, the ones it has not sent go back to pending, and it
+    returns leaving the run to the other shards (or the stalled-run sweep)."""
+    shard = Shard(run_id, transport=transport, shards=shards, halt=halt)
     try:
         asyncio.run(shard.run())
     finally:
@@ -101,8 +107,9 @@ class Shard:
     limits, and hands their outcomes to its writer; between phases it makes the moves in
     :mod:`runs.phases`."""
 
-    def __init__(self, run_id: str, *, transport=None, shards: int = 1):
+    def __init__(self, run_id: str, *, transport=None, shards: int = 1, halt=None):
         self.run_id = run_id
+        self.halt: Callable[[], bool] = halt or (lambda: False)
         self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.transport = transport
         self.shards = max(1, shards)
@@ -166,6 +173,8 @@ class Shard:
         """The answers, then the judge calls: the phase after them, or None."""
         if phase == Run.Status.RUNNING:
             await self._loop(client)
+            if self.halt():
+                return None  # this process is stopping: the run goes on elsewhere
             phase = await db(phases.answers_over)(self.run_id, self.judge)
             phase = phase or await self._join_judging()
         else:
@@ -176,7 +185,7 @@ class Shard:
             return phase
         self.calls = Judgement
         await self._loop(client)
-        return await db(phases.judging_over)(self.run_id)
+        return None if self.halt() else await db(phases.judging_over)(self.run_id)
 
     def _prepare(self) -> str | None:
         self.run_row = Run.objects.select_related("price_table").get(pk=self.run_id)
@@ -300,7 +309,9 @@ class Shard:
 
     async def _check_stop(self) -> None:
         """Every poll: has the run stopped (cancelled, aborted, failed) or has another
-        shard seen a model refuse its calls?"""
+        shard seen a model refuse its calls? Or is this process stopping?"""
+        if self.halt():
+            self.stopping = True
         now = time.monotonic()
         if self.stopping or now - self._checked_at < POLL_S:
             return

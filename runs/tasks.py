@@ -10,6 +10,7 @@ import contextlib
 import ctypes
 import datetime as dt
 import logging
+import mmap
 import os
 import signal
 import sys
@@ -35,6 +36,16 @@ log = logging.getLogger(__name__)
 # Q_CLUSTER["retry"] (an hour), and the run would wait a lease for the stalled-run sweep.
 SHARD_RECONNECTS = 5
 
+# One byte shared by `evalsite worker`'s main process and every cluster process it forks:
+# set by the first SIGINT or SIGTERM, so the shards running in the cluster claim nothing more.
+# Made by run_worker before the cluster starts; None in any other process.
+_worker_stopping: mmap.mmap | None = None
+
+
+def _halt() -> bool:
+    """Whether the worker this shard runs in is stopping."""
+    return _worker_stopping is not None and _worker_stopping[0] == 1
+
 
 def run_shard(run_id: str, shards: int) -> None:
     """One shard of a run (runs until the run has nothing pending). A lost connection to the
@@ -45,10 +56,10 @@ def run_shard(run_id: str, shards: int) -> None:
 
     for attempt in range(SHARD_RECONNECTS + 1):
         try:
-            execute(run_id, shards=shards)
+            execute(run_id, shards=shards, halt=_halt)
             return
         except (OperationalError, InterfaceError) as error:
-            if attempt == SHARD_RECONNECTS:
+            if attempt == SHARD_RECONNECTS or _halt():
                 raise
             log.warning("run %s: shard lost its database connection (%s); again", run_id, error)
             connections.close_all()
@@ -101,7 +112,9 @@ def run_worker(*, stop_with: int | None = None) -> None:
 
     With `stop_with`, the pid of the process that started this one (`serve`), the worker
     is sent SIGTERM when that process dies, however it dies (Linux)."""
+    global _worker_stopping
     period = max(1.0, min(60.0, settings.EVALSITE_CLAIM_LEASE_S))
+    _worker_stopping = mmap.mmap(-1, 1)  # anonymous and shared: the forks see it set
     _resume_quietly()
     _cluster_dies_with_its_parents()
     if stop_with is not None:
@@ -122,7 +135,10 @@ def run_worker(*, stop_with: int | None = None) -> None:
 
 class _StopOnSignals:
     """The first SIGINT or SIGTERM stops the cluster within `grace` seconds; later ones are
-    ignored.
+    ignored. Its busy shards claim nothing more from that moment (their calls in flight
+    finish and are written, the calls they had claimed and not sent go back to pending):
+    they claimed on during the grace and were killed at its end holding calls that were
+    then paid twice.
 
     Nothing here blocks the main thread on the cluster's shared locks. django-q2's handler
     calls stop(), whose Event.set() waits for every process asleep on the event to wake:
@@ -142,6 +158,8 @@ class _StopOnSignals:
         if self.requested:
             return
         self.requested = True
+        if _worker_stopping is not None:
+            _worker_stopping[0] = 1
         # Started here rather than up front: a thread alive when the cluster forks makes
         # Python warn that fork() may deadlock. The main thread is never inside threading's
         # own locks (which Thread.start() takes) at the points this handler can interrupt.
