@@ -6,14 +6,19 @@ wrong and where (exit 2 on the command line, a message on the page), never a tra
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.backends import ModelBackend
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.json_text import JsonTextError, load_json
+from evalsite.login import ThrottledBackend, seconds_locked
 from lab.models import PairSet
 from runs.prices import ensure_default_table
 from tests.factories import make_user, run_command
@@ -167,3 +172,43 @@ def test_a_results_file_with_a_bom_and_crlf_is_read_as_evalpin_reads_it(tmp_path
     code, out, err = run_command("compare", str(first), str(second))
     assert (code, err) == (ExitCode.OK, "")
     assert out.splitlines()[1:3] == ["greet  1/2  2/2  better", "bye    1/1  -    gone"]
+
+
+# --- the login throttle (item 14) -------------------------------------------------------------
+
+
+def test_thirty_concurrent_wrong_passwords_check_only_five_before_the_lock(monkeypatch):
+    """The count and the check are one step: every thread reaches the backend before any
+    password check returns (they all wait at the check until each thread has either
+    reached it or been refused), so a check-then-count backend lets all 30 through."""
+    cache.clear()
+    arrived = threading.Condition()
+    checked, refused, release = [], [], threading.Event()
+
+    def slow_check(self, request, username=None, password=None, **kwargs):
+        with arrived:
+            checked.append(password)
+            arrived.notify_all()
+        release.wait()
+        return None  # the wrong password
+
+    def attempt(number: int) -> None:
+        try:
+            ThrottledBackend().authenticate(None, username="Ann", password=f"guess-{number}")
+        except PermissionDenied:
+            with arrived:
+                refused.append(number)
+                arrived.notify_all()
+
+    monkeypatch.setattr(ModelBackend, "authenticate", slow_check)
+    threads = [threading.Thread(target=attempt, args=(n,)) for n in range(30)]
+    for thread in threads:
+        thread.start()
+    with arrived:
+        arrived.wait_for(lambda: len(checked) + len(refused) == 30)
+    release.set()
+    for thread in threads:
+        thread.join()
+    assert (len(checked), len(refused)) == (5, 25)
+    assert seconds_locked("ann") > 0
+    cache.clear()
