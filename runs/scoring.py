@@ -6,7 +6,6 @@ sandbox, a few at a time, off the web process (in the shard that finishes the ru
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from evalsite.core.no_look import sealed_scores
 from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
 from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
-from evalsite.core.suites import Suite, parse_suite
+from evalsite.core.suites import Suite, parse_document
 from runs import sealed
 from runs.models import Answer, Run, SuiteVersion
 from runs.models.rows import update_each
@@ -55,16 +54,16 @@ def stored_suite(version: SuiteVersion) -> Suite:
 
 
 def _parse_stored(version: SuiteVersion) -> Suite:
+    """The version's document as the JSON values it is stored as (never as YAML text)."""
     origin = "file" if version.origin in FILESYSTEM_ORIGINS else "upload"
     document = {k: v for k, v in version.parsed.items() if k not in ("replies", MEDIA_KEY)}
-    data = json.dumps(document).encode()
-    name = f"{version.suite.name}@{version.short_hash}"
-    return parse_suite(
-        data,
-        filename=name,
+    return parse_document(
+        document,
+        filename=f"{version.suite.name}@{version.short_hash}",
         origin=origin,
         stripped=version.stripped,
         stored_media=version.media(),
+        stored=True,
     )
 
 

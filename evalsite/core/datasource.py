@@ -31,7 +31,7 @@ from typing import Any
 from evalsite.core.problems import Problem, SourceMap, SuiteError
 from evalsite.core.schema_errors import schema_problems
 from evalsite.core.scoring.checks import load_python
-from evalsite.core.suites import Suite, parse_suite
+from evalsite.core.suites import Suite, parse_document
 
 MAX_CASES = 100_000
 MAX_BYTES = 256 * 1024 * 1024  # what a command may print, all lines together
@@ -97,9 +97,10 @@ def with_source_cases(suite: Suite, folder: Path, *, quote: bool = True) -> Suit
         raw.pop("cases_from")
         raw["cases"] = cases
         digest.update(b"\0" + task.id.encode() + b"\0" + json.dumps(cases, sort_keys=True).encode())
-    data = json.dumps(document).encode()
     try:
-        full = parse_suite(data, filename=suite.filename, base_dir=folder, origin=suite.origin)
+        full = parse_document(
+            document, filename=suite.filename, base_dir=folder, origin=suite.origin
+        )
     except SuiteError as error:
         raise SourceError(_located(error.problems, origins, quote)) from None
     return dataclasses.replace(full, sha256=digest.hexdigest(), replies_path=suite.replies_path)

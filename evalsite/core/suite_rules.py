@@ -43,19 +43,27 @@ JSON_PATH = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\]|\['[^']*'\]|\[\"
 
 
 def rule_problems(
-    suite: Suite, sources: SourceMap, coerced: Mapping[Path, str], *, stripped: bool = False
+    suite: Suite,
+    sources: SourceMap,
+    coerced: Mapping[Path, str],
+    *,
+    stripped: bool = False,
+    stored: bool = False,
 ) -> tuple[list[Problem], list[Problem]]:
     """All cross-reference, schema-validity, check and template problems: (errors, warnings).
     A `stripped` suite (a no-look suite as stored) has no case data: what reads it (the
-    templates' vars, a weighted match's `expected`) is not checked."""
+    templates' vars, a weighted match's `expected`) is not checked. A `stored` suite's task
+    schemas and regexes are not checked again: at run time a schema that cannot be applied
+    is a schema_fail and a regex RE2 cannot compile a failed check."""
     at = sources.problem
     errors = (
         _duplicate_ids(suite, sources) + _variant_problems(suite, at) + _label_problems(suite, at)
     )
     for index, task in enumerate(suite.tasks):
         errors += _prompt_problems(task, index, at)
-        errors += _schema_validity(task.schema, ("tasks", index, "schema"), at)
-        errors += _check_problems(task, index, suite.origin, at)
+        if not stored:
+            errors += _schema_validity(task.schema, ("tasks", index, "schema"), at)
+        errors += _check_problems(task, index, suite.origin, at, patterns=not stored)
         errors += _exec_check_problems(task, index, at)
         errors += _grade_problems(task, index, suite.judge is not None, at)
         errors += [] if stripped else _match_problems(task, index, at)
@@ -224,12 +232,15 @@ def _check_items(task: Task, index: int) -> Iterable[tuple[Path, Mapping[str, An
             yield ("tasks", index, "cases", j, "checks", k), check
 
 
-def _check_problems(task: Task, index: int, origin: str, at: At) -> list[Problem]:
-    """Regexes compile in RE2, json_path paths parse, python checks only outside uploads."""
+def _check_problems(
+    task: Task, index: int, origin: str, at: At, *, patterns: bool = True
+) -> list[Problem]:
+    """Regexes compile in RE2 (when `patterns`), json_path paths parse, python checks only
+    outside uploads."""
     problems = []
     for path, check in _check_items(task, index):
         pattern = check.get("regex")
-        reason = pattern_error(pattern) if isinstance(pattern, str) else None
+        reason = pattern_error(pattern) if patterns and isinstance(pattern, str) else None
         if reason:
             problems.append(at((*path, "regex"), reason))
         json_path = check.get("json_path")

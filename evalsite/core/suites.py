@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
 import os
 import pathlib
 import re
@@ -30,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalsite.core.input_limits import value_problems
 from evalsite.core.keys import key_prefix, looks_like_key, redact
 from evalsite.core.media import MEDIA_KEY, MediaFile
 from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems, walk_strings
@@ -56,12 +58,12 @@ from evalsite.core.suite_parts import (
 )
 from evalsite.core.suite_rules import rule_problems
 from evalsite.core.suite_schema import IDENTIFIER, MODEL
-from evalsite.core.yamlsafe import load_yaml
+from evalsite.core.yamlsafe import YamlDocument, load_yaml
 
 __all__ = [
     "Case", "Contestant", "Judge", "Problem", "Suite", "SuiteError", "SuiteLabel", "Task",
     "TaskVariant", "Variant", "format_problems", "load_suite", "parse_contestant",
-    "parse_suite", "render_messages", "request_params",
+    "parse_document", "parse_suite", "render_messages", "request_params",
 ]  # fmt: skip
 
 ORIGINS = ("file", "upload")
@@ -254,6 +256,57 @@ def parse_suite(
     if origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, not {origin!r}")
     loaded = load_yaml(data, filename=filename)
+    return _validated(
+        loaded, data, filename=filename, base_dir=base_dir, origin=origin,
+        stored_media=stored_media, stripped=stripped,
+    )  # fmt: skip
+
+
+def parse_document(
+    document: Mapping[str, Any],
+    *,
+    filename: str,
+    base_dir: pathlib.Path | None = None,
+    origin: str = "file",
+    stored_media: Mapping[str, MediaFile] | None = None,
+    stripped: bool = False,
+    stored: bool = False,
+) -> Suite:
+    """:func:`parse_suite` for a document already read as JSON values: a stored version's
+    (``stored``), or a suite with its datasources' cases inlined. Its values are taken as
+    they are, never written out and read again as YAML (which reads ``1e-05`` as text), and
+    problems name no line (there is no text). Its hash is that of its JSON.
+
+    A ``stored`` document was validated when it was stored; what has a verdict at run time
+    is not refused again: a task schema that cannot be applied scores ``schema_fail`` and a
+    regex RE2 cannot compile fails its check (docs/checks.md), so a version edited in the
+    database, or stored before a check was added, still shows and runs.
+    """
+    if origin not in ORIGINS:
+        raise ValueError(f"origin must be one of {ORIGINS}, not {origin!r}")
+    data = json.dumps(document).encode()
+    problems = value_problems(document, SourceMap(filename, {}))
+    if problems:
+        raise SuiteError(problems)
+    loaded = YamlDocument(copy.deepcopy(dict(document)), {}, {})
+    return _validated(
+        loaded, data, filename=filename, base_dir=base_dir, origin=origin,
+        stored_media=stored_media, stripped=stripped, stored=stored,
+    )  # fmt: skip
+
+
+def _validated(
+    loaded: YamlDocument,
+    data: bytes,
+    *,
+    filename: str,
+    base_dir: pathlib.Path | None,
+    origin: str,
+    stored_media: Mapping[str, MediaFile] | None,
+    stripped: bool,
+    stored: bool = False,
+) -> Suite:
+    """The Suite of a loaded document, or SuiteError with every problem found."""
     sources = SourceMap(filename, loaded.lines)
     problems = schema_problems(loaded.data, sources)
     if not isinstance(loaded.data, dict):
@@ -271,7 +324,9 @@ def parse_suite(
         files=tuple(sorted(attached.files)),
         media=attached.media,
     )
-    errors, warnings = rule_problems(suite, sources, loaded.coerced, stripped=stripped)
+    errors, warnings = rule_problems(
+        suite, sources, loaded.coerced, stripped=stripped, stored=stored
+    )
     errors += scorecard_problems(suite, sources)
     errors += [sources.problem(path, text) for path, text in media_refusals(suite, suite.models)]
     warnings += [
