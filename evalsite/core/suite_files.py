@@ -23,6 +23,7 @@ Contract:
 from __future__ import annotations
 
 import copy
+import os
 import posixpath
 import re
 import stat
@@ -116,7 +117,7 @@ def _attach_references(
             result.problems.append(sources.problem(path, message))
             continue
         try:
-            target, relative = _resolve(base_dir, written)
+            target, relative = resolve_inside(base_dir, written)
             data = read_bounded(target)
         except UnreadableFile as error:
             result.problems.append(sources.problem(path, f"{written}: {error}"))
@@ -158,7 +159,7 @@ def _read_media(
         result.problems.append(sources.problem(path, message))
         return
     try:
-        target, relative = _resolve(base_dir, written)
+        target, relative = resolve_inside(base_dir, written)
         if relative in result.media:
             return
         data = read_bounded(target, limit=MAX_MEDIA_BYTES)
@@ -201,14 +202,22 @@ def _references(document: dict[str, Any]) -> list[tuple[Path, str]]:
     return [(path, written) for path, written in found if isinstance(written, str) and written]
 
 
-def _resolve(base_dir: FsPath, written: str) -> tuple[FsPath, str]:
-    """The file a reference names and its path relative to the suite folder (posix)."""
+def resolve_inside(
+    base_dir: FsPath, written: str, *, folder: str = "the suite's folder"
+) -> tuple[FsPath, str]:
+    """The file a reference names and its path relative to ``base_dir`` (posix), decided
+    by name before anything is read: an absolute path, or one that leaves ``base_dir``
+    through ``..`` or a symbolic link, is UnreadableFile with the same words whether or not
+    what it names exists. ``folder`` names ``base_dir`` in the message."""
     if FsPath(written).is_absolute() or re.match(r"^[A-Za-z]:|^[\\/]", written):
-        raise UnreadableFile("must be a path relative to the suite's folder")
-    base = base_dir.resolve()
-    target = (base / written).resolve()
+        raise UnreadableFile(f"must be a path relative to {folder}")
+    base = FsPath(os.path.realpath(base_dir))
+    try:  # realpath, not resolve(): it reports no link loop, so nothing outside shows
+        target = FsPath(os.path.realpath(base / written))
+    except ValueError:  # a NUL in the name
+        raise UnreadableFile(f"must be a path relative to {folder}") from None
     if not target.is_relative_to(base):
-        raise UnreadableFile("must stay inside the suite's folder (no '..' or links leaving it)")
+        raise UnreadableFile(f"must stay inside {folder} (no '..' or links leaving it)")
     return target, target.relative_to(base).as_posix()
 
 

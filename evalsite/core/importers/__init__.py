@@ -3,20 +3,17 @@ add-suite page's upload (docs/importing.md).
 
 One module per format: :mod:`.evalpin` (text suites, replies and results), :mod:`.evaling`
 (``eval.yaml``), :mod:`.evalblink` (benchmark YAML) and :mod:`.promptfoo`
-(``promptfooconfig.yaml``); :mod:`.common` holds the result type. :func:`detect` names the
-format of a file by its content, for ``auto``.
+(``promptfooconfig.yaml``); :mod:`.common` holds the result type and reads the files a
+source refers to, :mod:`.outputs` writes a translation under ``--out``. :func:`detect`
+names the format of a file by its content, for ``auto``.
 """
 
 from __future__ import annotations
 
 import pathlib
 
-from evalsite.core.importers.common import (
-    Translation,
-    Untranslated,
-    check_translation,
-    write_translation,
-)
+from evalsite.core.importers.common import Translation, Untranslated, check_translation
+from evalsite.core.importers.outputs import write_translation
 from evalsite.core.input_limits import decode_text
 from evalsite.core.problems import Problem, SuiteError
 
@@ -81,9 +78,10 @@ def detect(source: pathlib.Path) -> str:
 
 
 def translate_upload(data: bytes, filename: str) -> Translation | None:
-    """An uploaded file in another tool's format, translated (read from a temporary folder
-    holding only that file, so a source that refers to other files is a SuiteError naming
-    them); None when the file is in none of the formats (an evalsite suite)."""
+    """An uploaded file in another tool's format, translated; None when the file is in
+    none of the formats (an evalsite suite). An upload has no folder: every file it refers
+    to is a SuiteError saying the CLI reads it, and none is read (it is written alone to a
+    temporary folder only so the importers read it as they read any source)."""
     import tempfile
 
     try:
@@ -98,7 +96,7 @@ def translate_upload(data: bytes, filename: str) -> Translation | None:
         source = pathlib.Path(folder) / name
         source.write_bytes(data)
         try:
-            return translate(format, source)
+            return translate(format, source, uploaded=True)
         except SuiteError as error:
             problems = [_relative(problem, folder) for problem in error.problems]
             raise SuiteError(problems) from None
@@ -122,8 +120,11 @@ def translate(
     *,
     replies: pathlib.Path | None = None,
     repeats: int | None = None,
+    uploaded: bool = False,
 ) -> Translation:
-    """The file at ``source`` in evalsite's format; SuiteError when it cannot be read."""
+    """The file at ``source`` in evalsite's format; SuiteError when it cannot be read, or
+    when a file it refers to is outside its folder (or, ``uploaded``, at all). ``replies``
+    is the operator's own argument, read wherever it is."""
     if format == "auto":
         format = detect(source)
     if format == "evalpin":
@@ -133,7 +134,7 @@ def translate(
     if format == "evaling":
         from evalsite.core.importers import evaling
 
-        return evaling.translate(source)
+        return evaling.translate(source, uploaded=uploaded)
     if format == "evalblink":
         from evalsite.core.importers import evalblink
 
@@ -141,5 +142,5 @@ def translate(
     if format == "promptfoo":
         from evalsite.core.importers import promptfoo
 
-        return promptfoo.translate(source)
+        return promptfoo.translate(source, uploaded=uploaded)
     raise ValueError(f"unknown format {format!r}; one of {', '.join(FORMATS)} or auto")

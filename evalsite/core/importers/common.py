@@ -1,5 +1,6 @@
-"""What every importer returns, and the steps they share: reading a source, naming things
-as evalsite's identifiers, writing the suite YAML and checking it with ``parse_suite``.
+"""What every importer returns, and the steps they share: reading a source and the files
+it refers to (only inside its folder: :class:`Collector`), naming things as evalsite's
+identifiers, rendering the suite YAML and checking it with ``parse_suite``.
 
 An importer is a pure function from source files to a :class:`Translation`: the suite
 document, the other files to write beside it (scripted replies, cases files, copied media),
@@ -9,6 +10,8 @@ and line. Nothing is dropped silently: a key the importer does not know is untra
 
 from __future__ import annotations
 
+import csv
+import io
 import pathlib
 import re
 import tempfile
@@ -18,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from evalsite.core.input_limits import decode_text
-from evalsite.core.problems import Problem, SuiteError
-from evalsite.core.suite_files import UnreadableFile, read_bounded
+from evalsite.core.input_limits import MAX_BYTES, decode_text
+from evalsite.core.problems import Problem, SuiteError, format_path
+from evalsite.core.suite_files import UnreadableFile, read_bounded, resolve_inside
 from evalsite.core.yamlsafe import YamlDocument, load_yaml
 
 __all__ = [
@@ -31,7 +34,6 @@ __all__ = [
     "read_text",
     "read_yaml",
     "render_suite",
-    "write_translation",
 ]
 
 _NOT_ID = re.compile(r"[^a-z0-9-]+")
@@ -75,11 +77,6 @@ class Translation:
         if self.suite is not None and self.suite_file is not None:
             out[self.suite_file] = render_suite(self).encode("utf-8")
         return out
-
-    @property
-    def needs_files(self) -> tuple[str, ...]:
-        """The files the suite refers to, which a suite uploaded in the browser cannot."""
-        return tuple(name for name in self.files if name != self.suite_file)
 
 
 def render_suite(translation: Translation) -> str:
@@ -126,7 +123,7 @@ def read_text(path: pathlib.Path, display: str | None = None) -> str:
         data = read_bounded(path)
     except UnreadableFile as error:
         raise SuiteError([Problem(name, None, "", str(error))]) from None
-    return decode_text(data, filename=name).replace("\r\n", "\n")
+    return _text_of(data, name)
 
 
 def read_yaml(path: pathlib.Path, display: str | None = None) -> YamlDocument:
@@ -182,28 +179,6 @@ def check_translation(translation: Translation, *, origin: str = "file") -> list
     return []
 
 
-def existing_outputs(translation: Translation, out_dir: pathlib.Path) -> list[pathlib.Path]:
-    """The files writing ``translation`` to ``out_dir`` would overwrite."""
-    return [out_dir / name for name in translation.rendered() if (out_dir / name).exists()]
-
-
-def write_translation(
-    translation: Translation, out_dir: pathlib.Path, *, force: bool = False
-) -> list[pathlib.Path]:
-    """Write every file under ``out_dir``; FileExistsError naming the files that exist
-    unless ``force``. Returns the paths written."""
-    existing = existing_outputs(translation, out_dir)
-    if existing and not force:
-        raise FileExistsError(", ".join(str(path) for path in existing))
-    written = []
-    for name, content in translation.rendered().items():
-        target = out_dir / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-        written.append(target)
-    return written
-
-
 def has_system(prompt: Any) -> bool:
     """Whether a prompt (a text or a list of messages) starts with a system message."""
     return isinstance(prompt, list) and bool(prompt) and prompt[0].get("role") == "system"
@@ -235,14 +210,37 @@ def line_of(document: YamlDocument, path: tuple[str | int, ...]) -> int | None:
     return document.lines.get(path)
 
 
-class Collector:
-    """Gathers untranslated parts and notes of one source file as an importer walks it."""
+At = tuple[str, int | None, str]  # where a source refers to a file: file, line, key path
+UPLOADED = (
+    "needs the CLI: a suite added in the browser can refer to no file "
+    "(`evalsite import` reads it from the source's folder)"
+)
 
-    def __init__(self, file: str, document: YamlDocument | None = None) -> None:
+
+class Collector:
+    """Gathers untranslated parts and notes of one source file as an importer walks it,
+    and reads the files it refers to.
+
+    Every file a source refers to is read through :meth:`reference` and the readers on it,
+    by the rule suite files follow (:func:`~evalsite.core.suite_files.resolve_inside`):
+    inside ``folder``, decided by name before reading; with no ``folder`` (a source
+    uploaded in the browser) no file at all. A reference that cannot be read is a problem
+    at the source's line, never a file's content; the importer walks on, so every one is
+    listed, and :meth:`raise_problems` ends the import with all of them."""
+
+    def __init__(
+        self,
+        file: str,
+        document: YamlDocument | None = None,
+        *,
+        folder: pathlib.Path | None = None,
+    ) -> None:
         self.file = file
         self.document = document
+        self.folder = folder
         self.untranslated: list[Untranslated] = []
         self.notes: list[str] = []
+        self.problems: list[Problem] = []
 
     def skip(self, path: tuple[str | int, ...], what: str, why: str, *, file: str = "") -> None:
         line = line_of(self.document, path) if self.document is not None else None
@@ -258,3 +256,90 @@ class Collector:
         for key in mapping:
             if key not in known:
                 self.skip((*path, key), f"{where}{key}", "not a key this importer translates")
+
+    def at(self, path: tuple[str | int, ...]) -> At:
+        """Where the key at ``path`` of the source is."""
+        line = line_of(self.document, path) if self.document is not None else None
+        return self.file, line, format_path(path)
+
+    def problem(self, at: At, message: str) -> None:
+        self.problems.append(Problem(at[0], at[1], at[2], message))
+
+    def raise_problems(self) -> None:
+        """SuiteError with every problem found, if any."""
+        if self.problems:
+            raise SuiteError(list(self.problems))
+
+    def reference(self, written: str, at: At) -> tuple[pathlib.Path, str] | None:
+        """The file ``written`` names and its path relative to the source's folder; None,
+        with a problem at ``at``, when it is outside or the source has no folder."""
+        if self.folder is None:
+            self.problem(at, f"{written}: {UPLOADED}")
+            return None
+        try:
+            name = written.removeprefix("file://")  # promptfoo's and evaling's spelling
+            return resolve_inside(self.folder, name, folder="the source's folder")
+        except UnreadableFile as error:
+            self.problem(at, f"{written}: {error}")
+            return None
+
+    def read_bytes(
+        self, written: str, at: At, *, limit: int = MAX_BYTES
+    ) -> tuple[bytes, str] | None:
+        """The bytes of the file ``written`` names, bounded, and its path relative to the
+        source's folder; None when it cannot be read."""
+        found = self.reference(written, at)
+        if found is None:
+            return None
+        try:
+            return read_bounded(found[0], limit=limit), found[1]
+        except UnreadableFile as error:
+            self.problem(at, f"{written}: {error}")
+            return None
+
+    def read_text(self, written: str, at: At) -> tuple[str, str] | None:
+        """The text of the file ``written`` names (as :func:`read_text` reads it) and the
+        name its own problems give it; None when it cannot be read."""
+        return self._read(written, at, _text_of)
+
+    def read_yaml(self, written: str, at: At) -> tuple[YamlDocument, str] | None:
+        """The YAML (or JSON) file ``written`` names and its name, as :meth:`read_text`."""
+        return self._read(written, at, lambda data, name: load_yaml(data, filename=name))
+
+    def _read(self, written: str, at: At, parse: Any) -> Any:
+        found = self.read_bytes(written, at)
+        if found is None or self.folder is None:
+            return None
+        name = str(self.folder / found[1])
+        try:
+            return parse(found[0], name), name
+        except SuiteError as error:
+            self.problems += error.problems
+            return None
+
+    def csv_rows(self, text: str, file: str) -> list[tuple[int, dict[str, str]]]:
+        """Each row of a CSV file with a header row, as (line, column -> cell); a row that is
+        not CSV is a problem at its line, and the rows after it are not read."""
+        reader = csv.DictReader(io.StringIO(text))
+        rows: list[tuple[int, dict[str, str]]] = []
+        try:
+            for row in reader:
+                rows.append((reader.line_num, row))
+        except csv.Error as error:  # the DictReader's line_num is the last good row's
+            line = reader.reader.line_num
+            self.problem((file, line, ""), f"not valid CSV: {_csv_reason(error)}")
+        return rows
+
+
+def _text_of(data: bytes, name: str) -> str:
+    return decode_text(data, filename=name).replace("\r\n", "\n")
+
+
+def _csv_reason(error: csv.Error) -> str:
+    limit = csv.field_size_limit()
+    if "field larger than field limit" in str(error):
+        return (
+            f"a field is longer than {limit:,} characters, the most a CSV field may hold "
+            "(write long texts in a YAML or JSONL file)"
+        )
+    return str(error)

@@ -8,21 +8,20 @@ relative path (evalsite reads no file outside the suite's folder).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import pathlib
 from typing import Any
 
 from evalsite.core.importers.common import (
+    At,
     Collector,
     Translation,
     identifier,
-    read_text,
     read_yaml,
     unique,
     variant_specs,
 )
+from evalsite.core.media import MAX_MEDIA_BYTES
 
 __all__ = ["translate"]
 
@@ -36,32 +35,27 @@ CASE_KEYS = {"id", "vars", "files", "expected", "tags"}
 class _State:
     """What the walk collects beside the suite: files to copy, checks per case."""
 
-    def __init__(self, folder: pathlib.Path, c: Collector) -> None:
-        self.folder = folder
+    def __init__(self, c: Collector) -> None:
         self.c = c
         self.files: dict[str, str | bytes] = {}
 
-    def copy(self, relative: str, where: str) -> str | None:
-        """Copy a file the source refers to; its relative path, or None when it is outside."""
-        path = (self.folder / relative).resolve()
-        if not path.is_relative_to(self.folder.resolve()) or not path.is_file():
-            self.c.skip_at(
-                None,
-                f"file {relative}",
-                "missing, or outside the source's folder "
-                f"(evalsite reads files inside the suite's folder only): {where}",
-            )
+    def copy(self, written: str, at: At) -> str | None:
+        """Copy a file a case attaches; its path relative to the source's folder, or None
+        when it cannot be read (a problem at ``at``)."""
+        found = self.c.read_bytes(written, at, limit=MAX_MEDIA_BYTES)
+        if found is None:
             return None
-        name = path.relative_to(self.folder.resolve()).as_posix()
-        self.files[name] = path.read_bytes()
-        return name
+        self.files[found[1]] = found[0]
+        return found[1]
 
 
-def translate(source: pathlib.Path) -> Translation:
+def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
+    """The eval at ``source``; the files it refers to are read from its folder, or, when
+    ``uploaded`` (the add-suite page), not at all: each is a problem saying so."""
     document = read_yaml(source)
     data = document.data if isinstance(document.data, dict) else {}
-    c = Collector(str(source), document)
-    state = _State(source.parent, c)
+    c = Collector(str(source), document, folder=None if uploaded else source.parent)
+    state = _State(c)
     c.unknown_keys(data, TOP, (), "")
     for key in (data.get("settings") or {}) if isinstance(data.get("settings"), dict) else {}:
         why = "a workspace setting: evalsite's are EVALSITE_DATA_DIR and `evalsite run` options"
@@ -93,6 +87,7 @@ def translate(source: pathlib.Path) -> Translation:
         suite["variants"] = variant_specs(variants)
     _cases(data.get("cases"), task, checks, state)
     suite["tasks"] = [task]
+    c.raise_problems()
     return Translation(
         "evaling",
         str(source),
@@ -202,10 +197,13 @@ def _variants(data: dict[str, Any], state: _State) -> dict[str, Any]:
 
 def _prompt(value: Any, state: _State, path: tuple) -> Any:
     if isinstance(value, str) and value.endswith((".yaml", ".yml", ".json", ".txt", ".j2")):
-        target = state.folder / value
-        if target.suffix in {".txt", ".j2"}:
-            return read_text(target, str(target))
-        value = read_yaml(target, str(target)).data
+        if value.endswith((".txt", ".j2")):
+            found = state.c.read_text(value, state.c.at(path))
+            return found[0] if found else None
+        found = state.c.read_yaml(value, state.c.at(path))
+        if found is None:
+            return None
+        value = found[0].data
         if isinstance(value, dict):
             value = value.get("messages", value.get("prompt"))
     if isinstance(value, str) or (isinstance(value, list) and value):
@@ -244,7 +242,8 @@ def _scorecard(
                 )
                 continue
             judge = {"model": ids.get(str(spec.get("model")), f"anthropic/{spec.get('model')}")}
-            task["grade"] = {"rubric": _rubric(spec.get("rubric"), state, ("judges", name))}
+            at = ("judges", name, "rubric")
+            task["grade"] = {"rubric": _rubric(spec.get("rubric"), state, at)}
             scorecard.append({**criterion, "scorer": "grade"})
         elif kind == "json-schema":
             task["schema"] = _schema(scorer.get("schema"), state, (*path, "scorer", "schema"))
@@ -279,23 +278,32 @@ _WHY = {
 
 def _rubric(value: Any, state: _State, path: tuple) -> str:
     if isinstance(value, str) and value.endswith((".yaml", ".yml", ".txt", ".md", ".j2")):
-        target = state.folder / value
-        loaded = read_yaml(target, str(target)).data if target.suffix in {".yaml", ".yml"} else None
+        at = state.c.at(path)
+        if not value.endswith((".yaml", ".yml")):
+            found = state.c.read_text(value, at)
+            return found[0] if found else ""
+        found = state.c.read_yaml(value, at)
+        if found is None:
+            return ""
+        loaded = found[0].data
         if isinstance(loaded, list):  # a judge prompt: its messages' text is the rubric
             state.c.notes.append(
                 f"the judge prompt {value} is the grade's rubric text; "
                 "evalsite's grade prompt frames it"
             )
             return "\n\n".join(str(m.get("content", "")) for m in loaded if isinstance(m, dict))
-        return loaded if isinstance(loaded, str) else read_text(target, str(target))
+        if isinstance(loaded, str):
+            return loaded
+        text = state.c.read_text(value, at)  # any other YAML: its text is the rubric
+        return text[0] if text else ""
     return str(value or "")
 
 
 def _schema(value: Any, state: _State, path: tuple) -> Any:
     if isinstance(value, dict):
         return value
-    target = state.folder / str(value)
-    return read_yaml(target, str(target)).data  # inlined: an uploaded suite can keep it
+    found = state.c.read_yaml(str(value), state.c.at(path))
+    return found[0].data if found else None  # inlined: an uploaded suite can keep it
 
 
 def _thresholds(value: Any, c: Collector) -> dict[str, Any]:
@@ -318,51 +326,64 @@ def _thresholds(value: Any, c: Collector) -> dict[str, Any]:
 
 def _cases(value: Any, task: dict[str, Any], checks: list, state: _State) -> None:
     c = state.c
+    path: tuple[str | int, ...] = ("cases",)
     if isinstance(value, dict) and "file" in value:
-        value = str(value["file"])
+        value, path = str(value["file"]), ("cases", "file")
     if isinstance(value, str):
-        records = _records(state.folder / value, state)
-        where = value
+        records = _records(value, c.at(path), c)
     else:
-        records = [(r, c.file, None) for r in (value or []) if isinstance(r, dict)]
-        where = c.file
+        records = [
+            (r, c.at(("cases", i))) for i, r in enumerate(value or []) if isinstance(r, dict)
+        ]
     taken: set[str] = set()
     cases = [
-        _case(record, n, file, line, checks, taken, state)
-        for n, (record, file, line) in enumerate(records, start=1)
+        _case(record, n, at, checks, taken, state)
+        for n, (record, at) in enumerate(records, start=1)
     ]
     if isinstance(value, str):
-        name = f"{pathlib.Path(where).stem}.imported.jsonl"
+        name = f"{pathlib.PurePosixPath(value).stem}.imported.jsonl"
         state.files[name] = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
         task["cases_path"] = name
     else:
         task["cases"] = cases
 
 
-def _records(path: pathlib.Path, state: _State) -> list[tuple[dict, str, int | None]]:
-    text = read_text(path, str(path))
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        return [(dict(row), str(path), reader.line_num) for row in reader]
+def _records(written: str, at: At, c: Collector) -> list[tuple[dict, At]]:
+    """Each case of a CSV or JSONL cases file, and where it is (file, line)."""
+    found = c.read_text(written, at)
+    if found is None:
+        return []
+    text, file = found
+    if written.lower().endswith(".csv"):
+        return [(row, (file, line, "")) for line, row in c.csv_rows(text, file)]
     out = []
     for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            out.append((json.loads(line), str(path), number))
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            c.problem((file, number, ""), f"not valid JSON: {error.msg} at column {error.colno}")
+            continue
+        if isinstance(record, dict):
+            out.append((record, (file, number, "")))
+        else:
+            c.problem((file, number, ""), "a case must be a JSON object")
     return out
 
 
 def _case(
     record: dict[str, Any],
     number: int,
-    file: str,
-    line: int | None,
+    at: At,
     checks: list,
     taken: set[str],
     state: _State,
 ) -> dict[str, Any]:
+    file, line, _ = at
     flat = "vars" not in record and "files" not in record
-    variables = dict(record.get("vars") or {})
-    files = dict(record.get("files") or {})
+    variables = _mapping(record, "vars", number, at, state.c)
+    files = _mapping(record, "files", number, at, state.c)
     extra = {k: v for k, v in record.items() if k not in CASE_KEYS | {"reference", "human_label"}}
     if flat:
         variables.update(extra)
@@ -380,13 +401,17 @@ def _case(
                 else "not translated"
             )
             state.c.skip_at(line, f"case {number}: {key}", why, file=file)
+    written = {key: (str(value), "files") for key, value in files.items()}
     for key, value in list(variables.items()):
         if isinstance(value, str) and value.startswith("file://"):
-            files[key] = variables.pop(key).removeprefix("file://")
+            written[key] = (variables.pop(key).removeprefix("file://"), "vars")
     case: dict[str, Any] = {"id": unique(identifier(record.get("id", ""), f"case-{number}"), taken)}
     if variables:
         case["vars"] = variables
-    copied = {k: state.copy(str(v), f"{file}:{line or ''}") for k, v in files.items()}
+    copied = {
+        key: state.copy(value, (file, line, ".".join(filter(None, (at[2], kind, key)))))
+        for key, (value, kind) in written.items()
+    }
     if any(v for v in copied.values()):
         case["files"] = {k: v for k, v in copied.items() if v}
     case_checks = [_check(spec, record.get("expected")) for spec in checks]
@@ -402,6 +427,15 @@ def _case(
     if record.get("tags"):
         case["tags"] = [str(tag) for tag in record["tags"]]
     return case
+
+
+def _mapping(record: dict[str, Any], key: str, number: int, at: At, c: Collector) -> dict:
+    """The case's ``vars`` or ``files``: a mapping, or untranslated."""
+    value = record.get(key)
+    if value is None or isinstance(value, dict):
+        return dict(value or {})
+    c.skip_at(at[1], f"case {number}: {key}", "not a mapping", file=at[0])
+    return {}
 
 
 def _check(spec: dict[str, Any], expected: Any) -> dict[str, Any] | None:

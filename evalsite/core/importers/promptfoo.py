@@ -8,17 +8,15 @@ other assertion is listed as untranslated (docs/importing.md has the table).
 
 from __future__ import annotations
 
-import csv
-import io
 import pathlib
 import re
 from typing import Any
 
 from evalsite.core.importers.common import (
+    At,
     Collector,
     Translation,
     identifier,
-    read_text,
     read_yaml,
     unique,
     variant_specs,
@@ -27,6 +25,9 @@ from evalsite.core.suite_schema import MODEL
 
 __all__ = ["translate"]
 
+CODE = {".js", ".cjs", ".mjs", ".ts", ".py"}
+DATA = {".json", ".yaml", ".yml"}
+MEDIA = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf", ".mp3", ".wav", ".mp4"}
 TOP = {"description", "prompts", "providers", "targets", "tests", "defaultTest", "evaluateOptions"}
 TEST = {"description", "vars", "assert", "options"}
 ASSERTION = {"type", "value", "threshold"}
@@ -47,15 +48,16 @@ NO_GATE = (
 )
 
 
-def translate(source: pathlib.Path) -> Translation:
+def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
+    """The config at ``source``; the files it refers to are read from its folder, or, when
+    ``uploaded`` (the add-suite page), not at all: each is a problem saying so."""
     document = read_yaml(source)
     data = document.data if isinstance(document.data, dict) else {}
-    c = Collector(str(source), document)
+    c = Collector(str(source), document, folder=None if uploaded else source.parent)
     c.unknown_keys(data, TOP, (), "")
-    folder = source.parent
-    prompts = _prompts(data.get("prompts"), folder, c)
+    prompts = _prompts(data.get("prompts"), c)
     models, params = _providers(data.get("providers", data.get("targets")), c)
-    tests = _tests(data.get("tests"), folder, c)
+    tests = _tests(data.get("tests"), c)
     default = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
     suite: dict[str, Any] = {
         "suite": identifier(
@@ -82,6 +84,7 @@ def translate(source: pathlib.Path) -> Translation:
     if len(prompts) > 1:
         suite["variants"] = variant_specs(dict(prompts))
     suite["tasks"] = [task]
+    c.raise_problems()
     return Translation(
         "promptfoo",
         str(source),
@@ -119,13 +122,13 @@ def _evaluate_options(options: Any, c: Collector) -> None:
 # --- prompts ---------------------------------------------------------------------------------
 
 
-def _prompts(value: Any, folder: pathlib.Path, c: Collector) -> list[tuple[str, Any]]:
+def _prompts(value: Any, c: Collector) -> list[tuple[str, Any]]:
     """(variant name, prompt) of each prompt; a prompt is a text or a list of messages."""
     items = value if isinstance(value, list) else [] if value is None else [value]
     out: list[tuple[str, Any]] = []
     taken = {"base"}
     for index, item in enumerate(items):
-        label, texts = _prompt_texts(item, folder, ("prompts", index), c)
+        label, texts = _prompt_texts(item, ("prompts", index), c)
         for k, text in enumerate(texts):
             base = identifier(label, f"prompt-{index + 1}") if label else f"prompt-{index + 1}"
             name = unique(base if k == 0 else f"{base}-{k + 1}", taken)
@@ -133,7 +136,7 @@ def _prompts(value: Any, folder: pathlib.Path, c: Collector) -> list[tuple[str, 
     return out
 
 
-def _prompt_texts(item: Any, folder: pathlib.Path, path: tuple, c: Collector) -> tuple[str, list]:
+def _prompt_texts(item: Any, path: tuple, c: Collector) -> tuple[str, list]:
     if isinstance(item, dict):
         label = str(item.get("label") or item.get("id") or "")
         raw = item.get("raw")
@@ -149,26 +152,24 @@ def _prompt_texts(item: Any, folder: pathlib.Path, path: tuple, c: Collector) ->
         return "", []
     if not item.startswith("file://"):
         return "", [item]
-    return _prompt_file(item.removeprefix("file://"), folder, path, c)
+    return _prompt_file(item, path, c)
 
 
-def _prompt_file(name: str, folder: pathlib.Path, path: tuple, c: Collector) -> tuple[str, list]:
-    target = folder / name
-    suffix = target.suffix.lower()
-    if suffix in {".js", ".cjs", ".mjs", ".ts", ".py"} or any(ch in name for ch in "*?:"):
-        c.skip(
-            path, f"prompt file://{name}", "prompt functions and globs are code evalsite runs not"
-        )
+def _prompt_file(written: str, path: tuple, c: Collector) -> tuple[str, list]:
+    name = pathlib.PurePosixPath(written.removeprefix("file://"))
+    if name.suffix.lower() in CODE or any(ch in str(name) for ch in "*?:"):
+        c.skip(path, f"prompt {written}", "prompt functions and globs are code evalsite runs not")
         return "", []
-    if suffix in {".json", ".yaml", ".yml"}:
-        messages = read_yaml(target, str(target)).data
-        if not _is_chat(messages):
-            c.skip(path, f"prompt file://{name}", "not a list of {role, content} messages")
+    if name.suffix.lower() in DATA:
+        found = c.read_yaml(written, c.at(path))
+        if found is not None and not _is_chat(found[0].data):
+            c.skip(path, f"prompt {written}", "not a list of {role, content} messages")
+        if found is None or not _is_chat(found[0].data):
             return "", []
-        return target.stem, [[{"role": m["role"], "content": m["content"]} for m in messages]]
-    text = read_text(target, str(target))
-    parts = [part.strip("\n") for part in re.split(r"\n-{3,}\n", text)]  # promptfoo's separator
-    return target.stem, [part for part in parts if part]
+        return name.stem, [[{"role": m["role"], "content": m["content"]} for m in found[0].data]]
+    text = c.read_text(written, c.at(path))
+    parts = [part.strip("\n") for part in re.split(r"\n-{3,}\n", text[0] if text else "")]
+    return name.stem, [part for part in parts if part]  # promptfoo's separator: a --- line
 
 
 def _is_chat(value: Any) -> bool:
@@ -255,49 +256,43 @@ def _shared_params(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any
 # --- tests -----------------------------------------------------------------------------------
 
 
-def _tests(value: Any, folder: pathlib.Path, c: Collector) -> list[tuple[dict, str, int | None]]:
-    """(test, file, line) of every test, inline or read from CSV/YAML files."""
+def _tests(value: Any, c: Collector) -> list[tuple[dict, At]]:
+    """Every test, inline or read from CSV/YAML files, and where it is (file, line, key)."""
     items = value if isinstance(value, list) else [] if value is None else [value]
-    out: list[tuple[dict, str, int | None]] = []
+    out: list[tuple[dict, At]] = []
     for index, item in enumerate(items):
         if isinstance(item, dict):
-            out.append((item, c.file, _line(c, ("tests", index))))
+            out.append((item, c.at(("tests", index))))
         elif isinstance(item, str) and item.startswith("file://"):
-            out += _test_file(folder / item.removeprefix("file://"), ("tests", index), c)
+            out += _test_file(item, ("tests", index), c)
         else:
             c.skip(("tests", index), "test", "not a test or a file:// reference")
     return out
 
 
-def _line(c: Collector, path: tuple) -> int | None:
-    from evalsite.core.importers.common import line_of
-
-    return line_of(c.document, path) if c.document is not None else None
-
-
-def _test_file(
-    path: pathlib.Path, where: tuple, c: Collector
-) -> list[tuple[dict, str, int | None]]:
-    suffix = path.suffix.lower()
+def _test_file(written: str, where: tuple, c: Collector) -> list[tuple[dict, At]]:
+    suffix = pathlib.PurePosixPath(written).suffix.lower()
     if suffix == ".csv":
-        return _csv_tests(read_text(path, str(path)), str(path), c)
-    if suffix in {".yaml", ".yml", ".json"}:
-        document = read_yaml(path, str(path))
+        found = c.read_text(written, c.at(where))
+        return _csv_tests(*found, c) if found else []
+    if suffix in DATA:
+        found = c.read_yaml(written, c.at(where))
+        if found is None:
+            return []
+        document, file = found
         tests = document.data if isinstance(document.data, list) else []
         return [
-            (t, str(path), document.lines.get((i,)))
+            (t, (file, document.lines.get((i,)), f"[{i}]"))
             for i, t in enumerate(tests)
             if isinstance(t, dict)
         ]
-    c.skip(where, f"tests file://{path.name}", "only CSV, YAML and JSON test files translate")
+    c.skip(where, f"tests {written}", "only CSV, YAML and JSON test files translate")
     return []
 
 
-def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict, str, int | None]]:
-    reader = csv.DictReader(io.StringIO(text))
+def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict, At]]:
     out = []
-    for row in reader:
-        line = reader.line_num
+    for line, row in c.csv_rows(text, file):
         test: dict[str, Any] = {"vars": {}, "assert": []}
         for column, cell in row.items():
             if column is None or cell is None:
@@ -311,7 +306,7 @@ def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict, str, int 
                 c.skip_at(line, f"column {column}", "not translated", file=file)
             else:
                 test["vars"][column] = cell
-        out.append((test, file, line))
+        out.append((test, (file, line, "")))
     return out
 
 
@@ -350,11 +345,20 @@ def _task(
         texts = [prompt] if isinstance(prompt, str) else [m["content"] for m in prompt]
         for text in texts:
             placeholders |= set(PLAIN.findall(text))
+    default_vars = _vars(default.get("vars"), c.at(("defaultTest", "vars")), c)
     cases = []
-    for number, (test, file, line) in enumerate(tests, start=1):
+    for number, (test, at) in enumerate(tests, start=1):
         cases.append(
             _case(
-                test, number, file, line, default, default_checks, placeholders, taken, c, context
+                test,
+                number,
+                at,
+                default_vars,
+                default_checks,
+                placeholders,
+                taken,
+                c,
+                context,
             )
         )
     if context.schema is not None:
@@ -400,15 +404,15 @@ def _grader(options: Any) -> str | None:
 def _case(
     test: dict[str, Any],
     number: int,
-    file: str,
-    line: int | None,
-    default: dict[str, Any],
+    at: At,
+    default_vars: dict[str, Any],
     default_checks: tuple[list, dict | None],
     placeholders: set[str],
     taken: set[str],
     c: Collector,
     context: _Context,
 ) -> dict[str, Any]:
+    file, line, place = at
     for key in test:
         if key not in TEST:
             c.skip_at(
@@ -418,7 +422,8 @@ def _case(
     case: dict[str, Any] = {
         "id": unique(identifier(name, f"test-{number}") if name else f"test-{number}", taken)
     }
-    variables = {**(default.get("vars") or {}), **(test.get("vars") or {})}
+    where = (file, line, f"{place}.vars" if place else "vars")
+    variables = {**default_vars, **_vars(test.get("vars"), where, c)}
     vars_out = {}
     for key, value in variables.items():
         if isinstance(value, str | int | float | bool) or value is None:
@@ -445,6 +450,45 @@ def _case(
     return case
 
 
+def _vars(value: Any, at: At, c: Collector) -> dict[str, Any]:
+    """A test's vars as promptfoo loads them: a mapping, or a ``file://`` YAML or JSON file
+    holding one; a value ``file://PATH`` is that file's text (a YAML or JSON file's data)."""
+    what = at[2]
+    if isinstance(value, str) and value.startswith("file://"):
+        found = c.read_yaml(value, at)
+        value, what = (found[0].data if found else None), f"{at[2]} {value}"
+    if not isinstance(value, dict):
+        if value is not None:
+            why = "not a mapping of vars (promptfoo makes a list into several tests)"
+            c.skip_at(at[1], what, why, file=at[0])
+        return {}
+    loaded = {}
+    for key, item in value.items():
+        if isinstance(item, str) and item.startswith("file://"):
+            item = _var_file(item, (at[0], at[1], f"{at[2]}.{key}"), c)
+        if item is not None:
+            loaded[key] = item
+    return loaded
+
+
+def _var_file(written: str, at: At, c: Collector) -> Any:
+    """The value of a var promptfoo loads from a file; None (untranslated) for a script's
+    or a media file's."""
+    suffix = pathlib.PurePosixPath(written).suffix.lower()
+    if suffix in CODE | MEDIA:
+        why = (
+            "a var a script computes is code evalsite runs not"
+            if suffix in CODE
+            else "promptfoo inlines it as base64 text; attach it as a case file (files:)"
+        )
+        c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
+        return None
+    found = c.read_yaml(written, at) if suffix in DATA else c.read_text(written, at)
+    if found is None:
+        return None
+    return found[0].data if suffix in DATA else found[0]
+
+
 def _assertions(
     value: Any, path: tuple, file: str, c: Collector, context: _Context, line: int | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -452,7 +496,7 @@ def _assertions(
     criteria: list[str] = []
     threshold = None
     for index, assertion in enumerate(value if isinstance(value, list) else []):
-        where = _line(c, (*path, index)) if path else line
+        where = c.at((*path, index))[1] if path else line
         if not isinstance(assertion, dict):
             continue
         kind = str(assertion.get("type", ""))

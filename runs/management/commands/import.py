@@ -29,7 +29,8 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, format: str, source: str, out: str, force: bool, **options):
         from evalsite.core.importers import check_translation, translate, write_translation
-        from evalsite.core.importers.common import existing_outputs
+        from evalsite.core.importers.outputs import existing_outputs, output_problems
+        from evalsite.core.output_files import OutputError
         from evalsite.core.problems import SuiteError
 
         repeats = options["repeats"]
@@ -45,11 +46,18 @@ class Command(EvalsiteCommand):
             self.stderr.write("the translated suite does not validate (a bug of the importer):")
             self.fail_all(problems)
         out_dir = Path(out)
+        unwritable = output_problems(translation, out_dir)
+        if unwritable:
+            self.fail_all(unwritable)
         existing = existing_outputs(translation, out_dir)
         if existing and not force:
             names = ", ".join(str(path) for path in existing)
             self.fail(f"{names} already exist; pass --force to overwrite")
-        for path in write_translation(translation, out_dir, force=force):
+        try:
+            written = write_translation(translation, out_dir, force=force)
+        except OutputError as error:
+            self.fail(str(error))
+        for path in written:
             self.stdout.write(f"wrote {path}")
         self._report(translation, out_dir)
         sys.exit(ExitCode.OK)
