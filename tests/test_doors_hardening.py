@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -15,13 +16,16 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.urls import reverse
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.login import ThrottledBackend, seconds_locked
 from lab.models import PairSet
+from runs.models import Price
 from runs.prices import ensure_default_table
-from tests.factories import make_user, run_command
+from tests.factories import make_price_table, make_user, run_command
+from tests.test_admin import changelist_post
 
 PAIR = {
     "id": "p1", "question": "Q", "answer_a": "A", "answer_b": "B", "model_a": "m1",
@@ -212,3 +216,69 @@ def test_thirty_concurrent_wrong_passwords_check_only_five_before_the_lock(monke
     assert (len(checked), len(refused)) == (5, 25)
     assert seconds_locked("ann") > 0
     cache.clear()
+
+
+# --- price rates at every door (item 15) ------------------------------------------------------
+
+OVER = "999999.999999"  # fits the column (12 digits, 6 places); over the $100,000 bound
+RATE_MESSAGE = "the rate $999999.999999 per million tokens is over $100000"
+
+
+def _staff_client() -> Client:
+    client = Client()
+    client.force_login(make_user(is_staff=True, is_superuser=True))
+    return client
+
+
+def _price_fields(price, **changes) -> dict[str, str]:
+    fields = {"table": str(price.table_id), "model": price.model,
+              "input_per_mtok": str(price.input_per_mtok),
+              "output_per_mtok": str(price.output_per_mtok), "cached_input_per_mtok": "",
+              "source_url": "", "read_on": ""}  # fmt: skip
+    return fields | changes
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["input_per_mtok", "output_per_mtok", "cached_input_per_mtok"])
+def test_the_admin_price_form_refuses_a_rate_over_the_bound(field):
+    price = make_price_table().prices.get(model="fake/small")
+    url = reverse("admin:runs_price_change", args=[price.pk])
+    response = _staff_client().post(url, _price_fields(price, **{field: OVER}))
+    assert response.status_code == 200 and RATE_MESSAGE in response.content.decode()
+    price.refresh_from_db()
+    assert price.input_per_mtok == Decimal("0.10") and price.cached_input_per_mtok is None
+    added = _staff_client().post(
+        reverse("admin:runs_price_add"), _price_fields(price, model="fake/new", **{field: OVER})
+    )
+    assert added.status_code == 200 and not Price.objects.filter(model="fake/new").exists()
+
+
+@pytest.mark.django_db
+def test_the_price_changelist_refuses_a_rate_over_the_bound_and_too_many_places():
+    table = make_price_table()
+    prices = list(Price.objects.filter(table=table).order_by("model"))
+    url = reverse("admin:runs_price_changelist") + f"?table__id__exact={table.pk}"
+    for rate, message in [
+        (OVER, RATE_MESSAGE),
+        ("-1", "the rate must be 0 or more USD per million tokens"),
+    ]:
+        response = _staff_client().post(url, changelist_post(prices, **{"fake/small": rate}))
+        assert response.status_code == 200 and message in response.content.decode()
+    assert Price.objects.get(table=table, model="fake/small").input_per_mtok == Decimal("0.10")
+
+
+@pytest.mark.django_db
+def test_the_price_table_inline_refuses_a_rate_over_the_bound():
+    table = make_price_table()
+    prices = list(table.prices.order_by("model"))
+    data = {"name": table.name, "pinned": table.pinned.isoformat(), "currency": "USD",
+            "notes": "", "source": "", "prices-TOTAL_FORMS": str(len(prices)),
+            "prices-INITIAL_FORMS": str(len(prices)), "prices-MIN_NUM_FORMS": "0",
+            "prices-MAX_NUM_FORMS": "1000"}  # fmt: skip
+    for i, price in enumerate(prices):
+        rate = OVER if price.model == "fake/small" else str(price.input_per_mtok)
+        fields = _price_fields(price, input_per_mtok=rate, id=str(price.pk), table=str(table.pk))
+        data |= {f"prices-{i}-{key}": value for key, value in fields.items()}
+    response = _staff_client().post(reverse("admin:runs_pricetable_change", args=[table.pk]), data)
+    assert response.status_code == 200 and RATE_MESSAGE in response.content.decode()
+    assert table.prices.get(model="fake/small").input_per_mtok == Decimal("0.10")

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 
+from evalsite.core.money import MoneyError, parse_rate
 from evalsite.core.pricing import PriceRow, PriceSheet
 from evalsite.core.providers.endpoints import base_url_problem, key_variable_problem
 from runs.models.suites import identifier
@@ -131,6 +132,9 @@ class PriceTable(models.Model):
         return name
 
 
+RATE_FIELDS = ("input_per_mtok", "output_per_mtok", "cached_input_per_mtok")
+
+
 class Price(models.Model):
     table = models.ForeignKey(PriceTable, on_delete=models.CASCADE, related_name="prices")
     model = models.CharField(
@@ -165,11 +169,27 @@ class Price(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         self._refuse_if_frozen()
+        self.clean()  # a row written around the admin is held to the same bounds
         super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):
         self._refuse_if_frozen()
         return super().delete(*args, **kwargs)
+
+    def clean(self) -> None:
+        """Each rate by the rule every door reads rates with (money.parse_rate: 0 to
+        $100,000 per million tokens, six places), so the admin's form, its list and a
+        table's inline store what a price file may hold and nothing more."""
+        problems = {}
+        for field in RATE_FIELDS:
+            value = getattr(self, field)
+            if value is not None:
+                try:
+                    parse_rate(value, what="the rate")
+                except MoneyError as error:
+                    problems[field] = str(error)
+        if problems:
+            raise ValidationError(problems)
 
     @property
     def provider(self) -> str:
