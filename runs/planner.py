@@ -138,6 +138,18 @@ def _check_media(suite: Suite, contestants: list[str], options: RunOptions) -> N
         raise PlanError("; ".join(message for _, message in refused[:5]))
 
 
+def _check_sources(suite: Suite) -> None:
+    """`evalsite run` and MCP's run_suite inline a datasource's cases before planning; a
+    suite that still has one was never read (a web run): refused, so no run of it ends done
+    with no answers."""
+    unread = [task.id for task in suite.tasks if task.cases_from]
+    if unread:
+        raise PlanError(
+            f"refused: the cases of {', '.join(unread)} come from a datasource (cases_from), "
+            "which only `evalsite run` and MCP's run_suite read; nothing was started"
+        )
+
+
 def make_plan(
     version: SuiteVersion | None,
     suite: Suite,
@@ -149,6 +161,7 @@ def make_plan(
 
     With `given`, every answer was supplied (the judge lab): none is requested, so none is
     hashed or costs anything, and the estimate is of the judge's calls on those answers."""
+    _check_sources(suite)
     contestants = _contestants(suite, options.models)
     _check_media(suite, contestants, options)
     if options.no_look or suite.no_look:

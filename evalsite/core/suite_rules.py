@@ -7,7 +7,8 @@ declared variant named ``base``; messages-list prompts with a misplaced or doubl
 message; task schemas that are not valid JSON Schemas or hold a ``$ref`` that does not
 resolve inside the schema or a ``pattern`` RE2 cannot compile; regexes RE2 cannot
 compile (:mod:`~evalsite.core.patterns`);
-``json_path`` paths outside the supported grammar; ``python:`` checks in uploaded suites;
+``json_path`` paths outside the supported grammar; ``python:`` checks and ``cases_from:``
+datasources in uploaded suites;
 execution checks without ``run``; graded tasks or cases without the suite's judge;
 ``weighted_match`` blocks and their cases' ``expected`` lists; and every template
 (:mod:`~evalsite.core.prompts`).
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
 
 At = Callable[[Path, str], Problem]  # SourceMap.problem: a located Problem for a path
 
+UPLOADED_SOURCE = (
+    "cases_from is allowed only in suites loaded from a file (the CLI, the suites directory, "
+    "MCP), not in uploaded ones: it runs a program or imports Python on this machine"
+)
 JSON_PATH = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\]|\['[^']*'\]|\[\"[^\"]*\"\])*")
 
 
@@ -64,6 +69,8 @@ def rule_problems(
         if not stored:
             errors += _schema_validity(task.schema, ("tasks", index, "schema"), at)
         errors += _check_problems(task, index, suite.origin, at, patterns=not stored)
+        if task.cases_from and suite.origin == "upload" and not stored:
+            errors.append(at(("tasks", index, "cases_from"), UPLOADED_SOURCE))
         errors += _exec_check_problems(task, index, at)
         errors += _grade_problems(task, index, suite.judge is not None, at)
         errors += [] if stripped else _match_problems(task, index, at)
