@@ -219,7 +219,7 @@ def criteria_from(value: Any) -> tuple[Criterion, ...]:
     for item in dict_items(value):
         name = as_type(item.get("criterion"), str, "")
         weight, scorer = as_type(item.get("weight"), NUMBER, 0), item.get("scorer")
-        if name and weight > 0 and scorer in _READERS:
+        if name and weight > 0 and isinstance(scorer, str) and scorer in _READERS:
             criteria.append(Criterion(name, weight, scorer))
     return tuple(criteria)
 

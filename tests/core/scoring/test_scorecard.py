@@ -324,3 +324,10 @@ def test_min_pass_all_rate_gates_candidates_of_a_pairwise_run():
     }
     [result] = check_gates(report, {"min_pass_all_rate": 0.75})
     assert (result.subject, result.status) == ("cand", "passed")
+
+
+def test_a_scorer_that_is_a_mapping_is_an_error_at_its_path_not_a_crash():
+    """As an evaling scorecard writes it (`scorer: {type: llm-judge}`): a TypeError before."""
+    found = problems("  - {criterion: accuracy, weight: 3, scorer: {type: llm-judge}}\n")
+    paths = {path: message for _, path, message in found}
+    assert "scorecard[0].scorer" in paths
