@@ -19,6 +19,7 @@ from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
 from runs.models import Decision, Run, SuiteVersion
+from runs.models.run import label_problem
 from runs.validation import model_errors
 
 _SALT = "runs.forms.FormToken"
@@ -233,6 +234,13 @@ class RunForm(forms.Form):
         return [
             (model, self[f"pick_{i}"], self[f"order_{i}"]) for i, model in enumerate(self.choices)
         ]
+
+    def clean_label(self) -> str:
+        """The label by the rule of `evalsite run --label` (never one that hides a run id)."""
+        label = self.cleaned_data["label"]
+        if problem := label_problem(label):
+            raise forms.ValidationError(problem)
+        return label
 
     def clean_max_cost(self) -> Decimal | None:
         """The cap by the rule and with the words of `evalsite run --max-cost`."""

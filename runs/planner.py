@@ -58,7 +58,7 @@ from runs.models import (
     SuiteVersion,
     text_sha,
 )
-from runs.models.run import StoredOptions
+from runs.models.run import StoredOptions, label_problem
 from runs.prices import NoActivePriceTable, active_table
 from runs.scoring import sandbox_or_none
 from runs.sealed import Sealed
@@ -161,6 +161,8 @@ def make_plan(
 
     With `given`, every answer was supplied (the judge lab): none is requested, so none is
     hashed or costs anything, and the estimate is of the judge's calls on those answers."""
+    if problem := label_problem(options.label):
+        raise PlanError(f"--label: {problem}")
     _check_sources(suite)
     contestants = _contestants(suite, options.models)
     _check_media(suite, contestants, options)

@@ -22,9 +22,17 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.login import ThrottledBackend, seconds_locked
 from lab.models import PairSet
-from runs.models import Price
+from runs.models import Price, Run
+from runs.models.run import label_problem
 from runs.prices import ensure_default_table
-from tests.factories import make_price_table, make_user, run_command
+from tests.factories import (
+    make_price_table,
+    make_run,
+    make_suite_version,
+    make_user,
+    run_command,
+    small_suite_text,
+)
 from tests.test_admin import changelist_post
 
 PAIR = {
@@ -282,3 +290,53 @@ def test_the_price_table_inline_refuses_a_rate_over_the_bound():
     response = _staff_client().post(reverse("admin:runs_pricetable_change", args=[table.pk]), data)
     assert response.status_code == 200 and RATE_MESSAGE in response.content.decode()
     assert table.prices.get(model="fake/small").input_per_mtok == Decimal("0.10")
+
+
+# --- run labels never hide a run id (item 16) -------------------------------------------------
+
+ID_LIKE = ["20261203T141439Z_adfb", "20261203T141439Z", "20261203T14", "2026", "20261203T"]
+
+
+@pytest.mark.parametrize("label", [*ID_LIKE, "latest", "baseline", "x" * 65])
+def test_a_label_that_would_hide_a_run_or_not_fit_is_refused_saying_why(label):
+    assert label_problem(label) is not None
+
+
+@pytest.mark.parametrize("label", ["", "nightly", "v1.2", "2nd-try", "2026-q1", "T20261203"])
+def test_ordinary_labels_are_allowed(label):
+    assert label_problem(label) is None
+
+
+@pytest.mark.django_db
+def test_an_id_prefix_names_the_run_it_prefixes_even_when_an_older_label_spells_it():
+    target = make_run(id="20261203T141439Z_adfb1234_0badf00d_1a2b")
+    make_run(id="20261204T000000Z_aaaaaaaa_bbbbbbbb_cccc", label="20261203T141439Z_adfb")
+    assert Run.objects.resolve("20261203T141439Z_adfb") == target
+    named = make_run(id="20261205T000000Z_aaaaaaaa_bbbbbbbb_cccc", label="20261130T99")
+    assert Run.objects.resolve("20261130T99") == named  # no run has that prefix: the label
+
+
+@pytest.mark.django_db
+def test_run_label_refuses_a_label_that_looks_like_a_run_id_before_planning(tmp_path):
+    (tmp_path / "suite.yaml").write_text(small_suite_text())
+    suite = str(tmp_path / "suite.yaml")
+    code, out, err = run_command("run", suite, "--fake", "--label", "20261203T141439Z_adfb")
+    assert (code, out) == (ExitCode.INPUT_ERROR, "")
+    assert err.endswith(f"error: --label: {label_problem('20261203T141439Z_adfb')}\n")
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_new_run_form_refuses_a_label_that_looks_like_a_run_id(monkeypatch):
+    monkeypatch.setattr("runs.tasks.async_task", lambda *args, **kw: None)
+    make_price_table(active=True)
+    version = make_suite_version()
+    client = Client()
+    client.force_login(make_user())
+    url = reverse("run_new", args=[version.suite.name, version.sha256])
+    form = {"pick_0": "on", "order_0": "1", "pick_1": "on", "order_1": "2", "fake": "on"}
+    response = client.post(url, form | {"label": "20261203T141439Z_adfb"})
+    assert response.status_code == 400
+    assert "looks like a run id" in response.content.decode()
+    assert not Run.objects.exists()
+    assert client.post(url, form | {"label": "nightly"}).status_code == 302

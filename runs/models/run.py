@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import NoReturn
 
 from django import forms
 from django.conf import settings
@@ -117,6 +119,34 @@ def lease_expiry(lease_s: float) -> ExpressionWrapper:
     )
 
 
+# What a run id starts like (``20261203T141439Z_<suite>_<models>_<random>``, runs.planner):
+# digits of the date, the T, the time, the Z. A reference of this shape is an id or an id
+# prefix, and a label of it would hide the run it names.
+_RUN_ID_START = re.compile(r"\d{1,8}|\d{8}T\d{0,6}|\d{8}T\d{6}Z.*", re.DOTALL)
+RESERVED_REFERENCES = ("latest", "baseline")
+MAX_LABEL = 64
+
+
+def looks_like_run_id(reference: str) -> bool:
+    """Whether `reference` has the shape of a run id or the start of one."""
+    return _RUN_ID_START.fullmatch(reference) is not None
+
+
+def label_problem(label: str) -> str | None:
+    """Why `label` cannot name a run (it would hide a run id, ``latest`` or ``baseline``,
+    or does not fit), or None. Every door that sets a label asks this."""
+    if len(label) > MAX_LABEL:
+        return f"a label is at most {MAX_LABEL} characters (this one has {len(label):,})"
+    if label in RESERVED_REFERENCES:
+        return f"{label!r} already names a run ({label} is a reference of its own): choose another"
+    if looks_like_run_id(label):
+        return (
+            f"{label!r} looks like a run id or the start of one (they begin "
+            "YYYYMMDDTHHMMSSZ_), which a label must not hide: choose one that does not"
+        )
+    return None
+
+
 class RunQuerySet(models.QuerySet):
     def for_suite(self, suite: Suite) -> RunQuerySet:
         return self.filter(suite_version__suite=suite)
@@ -208,15 +238,25 @@ class RunQuerySet(models.QuerySet):
         exact = self.filter(pk=reference).first()
         if exact is not None:
             return exact
-        labelled = self.filter(label=reference).order_by("-created_at").first()
-        if labelled is not None:
-            return labelled
+        # A reference shaped like a run id is one: a label spelled so (stored before labels
+        # were checked) never hides the run it prefixes.
+        if looks_like_run_id(reference):
+            return self._by_prefix(reference) or self._by_label(reference) or self._none(reference)
+        return self._by_label(reference) or self._by_prefix(reference) or self._none(reference)
+
+    def _by_label(self, reference: str) -> Run | None:
+        return self.filter(label=reference).order_by("-created_at").first()
+
+    def _by_prefix(self, reference: str) -> Run | None:
         matches = list(self.filter(pk__startswith=reference).values_list("pk", flat=True)[:6])
         if len(matches) == 1:
             return self.get(pk=matches[0])
         if matches:
             shown = ", ".join(matches[:5])
             raise Run.DoesNotExist(f"{reference!r} matches several runs: {shown}")
+        return None
+
+    def _none(self, reference: str) -> NoReturn:
         raise Run.DoesNotExist(f"no run has the id, id prefix or label {reference!r}")
 
     def _baseline(self, suite: Suite | None) -> Run:
