@@ -14,7 +14,7 @@ from decimal import Decimal
 from evalsite.core.keys import without_secrets
 from evalsite.core.no_look import sealed_error
 from evalsite.core.plan import WorstCase, call_hash
-from evalsite.core.pricing import PriceRow, Usage, call_cost, to_nano
+from evalsite.core.pricing import MAX_USAGE_TOKENS, PriceRow, Usage, call_cost, to_nano
 from evalsite.core.providers import Completion, Provider, ProviderError
 from evalsite.core.providers.base import Request
 from runs.judging import read_judgement
@@ -188,17 +188,22 @@ def _earlier_attempt(call: Call, cost: Decimal | None, fields: dict) -> dict:
 def _overrun_detail(model: str, usage: Usage, cost: Decimal, worst: WorstCase) -> str:
     if usage.output_tokens > worst.output_tokens:
         what = (
-            f"{usage.output_tokens} output tokens, more than the "
+            f"{_tokens(usage.output_tokens)} output tokens, more than the "
             f"{worst.output_tokens} it was allowed"
         )
     else:
-        reported = usage.input_tokens + usage.cached_input_tokens
+        reported = _tokens(usage.input_tokens + usage.cached_input_tokens)
         what = f"{reported} input tokens, more than the {worst.input_tokens} it could send"
     return (
         f"stopped: a call to {model} reported {what}; it cost ${cost:.6f} against the "
         f"${worst.cost_usd:.6f} reserved. No call is reserved after it; the calls already "
         "in flight are kept and paid for, as are the finished answers"
     )
+
+
+def _tokens(count: int) -> str:
+    """A reported count; one at the bound may stand for any larger (10^30, 1e308)."""
+    return f"{count} or more" if count >= MAX_USAGE_TOKENS else str(count)
 
 
 def _usage_fields(usage: Usage | None) -> dict:

@@ -21,6 +21,10 @@ from evalsite.core.yamlsafe import load_yaml
 
 MTOK = Decimal(1_000_000)
 NANO_PER_USD = 10**9
+# The most tokens one count of a call's usage is taken as: 100 times the largest context
+# window of 2026, so no honest report reaches it, and a larger one (10^30, 1e308) is
+# counted as this, which fits every column and keeps its cost a storable amount.
+MAX_USAGE_TOKENS = 10**8
 # Providers whose models cost nothing unless the table has a row for them (`given/…` is the
 # judge lab's stand-in for answers that were supplied, never requested).
 UNPRICED_PROVIDERS = frozenset({"scripted", "command", "given"})

@@ -61,9 +61,16 @@ def _not_both(first: str, second: str) -> dict[str, Any]:
     return {"not": {"required": [first, second]}, "x-message": message}
 
 
+MAX_TOKENS = 1_000_000  # the most output tokens a call may ask for (no model answers more)
+_MAX_TOKENS = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_TOKENS,
+    "x-message": f"must be a whole number of tokens from 1 to {MAX_TOKENS:,}",
+}
 _PARAMS = {
     "temperature": _number(0, 2),
-    "max_tokens": {"type": "integer", "minimum": 1},
+    "max_tokens": _MAX_TOKENS,
     "top_p": _number(0, 1),
     "stop": _ref("stop"),
 }
@@ -346,7 +353,7 @@ SUITE_SCHEMA: dict[str, Any] = {
                 {
                     "model": _ref("model"),
                     "rubric": {"type": "string"},
-                    "max_tokens": {"type": "integer", "minimum": 1},
+                    "max_tokens": _MAX_TOKENS,
                     "temperature": _number(0, 2),
                     "pairing": {"enum": ["baseline", "all"]},
                     "consistency": {"type": "integer", "minimum": 1, "maximum": 5},

@@ -33,7 +33,7 @@ from typing import Any
 
 from evalsite.core.pricing import Usage
 from evalsite.core.providers.base import Completion, Request, completion
-from evalsite.core.providers.http_json import HttpAdapter, dig_list, optional_str, token_count
+from evalsite.core.providers.http_json import HttpAdapter, dig_list, optional_str, token_counts
 
 URL = "https://api.anthropic.com/v1/messages"
 API_VERSION = "2023-06-01"
@@ -129,9 +129,14 @@ class AnthropicProvider(HttpAdapter):
 def _usage(block: Any) -> Usage | None:
     if not isinstance(block, dict):
         return None
-    return Usage(
-        input_tokens=token_count(block, "input_tokens")
-        + token_count(block, "cache_creation_input_tokens"),
-        output_tokens=token_count(block, "output_tokens"),
-        cached_input_tokens=token_count(block, "cache_read_input_tokens"),
+    counts = token_counts(
+        block,
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
     )
+    if counts is None:
+        return None
+    fresh, written, output, read = counts
+    return Usage(input_tokens=fresh + written, output_tokens=output, cached_input_tokens=read)

@@ -28,13 +28,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Completion", "ErrorKind", "Provider", "ProviderError", "Request", "ROLES",
-    "clean_text", "completion", "estimate_tokens", "message_media", "message_text",
-    "request_media", "scrub",
+    "MAX_REPLY_BYTES", "clean_text", "completion", "estimate_tokens", "message_media",
+    "message_text", "over_reply_cap", "request_media", "scrub",
 ]  # fmt: skip
 
 ROLES = ("system", "user", "assistant")
 PURPOSES = ("answer", "judge")
 MAX_MESSAGE_CHARS = 1000
+# The most a reply may be, from any provider: an HTTP body (read no further) or a
+# command's stdout. A larger reply is an error, never an answer.
+MAX_REPLY_BYTES = 10 * 1024 * 1024
 _UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
 
 
@@ -125,6 +128,15 @@ def _rebuild_error(
     kind: ErrorKind, message: str, status: int | None, retry_after: float | None
 ) -> ProviderError:
     return ProviderError(kind, message, status=status, retry_after=retry_after)
+
+
+def over_reply_cap(source: str) -> ProviderError:
+    """The error for a reply larger than :data:`MAX_REPLY_BYTES` (``source`` says whose)."""
+    message = (
+        f"{source} is over the 10 MiB reply cap ({MAX_REPLY_BYTES:,} bytes); "
+        "evalsite stopped reading it"
+    )
+    return ProviderError(ErrorKind.MALFORMED, message)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from evalsite.core.keys import SECRET_NAME, SECRET_VARIABLES
 from evalsite.core.providers.base import (
+    MAX_REPLY_BYTES,
     Completion,
     ErrorKind,
     ProviderError,
@@ -48,7 +49,7 @@ from evalsite.core.providers.prompted import SchemaModes
 if TYPE_CHECKING:
     import httpx
 
-MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+MAX_OUTPUT_BYTES = MAX_REPLY_BYTES  # the cap every provider's reply is held to
 STDERR_TAIL_CHARS = 2000
 
 

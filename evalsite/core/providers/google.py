@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 from evalsite.core.pricing import Usage
 from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, completion
-from evalsite.core.providers.http_json import HttpAdapter, optional_str, token_count
+from evalsite.core.providers.http_json import HttpAdapter, optional_str, token_counts
 
 BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 ROLE = {"user": "user", "assistant": "model"}
@@ -131,11 +131,17 @@ def _text(part: Any) -> str:
 def _usage(block: Any) -> Usage | None:
     if not isinstance(block, Mapping):
         return None
-    prompt = token_count(block, "promptTokenCount")
-    cached = min(prompt, token_count(block, "cachedContentTokenCount"))
+    counts = token_counts(
+        block,
+        "promptTokenCount",
+        "cachedContentTokenCount",
+        "candidatesTokenCount",
+        "thoughtsTokenCount",
+    )
+    if counts is None:
+        return None
+    prompt, cached, output, thoughts = counts
+    cached = min(prompt, cached)
     return Usage(
-        input_tokens=prompt - cached,
-        output_tokens=token_count(block, "candidatesTokenCount")
-        + token_count(block, "thoughtsTokenCount"),
-        cached_input_tokens=cached,
+        input_tokens=prompt - cached, output_tokens=output + thoughts, cached_input_tokens=cached
     )

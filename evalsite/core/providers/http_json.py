@@ -5,7 +5,8 @@ Failures are mapped to error kinds by :mod:`~evalsite.core.providers.http_errors
 itself is bounded by the request's ``timeout_s`` as a whole (connect, send, wait, read):
 running out of it, or an ``httpx.TimeoutException``, is ``timeout``; a URL without
 http(s) is ``config``; any other ``httpx.TransportError`` is ``network``; a 2xx whose body
-is not a JSON object is ``malformed``.
+is not a JSON object is ``malformed``, and so is a reply of any status over
+:data:`~evalsite.core.providers.base.MAX_REPLY_BYTES` (read no further).
 
 Media parts: an adapter reads a part's bytes when it builds the body
 (:meth:`HttpAdapter.media_bytes`), from the run's blob store when it was given one and
@@ -28,13 +29,16 @@ from typing import Any
 import httpx
 
 from evalsite.core.media import BlobStore, MediaError, read_part
+from evalsite.core.pricing import MAX_USAGE_TOKENS
 from evalsite.core.providers.base import (
+    MAX_REPLY_BYTES,
     Completion,
     ErrorKind,
     ProviderError,
     Request,
     message_media,
     message_text,
+    over_reply_cap,
     scrub,
 )
 from evalsite.core.providers.http_errors import SNIPPET_CHARS, error_from_body
@@ -45,7 +49,7 @@ __all__ = [
     "dig",
     "dig_list",
     "optional_str",
-    "token_count",
+    "token_counts",
     "make_client",
     "post_json",
 ]
@@ -213,13 +217,13 @@ async def post_json(
     ``timeout_s`` bounds the whole call (connect, send, wait and read), not each step.
     """
     secrets = tuple(secrets)
-    response = await _send(client, url, headers, body, timeout_s, provider, secrets)
-    data = _json_object(response.text)
+    response, text = await _send(client, url, headers, body, timeout_s, provider, secrets)
+    data = _json_object(text)
     status = response.status_code
     if not 200 <= status < 300:
-        raise error_from_body(status, data, response.text, response.headers, provider, secrets)
+        raise error_from_body(status, data, text, response.headers, provider, secrets)
     if data is None:
-        snippet = scrub(response.text[:SNIPPET_CHARS], secrets)
+        snippet = scrub(text[:SNIPPET_CHARS], secrets)
         message = f"{provider}: the reply is not a JSON object: {snippet!r}"
         raise ProviderError(ErrorKind.MALFORMED, message, status=status)
     return data
@@ -233,11 +237,17 @@ async def _send(
     timeout_s: float,
     provider: str,
     secrets: tuple[str, ...],
-) -> httpx.Response:
-    """The response, whatever its status; transport failures as ProviderError."""
+) -> tuple[httpx.Response, str]:
+    """The response, whatever its status, and its body as text (:func:`_capped_text`);
+    transport failures as ProviderError."""
     try:
-        async with asyncio.timeout(timeout_s):
-            return await client.post(url, headers=dict(headers), json=body, timeout=timeout_s)
+        async with (
+            asyncio.timeout(timeout_s),
+            client.stream(
+                "POST", url, headers=dict(headers), json=body, timeout=timeout_s
+            ) as response,
+        ):
+            return response, await _capped_text(response, provider)
     except (TimeoutError, httpx.TimeoutException) as error:
         if _dropped(error):
             message = scrub(f"{provider}: connection lost: {error.__cause__}", secrets)
@@ -252,6 +262,21 @@ async def _send(
         raise ProviderError(ErrorKind.NETWORK, message) from None
     except httpx.InvalidURL as error:
         raise ProviderError(ErrorKind.CONFIG, f"{provider}: bad URL: {error}") from None
+
+
+async def _capped_text(response: httpx.Response, provider: str) -> str:
+    """The body as text, read as it streams in (unpacked, when it comes compressed) and no
+    further than :data:`MAX_REPLY_BYTES`: past that, or when the declared length is, it is
+    ProviderError(MALFORMED) and the rest is never read, so no reply holds more memory."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
+        raise over_reply_cap(f"{provider}: the reply")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_REPLY_BYTES:
+            raise over_reply_cap(f"{provider}: the reply")
+    return body.decode(response.encoding or "utf-8", errors="replace")
 
 
 def _dropped(error: Exception) -> bool:
@@ -305,11 +330,22 @@ def _has(container: Any, step: str | int) -> bool:
     return isinstance(container, Mapping) and step in container
 
 
-def token_count(block: Any, *keys: str) -> int:
-    """``block[keys[0]][keys[1]]…`` as a non-negative int; 0 when absent or not a number."""
+def token_counts(block: Mapping[str, Any], *paths: str) -> list[int] | None:
+    """The token counts at ``paths`` in a usage block (a path is keys joined by dots,
+    ``prompt_tokens_details.cached_tokens``), in order: 0 where a count is absent or not a
+    number, at most :data:`~evalsite.core.pricing.MAX_USAGE_TOKENS` (a larger one, even
+    1e400, is counted as that). None when any is negative or NaN: a usage the provider got
+    wrong is no usage, so the call's cost is unknown rather than $0."""
+    counts = [_count(block, path.split(".")) for path in paths]
+    return None if None in counts else counts
+
+
+def _count(block: Any, keys: list[str]) -> int | None:
     value = block
     for key in keys:
         value = value.get(key) if isinstance(value, Mapping) else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
-    return max(0, int(value))
+    if not value >= 0:  # negative, or NaN (which no comparison holds for)
+        return None
+    return int(min(value, MAX_USAGE_TOKENS))

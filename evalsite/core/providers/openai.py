@@ -38,7 +38,7 @@ from evalsite.core.media import BlobStore
 from evalsite.core.pricing import Usage
 from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, completion
 from evalsite.core.providers.http_errors import error_from_body
-from evalsite.core.providers.http_json import HttpAdapter, dig, dig_list, optional_str, token_count
+from evalsite.core.providers.http_json import HttpAdapter, dig, dig_list, optional_str, token_counts
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -167,13 +167,14 @@ def _content_text(content: Any) -> str:
 def _usage(block: Any) -> Usage | None:
     if not isinstance(block, Mapping):
         return None
-    prompt = token_count(block, "prompt_tokens")
-    cached = min(prompt, token_count(block, "prompt_tokens_details", "cached_tokens"))
-    return Usage(
-        input_tokens=prompt - cached,
-        output_tokens=token_count(block, "completion_tokens"),
-        cached_input_tokens=cached,
+    counts = token_counts(
+        block, "prompt_tokens", "prompt_tokens_details.cached_tokens", "completion_tokens"
     )
+    if counts is None:
+        return None
+    prompt, cached, output = counts
+    cached = min(prompt, cached)
+    return Usage(input_tokens=prompt - cached, output_tokens=output, cached_input_tokens=cached)
 
 
 def strict_compatible(schema: Mapping[str, Any]) -> bool:
