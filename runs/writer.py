@@ -21,7 +21,7 @@ import contextlib
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from runs.models import CachedResponse, Run
 from runs.outcomes import Outcome
@@ -64,10 +64,23 @@ class Writer:
                     raise
 
     async def close(self) -> None:
+        """Write what is left; then give back whatever this shard still holds without an
+        outcome (its calls cancelled when the loop stopped on a fault), so a run that ends
+        holds no claim or reservation of this shard's. Not when the database or the disk
+        failed: the run stays active, and its claims return when their lease runs out."""
         self._closed = True
         self._wake.set()
         await self._task
-        await self.flush()
+        try:
+            await self.flush()
+        finally:
+            if not isinstance(self.failure, DatabaseError | OSError):
+                await self.shard.db(self.give_back_held)()
+
+    def give_back_held(self) -> None:
+        shard = self.shard
+        calls = shard.calls.objects.filter(run_id=shard.run_row.pk)
+        calls.give_back(shard.run_row, shard.token, judge=shard.judging)
 
     async def _write_behind(self) -> None:
         while not self._closed and self.failure is None:

@@ -520,11 +520,15 @@ class Run(models.Model):
         or the run is no longer active (after an overrun nothing new is reserved).
 
         Integer arithmetic in nano-USD, so a reservation that exactly fills the cap fits.
-        The cap is the one the run was planned with (it never changes afterwards).
+        The cap is the one the run was planned with (it never changes afterwards). An amount
+        above the whole cap never fits, and is never sent to the database, where one past
+        its integers' range (a call stored asking for 10^20 tokens) would not even compare.
         """
-        nano = to_nano(amount)
+        nano, cap = to_nano(amount), to_nano(self.cap_usd)
+        if nano > cap:
+            return False
         after = _nano_sum("reserved_usd", "spent_answers_usd", "spent_judge_usd", plus=nano)
-        fits = LessThanOrEqual(after, to_nano(self.cap_usd))
+        fits = LessThanOrEqual(after, cap)
         return (
             Run.objects.filter(fits, pk=self.pk, status__in=self.ACTIVE).update(
                 reserved_usd=F("reserved_usd") + nano
