@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -13,8 +15,10 @@ from django.test import override_settings
 from runs.models import Answer
 from tests.engine.conftest import (
     CALL_COST,
+    ROOT,
     LocalServer,
     MockLLM,
+    cli_env,
     evalsite,
     execute,
     mock_run,
@@ -24,6 +28,8 @@ from tests.engine.conftest import (
 )
 from tests.engine.test_worker_kill import PLAN, descendants, wait_for
 from tests.test_worker_signals import Worker
+
+ACTIVE = ("queued", "running", "judging", "reporting")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,3 +103,121 @@ def test_sigterm_to_a_busy_worker_lets_its_calls_in_flight_finish_and_claims_not
         data, "select status, reserved_usd from runs_run where id = ?", (run_id,)
     )
     assert status == "running" and reserved == 0  # the next worker goes on with it
+
+
+# --- `evalsite run` stopped by a signal at any point ------------------------------------------
+
+# Runs `evalsite run` in this process with a hook that sends this process SIGNAL, TIMES times,
+# at POINT: planning (before the plan), stored (the run's row just committed), shard (the
+# shard starting), answer (the first answer made), busy (as answer, and the first cancel
+# write finds the database locked). At the last three the shard then waits for the cancel to
+# be written: a run of fake answers could otherwise end, done, before the handler's turn.
+DRIVER = """
+import os, signal, sqlite3, sys, time
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+import django
+django.setup()
+from django.conf import settings
+from django.db import OperationalError
+from runs import outcomes, runner
+from runs.management.commands import run as command
+from runs.models import Run
+
+point, times, signum, suite = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+
+def hit():
+    for _ in range(times):
+        os.kill(os.getpid(), signum)
+
+def cancel_written():
+    deadline = time.monotonic() + 60
+    with sqlite3.connect(settings.SQLITE_PATH, timeout=20) as db:
+        while time.monotonic() < deadline:
+            if db.execute("select 1 from runs_run where cancel_requested").fetchone():
+                return
+            time.sleep(0.01)
+
+def before(module, name, then=None):
+    original = getattr(module, name)
+    def hooked(*args, **kwargs):
+        if not hooked.done:
+            hooked.done = True
+            hit()
+            (then or (lambda: None))()
+        return original(*args, **kwargs)
+    hooked.done = False
+    setattr(module, name, hooked)
+
+def after(module, name):
+    original = getattr(module, name)
+    def hooked(*args, **kwargs):
+        result = original(*args, **kwargs)
+        hit()
+        return result
+    setattr(module, name, hooked)
+
+if point == "planning":
+    before(command, "make_plan")
+elif point == "stored":
+    after(command, "store_plan")
+elif point == "shard":
+    before(runner.Shard, "_prepare", then=cancel_written)
+else:
+    before(outcomes, "done", then=cancel_written)
+if point == "busy":
+    original = Run.request_cancel
+    def locked(self):
+        Run.request_cancel = original
+        raise OperationalError("database is locked")
+    Run.request_cancel = locked
+
+from evalsite.console import main
+main(["run", suite, "--fake", "--no-cache", "--concurrency", "1"])
+"""
+
+CLOSE = "from runs.runner import execute; print('STATUS=' + execute({run_id!r}).status)"
+
+
+@pytest.mark.parametrize(
+    ("point", "times", "signum"),
+    [
+        ("planning", 1, signal.SIGTERM),
+        ("planning", 2, signal.SIGINT),
+        ("stored", 1, signal.SIGTERM),
+        ("stored", 2, signal.SIGTERM),
+        ("stored", 1, signal.SIGINT),
+        ("shard", 1, signal.SIGTERM),
+        ("shard", 2, signal.SIGTERM),
+        ("answer", 1, signal.SIGTERM),
+        ("answer", 2, signal.SIGTERM),
+        ("answer", 2, signal.SIGINT),
+        ("busy", 1, signal.SIGTERM),
+        ("busy", 2, signal.SIGTERM),
+    ],
+)
+def test_a_signal_at_any_point_of_evalsite_run_leaves_no_run_for_a_worker_to_finish(
+    tmp_path, point, times, signum
+):
+    data = tmp_path / "data"
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(suite_text(name="stopped", models=("fake/small",), cases=30))
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    process = subprocess.run(
+        [sys.executable, str(driver), point, str(times), str(int(signum)), str(suite)],
+        cwd=ROOT, env=cli_env(data), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+    assert process.returncode == 3, process.stderr
+    assert "Traceback" not in process.stderr
+    runs = sqlite_rows(data, "select id, status, cancel_requested from runs_run")
+    if point == "planning":
+        assert runs == [] and "nothing was spent" in process.stderr
+        return
+    ((run_id, status, cancel_requested),) = runs
+    assert status == "cancelled" or (status in ACTIVE and cancel_requested), runs
+    answered = sqlite_rows(data, "select count(*) from runs_answer where status = 'done'")
+    # What a worker does with it: close it, and make no call.
+    closed = evalsite(data, "shell", "-c", CLOSE.format(run_id=run_id))
+    assert "STATUS=cancelled" in closed.stdout, closed.stderr
+    assert sqlite_rows(data, "select count(*) from runs_answer where status = 'done'") == answered

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from evalsite.core.report.text import visible
 from evalsite.management import EvalsiteCommand
 from runs import sealed
 from runs.case_diff import Baseline, SideError, failing_cases, load_baseline
+from runs.management.interrupts import Interrupts
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
 from runs.progress import answer_totals, progress
@@ -86,11 +86,14 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, **opts):
         self.baseline: Baseline | None = None  # --baseline, read before anything is spent
+        self.interrupts = Interrupts(self.stderr)  # SIGINT and SIGTERM, from the start
         try:
             self._handle(opts)
         except KeyboardInterrupt:
             self.stderr.write("interrupted before the run started; nothing was spent")
             sys.exit(ExitCode.RUNTIME_ERROR)
+        finally:
+            self.interrupts.restore()
 
     def _handle(self, opts) -> None:
         loaded = self.suite_or_exit(opts["suite"])
@@ -115,7 +118,9 @@ class Command(EvalsiteCommand):
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
             self.stdout.write(keys_line(plan.keys, plan.options.env))
             sys.exit(ExitCode.REFUSED if plan.over_cap else ExitCode.OK)
-        run = store_plan(plan)
+        with self.interrupts.holding():  # a signal now cancels the stored run
+            run = store_plan(plan)
+            self.interrupts.watch(run)
         if run.status == Run.Status.REFUSED:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake, out=self.stderr)
             self._finish(run, opts["json"])
@@ -131,10 +136,12 @@ class Command(EvalsiteCommand):
             self.fail_all(error.problems)
 
     def _resume(self, opts, loaded) -> None:
-        try:
-            run = resume_run(opts["resume"], loaded)
-        except ResumeRefused as error:
-            self.fail(str(error))
+        with self.interrupts.holding():
+            try:
+                run = resume_run(opts["resume"], loaded)
+            except ResumeRefused as error:
+                self.fail(str(error))
+            self.interrupts.watch(run)
         self.stderr.write(f"resuming run {run.id}")
         run = self._execute(run, quiet=opts["json"])
         self._finish(run, opts["json"])
@@ -169,17 +176,16 @@ class Command(EvalsiteCommand):
     def _execute(self, run: Run, *, quiet: bool) -> Run:
         """The run's one shard on a thread, its progress here. SIGINT or SIGTERM asks the
         run to cancel (the shard stops between calls and writes a partial report); a second
-        one leaves at once, and a worker closes the run when its lease is out."""
-        interrupted = threading.Event()
-        previous = {
-            signum: signal.signal(signum, lambda *_: self._interrupt(interrupted))
-            for signum in (signal.SIGINT, signal.SIGTERM)
-        }
+        one leaves at once once the cancel is written, and a worker closes the run when its
+        lease is out (runs.management.interrupts)."""
+        interrupts = self.interrupts
+        interrupts.check()  # a signal while the run was stored: cancelled before it starts
         failure: list[BaseException] = []
 
         def shard() -> None:
             try:
-                execute(run.id)
+                # once the cancel is written it stops at once, not at its next look
+                execute(run.id, halt=lambda: interrupts.cancel_written)
             except BaseException as error:  # noqa: BLE001 - raised again below, in this thread
                 failure.append(error)
             finally:
@@ -187,18 +193,15 @@ class Command(EvalsiteCommand):
 
         worker = threading.Thread(target=shard, daemon=True)
         worker.start()
-        bar = ProgressPrinter(self.stderr, quiet=quiet or interrupted.is_set())
-        try:
-            while worker.is_alive():
-                worker.join(timeout=0.2)
-                if interrupted.is_set() and not run.cancel_requested:
-                    run.request_cancel()
-                    bar.quiet = True
-                elif not bar.quiet:
-                    bar.show(progress(run))
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        bar = ProgressPrinter(self.stderr, quiet=quiet or interrupts.asked.is_set())
+        while worker.is_alive():
+            interrupts.wait_or_join(worker, 0.2)
+            interrupts.check()
+            if interrupts.asked.is_set():
+                bar.quiet = True
+            elif not bar.quiet:
+                bar.show(progress(run))
+        interrupts.check()
         if failure:
             if bar.tty:
                 self.stderr.write("")
@@ -206,7 +209,7 @@ class Command(EvalsiteCommand):
         if not bar.quiet:
             bar.show(progress(run), final=True)
         run.refresh_from_db()
-        if interrupted.is_set():
+        if interrupts.asked.is_set():
             if bar.tty:
                 self.stderr.write("")  # end the bar's line
             self._print_interrupted(run)
@@ -231,13 +234,6 @@ class Command(EvalsiteCommand):
             why = "worse" if change.status == "worse" else "new and not fully passing"
             self.stderr.write(f"baseline: {visible(change.key)} {change.after} is {why}")
         return ExitCode.GATE_FAILED if failing else 0
-
-    def _interrupt(self, interrupted: threading.Event) -> None:
-        if interrupted.is_set():
-            self.stderr.write("stopped at once; a worker will close the run")
-            sys.stderr.flush()
-            os._exit(ExitCode.RUNTIME_ERROR)
-        interrupted.set()
 
     def _print_interrupted(self, run: Run) -> None:
         totals = answer_totals(run)
