@@ -10,6 +10,7 @@ import threading
 from decimal import Decimal
 from pathlib import Path
 
+import anyio
 import pytest
 from django.contrib.auth.backends import ModelBackend
 from django.core.cache import cache
@@ -20,7 +21,9 @@ from django.urls import reverse
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.json_text import JsonTextError, load_json
+from evalsite.core.money import MoneyError, parse_cap
 from evalsite.login import ThrottledBackend, seconds_locked
+from evalsite.mcp.server import build_server
 from lab.models import PairSet
 from runs.models import Price, Run
 from runs.models.run import label_problem
@@ -340,3 +343,38 @@ def test_the_new_run_form_refuses_a_label_that_looks_like_a_run_id(monkeypatch):
     assert "looks like a run id" in response.content.decode()
     assert not Run.objects.exists()
     assert client.post(url, form | {"label": "nightly"}).status_code == 302
+
+
+# --- MCP's max_cost is a number, never a boolean (info item) ----------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (True, "max_cost must be a number of USD"),
+        (False, "max_cost must be a number of USD"),
+        ([1], "max_cost must be a number of USD"),
+        ({"usd": 1}, "max_cost must be a number of USD"),
+        ("true", "max_cost 'true' is not a number of USD"),
+    ],
+)
+def test_mcp_refuses_a_max_cost_that_is_not_a_number(given, message, tmp_path, settings):
+    """A JSON `true` reached the cap as $1 (the tool's argument model turned it into 1.0
+    before the cap rule, which refuses booleans, could see it)."""
+    (tmp_path / "suite.yaml").write_text(small_suite_text())
+    settings.EVALSITE_MCP_SUITE_ROOT = str(tmp_path)
+    arguments = {"suite_path": "suite.yaml", "fake": True, "max_cost": given}
+    result = anyio.run(build_server().call_tool, "run_suite", arguments)
+    assert result.is_error and result.structured_content == {
+        "refused": True, "reason": "invalid_argument",
+        "message": message, "spent_usd": 0,
+    }  # fmt: skip
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("given", [True, False, [1], {"usd": 1}, None])
+def test_the_cap_rule_every_door_reads_refuses_what_is_not_a_number(given):
+    with pytest.raises(MoneyError, match="^the cap must be a number of USD$"):
+        parse_cap(given)
+    assert parse_cap("1.5") == parse_cap(1.5) == Decimal("1.5")

@@ -30,7 +30,9 @@ def _shown(value: Any) -> str:
 
 
 def _decimal(value: Any, what: str) -> Decimal:
-    if isinstance(value, bool) or value is None:
+    # A boolean is an int to Python (True would be $1): never an amount. Nor is a list or
+    # a map a door handed on (MCP's JSON arguments).
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal | str):
         raise MoneyError(f"{what} must be a number of USD")
     text = str(value).strip()
     if len(text) > 40:

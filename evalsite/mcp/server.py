@@ -21,7 +21,7 @@ import anyio
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, PlainValidator
 
 from evalsite.mcp import cases, history, replies, tools
 from runs import sealed
@@ -53,6 +53,10 @@ CaseReference = Annotated[
 ]
 
 
+def _as_sent(value: Any) -> Any:
+    return value
+
+
 async def run_suite(
     suite_path: SuitePath,
     ctx: Context,
@@ -65,6 +69,9 @@ async def run_suite(
     ] = None,
     max_cost: Annotated[
         float | None,
+        # Handed on as the client sent it: the cap rule (money.parse_cap) refuses a boolean,
+        # which the argument model would have turned into $1.
+        PlainValidator(_as_sent, json_schema_input_type=float | None),
         Field(
             description="Cap in USD; refused above the server's ceiling. Omitted: the "
             "lowest of the suite's limit and the server's default cap."

@@ -46,7 +46,7 @@ class Refused(Exception):
 def start_run(
     suite_path: str,
     models: list[str],
-    max_cost: float | None = None,
+    max_cost: Any = None,
     no_cache: bool = False,
     fake: bool = False,
 ) -> Run:
@@ -115,9 +115,10 @@ def suite_file(suite_path: str) -> Path:
     return target
 
 
-def requested_cap(max_cost: float | None) -> Decimal | None:
-    """The agent's own cap: a positive number of USD no higher than the ceiling (refused,
-    not clamped, above it)."""
+def requested_cap(max_cost: Any) -> Decimal | None:
+    """The agent's own cap, as the client sent it: a positive number of USD no higher than
+    the ceiling (refused, not clamped, above it); a boolean or anything but a number or its
+    text is refused."""
     if max_cost is None:
         return None
     try:
