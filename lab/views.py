@@ -5,7 +5,6 @@ judges side by side with the form that starts a judge run. The workflow is in
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 
 from django import forms
 from django.contrib import messages
@@ -15,11 +14,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.input_limits import MAX_BYTES, size_message
-from evalsite.core.money import MAX_CAP_USD
 from evalsite.core.problems import Problem
 from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_judge_run
 from lab.models import PairSet
 from lab.transfer import import_pairset
+from runs.forms import CapField
 from runs.launch import MAX_SHARDS
 from runs.models import Run
 from runs.prices import NoActivePriceTable, active_table
@@ -40,10 +39,7 @@ class JudgeRunForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
     )  # fmt: skip
     fake = forms.BooleanField(required=False, label="Fake judge (offline, simulated cost)")
-    max_cost = forms.DecimalField(
-        required=False, min_value=Decimal("0.0001"), max_value=MAX_CAP_USD, max_digits=10,
-        decimal_places=4, label="Cap (USD, default 2.00)",
-    )  # fmt: skip
+    max_cost = CapField(label="Cap (USD, default 2.00)")
 
 
 @require_http_methods(["GET", "POST"])

@@ -62,6 +62,23 @@ class FormTokenField(forms.CharField):
         return FormToken.read(super().clean(value) or "")
 
 
+class CapField(forms.CharField):
+    """A spending cap in USD by the rule and with the words of `--max-cost` (money.parse_cap,
+    which reads every cap); None when left blank."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def clean(self, value) -> Decimal | None:
+        text = super().clean(value).strip()
+        if not text:
+            return None
+        try:
+            return parse_cap(text, what="the cap")
+        except MoneyError as error:
+            raise forms.ValidationError(str(error)) from None
+
+
 class SuiteForm(forms.Form):
     """A suite pasted or uploaded in the browser: validated as an upload (no file access,
     no python checks); `problems` holds every problem found, by line."""
@@ -212,7 +229,7 @@ class RunForm(forms.Form):
         required=False, min_value=1, max_value=20,
         error_messages={"min_value": REPEATS, "max_value": REPEATS, "invalid": REPEATS},
     )  # fmt: skip
-    max_cost = forms.CharField(required=False, label="Cap (USD)")  # parse_cap bounds it
+    max_cost = CapField(label="Cap (USD)")
     label = forms.SlugField(required=False, max_length=64)
     form_token = FormTokenField()
 
@@ -241,16 +258,6 @@ class RunForm(forms.Form):
         if problem := label_problem(label):
             raise forms.ValidationError(problem)
         return label
-
-    def clean_max_cost(self) -> Decimal | None:
-        """The cap by the rule and with the words of `evalsite run --max-cost`."""
-        value = self.cleaned_data["max_cost"].strip()
-        if not value:
-            return None
-        try:
-            return parse_cap(value, what="the cap")
-        except MoneyError as error:
-            raise forms.ValidationError(str(error)) from None
 
     def clean(self):
         data = super().clean()

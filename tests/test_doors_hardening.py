@@ -378,3 +378,21 @@ def test_the_cap_rule_every_door_reads_refuses_what_is_not_a_number(given):
     with pytest.raises(MoneyError, match="^the cap must be a number of USD$"):
         parse_cap(given)
     assert parse_cap("1.5") == parse_cap(1.5) == Decimal("1.5")
+
+
+@pytest.mark.django_db
+def test_the_judge_labs_cap_is_read_by_the_rule_and_words_of_max_cost(tmp_path):
+    ensure_default_table()
+    (tmp_path / "p.jsonl").write_text(json.dumps(PAIR))
+    assert run_command("pairs", "import", str(tmp_path / "p.jsonl"))[0] == ExitCode.OK
+    client = Client()
+    client.force_login(make_user())
+    url = reverse("lab_detail", args=["p"])
+    for given, message in [
+        ("0.0000001", "the cap has more than 6 decimal places: 0.0000001"),
+        ("100001", "the cap $100001 is over the largest cap, $100000"),
+        ("-1", "the cap must be a positive number of USD"),
+    ]:
+        page = client.post(url, {"model": "fake/large", "fake": "on", "max_cost": given})
+        assert page.status_code == 400 and message in page.content.decode()
+    assert not Run.objects.exists()
