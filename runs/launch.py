@@ -80,17 +80,27 @@ def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
     A no-look suite is refused: the workers would run it, and they never hold its cases."""
     if version.stripped:
         raise PlanError(f"refused: {NO_WORKER}")
+    replies = _replies(version, data.get("replies"))
     options = RunOptions(
         models=data["contestants"],
         fake=bool(data.get("fake")),
-        replies=_replies(version, data.get("replies")),
+        replies=replies,
         max_cost=data.get("max_cost"),
         repeats=data.get("repeats"),
         label=data.get("label") or "",
         judge=data.get("judge") or None,
         dry_run=True,
     )
-    return make_plan(version, stored_suite(version), options)
+    try:
+        return make_plan(version, stored_suite(version), options)
+    except PlanError as error:
+        if replies is None:
+            raise
+        # The planner names the replies file by its path on this machine (under the data
+        # dir, or beside a suite read from disk); the page names it as the member knows it.
+        upload = data.get("replies")
+        shown = upload.name if upload is not None else version.parsed.get("replies")
+        raise PlanError(str(error).replace(replies, shown or "replies"), error.code) from None
 
 
 def missing_keys_message(plan: Plan) -> str:

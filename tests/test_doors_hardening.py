@@ -6,6 +6,7 @@ wrong and where (exit 2 on the command line, a message on the page), never a tra
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -396,3 +397,35 @@ def test_the_judge_labs_cap_is_read_by_the_rule_and_words_of_max_cost(tmp_path):
         page = client.post(url, {"model": "fake/large", "fake": "on", "max_cost": given})
         assert page.status_code == 400 and message in page.content.decode()
     assert not Run.objects.exists()
+
+
+# --- what a member's error shows of the server (info item) ------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_uploaded_sources_preview_names_the_upload_never_the_servers_temporary_folder():
+    client = Client()
+    client.force_login(make_user())
+    config = b"prompts: [hi]\nproviders: [fake:small]\ntests: file://tests.txt\n"
+    upload = SimpleUploadedFile("promptfooconfig.yaml", config)
+    response = client.post(reverse("suite_new"), {"file": upload, "intent": "check"})
+    page = response.content.decode()
+    text = response.context["form"].initial["yaml_text"]
+    assert "evalsite-upload-" not in page + text and tempfile.gettempdir() not in page + text
+    assert "promptfooconfig.yaml:3: tests file://tests.txt" in page
+    assert text.startswith("# Imported by `evalsite import promptfoo` from promptfooconfig.yaml.")
+    assert "\nsuite: promptfooconfig\n" in text  # not the temporary folder's random name
+
+
+@pytest.mark.django_db
+def test_a_replies_upload_that_cannot_serve_the_run_names_the_upload_not_the_data_dir(settings):
+    make_price_table(active=True)
+    version = make_suite_version()
+    client = Client()
+    client.force_login(make_user())
+    url = reverse("run_new", args=[version.suite.name, version.sha256])
+    replies = SimpleUploadedFile("mine.replies.yaml", b"scripted/good:\n  greet/one: [hi]\n")
+    response = client.post(url, {"others": "scripted/good", "replies": replies})
+    page = response.content.decode()
+    assert response.status_code == 400 and str(settings.DATA_DIR) not in page
+    assert "mine.replies.yaml has no reply for scripted/good on:" in page

@@ -10,9 +10,15 @@ names the format of a file by its content, for ``auto``.
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
-from evalsite.core.importers.common import Translation, Untranslated, check_translation
+from evalsite.core.importers.common import (
+    Translation,
+    Untranslated,
+    check_translation,
+    identifier,
+)
 from evalsite.core.importers.outputs import write_translation
 from evalsite.core.input_limits import decode_text
 from evalsite.core.problems import Problem, SuiteError
@@ -92,14 +98,33 @@ def translate_upload(data: bytes, filename: str) -> Translation | None:
     if format is None:
         return None
     name = pathlib.Path(filename).name or "upload.txt"
-    with tempfile.TemporaryDirectory(prefix="evalsite-upload-") as folder:
-        source = pathlib.Path(folder) / name
+    with tempfile.TemporaryDirectory(prefix="evalsite-upload-") as temporary:
+        # In a folder named as the file: a source with the default name (promptfooconfig,
+        # eval) names its suite after its folder, which must not be the random temporary one.
+        folder = pathlib.Path(temporary) / identifier(pathlib.Path(name).stem, "upload")
+        folder.mkdir()
+        source = folder / name
         source.write_bytes(data)
         try:
-            return translate(format, source, uploaded=True)
+            return _named_as_uploaded(translate(format, source, uploaded=True), str(folder))
         except SuiteError as error:
-            problems = [_relative(problem, folder) for problem in error.problems]
+            problems = [_relative(problem, str(folder)) for problem in error.problems]
             raise SuiteError(problems) from None
+
+
+def _named_as_uploaded(translation: Translation, folder: str) -> Translation:
+    """The translation naming the upload, never the server's temporary folder (its source
+    heads the YAML a member is shown, and what did not translate names its file)."""
+    prefix = folder.rstrip("/") + "/"
+    return dataclasses.replace(
+        translation,
+        source=translation.source.replace(prefix, ""),
+        untranslated=tuple(
+            dataclasses.replace(item, file=item.file.replace(prefix, ""))
+            for item in translation.untranslated
+        ),
+        notes=tuple(note.replace(prefix, "") for note in translation.notes),
+    )
 
 
 def _relative(problem: Problem, folder: str) -> Problem:
