@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from evalsite.core import judge_warnings
@@ -12,6 +15,28 @@ from evalsite.core.suites import Suite, SuiteError, load_suite
 from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys
 from runs.prices import NoActivePriceTable, active_table, resolve_against
 from runs.setup import prepare_database
+
+# Web threads that may validate a member's suite at once. A validation is bounded (the
+# rendering bounds of evalsite.core.jinja_budget) but CPU-bound: with `evalsite serve`'s
+# 8 threads, the others stay free for every other page.
+MAX_MEMBER_VALIDATIONS = 2
+MEMBER_VALIDATIONS = threading.BoundedSemaphore(MAX_MEMBER_VALIDATIONS)
+BUSY = (
+    "The server is checking other suites right now; nothing was checked or registered. "
+    "Try again in a moment."
+)
+
+
+@contextmanager
+def member_validation() -> Iterator[bool]:
+    """Whether this thread may validate a member's suite now (it holds a slot until the
+    block ends); never waits, so a busy server answers at once instead of queueing."""
+    free = MEMBER_VALIDATIONS.acquire(blocking=False)
+    try:
+        yield free
+    finally:
+        if free:
+            MEMBER_VALIDATIONS.release()
 
 
 def model_errors(loaded: Suite) -> tuple[list[str], dict]:

@@ -11,9 +11,13 @@ Rules:
   refused when the template is compiled, so suite text never reads a file.
 - ``random`` and ``lipsum`` are removed: a prompt must render the same way every time (the
   cache key is the rendered request).
-- Bounded: at most :data:`MAX_STEPS` template lines executed and :data:`MAX_CHARS` characters
-  rendered; integer arguments of filters and of str/list methods at most :data:`MAX_INT`;
-  ``*``, ``**`` and ``%`` refuse results past the bounds before computing them.
+- Bounded by :mod:`~evalsite.core.jinja_budget` (a value's size, steps and work per render,
+  and a suite's renders together): ``~``, slices and comparisons are compiled through the
+  environment, every operator, call, filter and test is counted, and nothing is computed
+  while compiling (no constant folding), so all of it runs inside a render's bounds.
+- Nesting: at most :data:`MAX_NESTING` brackets and blocks open at once and
+  :data:`MAX_DEPTH` operations inside one another, refused at their line when compiled
+  (deeper, Jinja's parser and Python's compiler fail with RecursionError or SyntaxError).
 - Trailing newlines are kept (a YAML block prompt renders as it does with ``{{name}}``).
 """
 
@@ -22,32 +26,41 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from types import FrameType
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta, nodes
+from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta, nodes, pass_context
+from jinja2.compiler import CodeGenerator, Frame, operators
 from jinja2.exceptions import SecurityError
-from jinja2.sandbox import MAX_RANGE, SandboxedEnvironment
+from jinja2.parser import Parser
+from jinja2.sandbox import SandboxedEnvironment
 
-from evalsite.core.input_limits import MAX_BYTES
+from evalsite.core import jinja_budget as budget
+from evalsite.core.jinja_budget import (  # noqa: F401 (the bounds, read here by callers)
+    MAX_CHARS,
+    MAX_INT,
+    MAX_STEPS,
+    MAX_SUITE_STEPS,
+    MAX_SUITE_WORK,
+    MAX_WORK,
+    SOURCE,
+    Allowance,
+    OverBudget,
+)
 from evalsite.core.templating import VarValue, format_value
 
-MAX_STEPS = 1_000_000
-MAX_CHARS = MAX_BYTES
-MAX_INT = MAX_RANGE
-_SOURCE = "<template>"  # the file name Jinja compiles a string template under
+MAX_NESTING = 20  # brackets and blocks open at once (Python nests at most 20 loops)
+MAX_DEPTH = 100  # operations inside one another (a + b + … is one inside the next)
 _FILE_TAGS = {
     nodes.Include: "include",
     nodes.Import: "import",
     nodes.FromImport: "from",
     nodes.Extends: "extends",
 }
+_BLOCKS = {"if", "for", "macro", "call", "filter", "with", "block", "autoescape", "trans"}
 _UNDEFINED = re.compile(r"'([^']+)' is undefined")
-# A %-format or str.format field whose width or precision is huge or taken from an argument.
-_WIDE_FIELD = re.compile(
-    r"%[#0 +\-]*(?:\d{7,}|\*)|%[#0 +\-]*\d*\.(?:\d{7,}|\*)|\{[^{}]*:[^{}]*\d{7,}"
-)
+_NESTED = "the template nests too deeply"
 
 
 class JinjaError(Exception):
@@ -68,112 +81,230 @@ class JinjaError(Exception):
         super().__init__(f"line {line}: {message}" if line else message)
 
 
-class _OverBudget(SecurityError):
-    """Rendering went past a bound (steps, characters, an argument's size)."""
+class _CodeGenerator(CodeGenerator):
+    """Compiles ``~``, slices and the operands of comparisons through the environment, so
+    that what they read and build is counted (Jinja compiles them to plain Python)."""
+
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
+        if not isinstance(node.arg, nodes.Slice):
+            return super().visit_Getitem(node, frame)
+        self.write("environment.sliced(")
+        self.visit(node.node, frame)
+        self.write(", slice(")
+        for part in (node.arg.start, node.arg.stop, node.arg.step):
+            if part is None:
+                self.write("None")
+            else:
+                self.visit(part, frame)
+            self.write(", ")
+        self.write("))")
+        return None
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.concatenated((")
+        for argument in node.nodes:
+            self.visit(argument, frame)
+            self.write(", ")
+        self.write("))")
+
+    def visit_Compare(self, node: nodes.Compare, frame: Frame) -> None:
+        self.write("(environment.measured(")
+        self.visit(node.expr, frame)
+        self.write(")")
+        for operand in node.ops:
+            self.visit(operand, frame)
+        self.write(")")
+
+    def visit_Operand(self, node: nodes.Operand, frame: Frame) -> None:
+        self.write(f" {operators[node.op]} environment.measured(")
+        self.visit(node.expr, frame)
+        self.write(")")
 
 
 class _Environment(SandboxedEnvironment):
-    intercepted_binops = frozenset({"*", "**", "%"})
+    code_generator_class = _CodeGenerator
+    intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+    concat = staticmethod(budget.joined)  # what blocks, macros and filter blocks collect
+    concatenated = staticmethod(budget.concatenated)
+
+    @staticmethod
+    def measured(value: Any) -> Any:
+        budget.read((value,))
+        return value
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         _check_binop(operator, left, right)
-        return _checked_size(super().call_binop(context, operator, left, right))
+        return budget.built(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        args = tuple(budget.materialized(arg) for arg in args)
+        budget.check_arguments((*args, *kwargs.values()))
         owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
-        if isinstance(owner, str | list | tuple):
-            _check_arguments((owner, *args, *kwargs.values()))
-        return _checked_size(super().call(__context, __obj, *args, **kwargs))
+        if isinstance(owner, str | list | tuple | dict):  # a method reads the value it is of
+            budget.read((owner, *args, *kwargs.values()))
+            predict = budget.METHOD_SIZES.get(getattr(__obj, "__name__", ""))
+            if predict is not None and isinstance(owner, str):
+                budget.fits(predict(owner, *args, **kwargs), f"the {__obj.__name__}")
+        result = super().call(__context, __obj, *args, **kwargs)
+        if isinstance(owner, list | dict):  # append, update…: the value itself grew
+            budget.built(owner)
+        return budget.built(result)
+
+    @staticmethod
+    def sliced(value: Any, part: slice) -> Any:
+        return budget.built(value[part])
 
 
-def _finalize(value: Any) -> Any:
+@pass_context  # so no output is computed while compiling, outside any render's bounds
+def _finalize(context: Any, value: Any) -> Any:
+    budget.checked(value)
     return format_value(value) if value is None or isinstance(value, bool) else value
 
 
 def _environment() -> _Environment:
     env = _Environment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, finalize=_finalize
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        finalize=_finalize,
+        optimized=False,  # folding constants would run filters while compiling, unbounded
     )
     for name in ("random",):
         env.filters.pop(name)
     env.globals.pop("lipsum")
-    env.filters = {name: _guarded(function) for name, function in env.filters.items()}
+    env.filters = {name: _guarded(function, name) for name, function in env.filters.items()}
+    env.tests = {name: _guarded(function, name) for name, function in env.tests.items()}
     return env
 
 
-def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
-    """A filter that refuses oversized arguments and results (the filtered value may be big)."""
+def _guarded(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A filter or test that counts what it reads and builds, and refuses a result it can
+    tell is too big before building it."""
+    skip = 2 if hasattr(function, "jinja_pass_arg") else 1  # (context, value, …) or (value, …)
+    weight = budget.TEXT_WEIGHT if name in budget.SLOW_TEXT else 1
+    reads = name not in budget.CONSTANT_TIME
+    per_item = name in budget.PER_ITEM
+    predict = budget.FILTER_SIZES.get(name)
 
     @functools.wraps(function)  # keeps jinja_pass_arg, so context-taking filters still work
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        skip = 2 if hasattr(function, "jinja_pass_arg") else 1
-        _check_arguments((*args[skip:], *kwargs.values()))
-        if function.__name__ == "do_format":
-            _check_arguments(args[:1])  # the format string itself
-        if function.__name__ in ("do_replace", "do_join"):
-            _check_expansion(function.__name__, args[skip - 1 :], kwargs)
-        return _checked_size(function(*args, **kwargs))
+        args = (*args[: skip - 1], *(budget.materialized(arg) for arg in args[skip - 1 :]))
+        budget.check_arguments((*args[skip:], *kwargs.values()))
+        if reads:
+            budget.read((*args[skip - 1 :], *kwargs.values()), weight)
+        if per_item:
+            budget.read_items(args[skip - 1])
+        if predict is not None:
+            budget.fits(predict(*args[skip - 1 :], **kwargs), f"the {name}")
+        return budget.built(function(*args, **kwargs))
 
     return guarded
 
 
-def _check_arguments(values: Iterable[Any]) -> None:
-    for value in values:
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
-            raise _OverBudget(f"the argument {value} is larger than {MAX_INT:,}")
-        if isinstance(value, str) and _WIDE_FIELD.search(value):
-            raise _OverBudget(f"the format {value[:60]!r} has a width or precision too large")
-
-
-def _check_expansion(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
-    """replace and join can multiply two var lengths: refuse before computing."""
-    if name == "do_replace":
-        text, old, new = (str(arg) for arg in (*args, kwargs.get("old"), kwargs.get("new"))[:3])
-        grows = (len(text) + 1 if not old else text.count(old)) * len(new)
-        if len(text) + grows > MAX_CHARS:
-            raise _OverBudget(f"the replace would render more than {MAX_CHARS:,} characters")
-    separator = str(args[1] if len(args) > 1 else kwargs.get("d", ""))
-    sized = hasattr(args[0], "__len__") if args else False
-    if name == "do_join" and sized and len(args[0]) * len(separator) > MAX_CHARS:
-        raise _OverBudget(f"the join would render more than {MAX_CHARS:,} characters")
-
-
 def _check_binop(operator: str, left: Any, right: Any) -> None:
+    """Refuse an operation whose result would be too big, before computing it."""
     if operator == "*":
         for sequence, count in ((left, right), (right, left)):
-            repeated = isinstance(sequence, str | list | tuple) and isinstance(count, int)
-            if repeated and len(sequence) * count > MAX_CHARS:
-                raise _OverBudget(f"the product would hold more than {MAX_CHARS:,} items")
+            if isinstance(sequence, str | list | tuple) and isinstance(count, int):
+                budget.fits(budget.size(sequence) * max(count, 0), "the product")
+    elif operator == "+" and isinstance(left, str | list | tuple):
+        budget.fits(budget.size(left) + budget.size(right), "the sum")
     elif operator == "**" and isinstance(left, int) and isinstance(right, int):
         if right > 0 and abs(left) > 1 and left.bit_length() * right > 4096 * 4:
-            raise _OverBudget(f"{left} ** {right} is too large a number")
+            raise OverBudget(f"{left} ** {right} is too large a number")
     elif operator == "%" and isinstance(left, str):
-        _check_arguments((left, *(right if isinstance(right, tuple) else (right,))))
-
-
-def _checked_size(value: Any) -> Any:
-    if isinstance(value, str | list | tuple) and len(value) > MAX_CHARS:
-        raise _OverBudget(f"a value holds more than {MAX_CHARS:,} items")
-    return value
+        arguments = right if isinstance(right, tuple) else (right,)
+        if isinstance(right, dict):
+            arguments = tuple(right.values())
+        budget.fits(budget.format_size(left, arguments), "the formatted text")
 
 
 _ENV = _environment()
 
 
+@contextmanager
+def _metered(meter: budget.Meter) -> Iterator[budget.Meter]:
+    token = budget.METER.set(meter)
+    try:
+        yield meter
+    finally:
+        budget.METER.reset(token)
+
+
 @functools.lru_cache(maxsize=512)
 def _compile(text: str) -> Any:
+    tree = _parsed(text)
+    for kind, tag in _FILE_TAGS.items():
+        for node in tree.find_all(kind):
+            message = (
+                f"{{% {tag} %}} is not allowed: a suite's templates cannot read other files "
+                "(write the text here, or pass it in a var)"
+            )
+            raise JinjaError(message, node.lineno)
     try:
-        tree = _ENV.parse(text)
-        for kind, tag in _FILE_TAGS.items():
-            for node in tree.find_all(kind):
-                message = (
-                    f"{{% {tag} %}} is not allowed: a suite's templates cannot read other files "
-                    "(write the text here, or pass it in a var)"
-                )
-                raise JinjaError(message, node.lineno)
-        return _ENV.from_string(tree)
-    except TemplateSyntaxError as error:  # also an unknown filter or test (an assertion error)
+        with _metered(budget.Meter()):
+            return _ENV.from_string(tree)
+    except TemplateSyntaxError as error:  # also an unknown filter or test
         raise JinjaError(error.message or "syntax error", error.lineno) from None
+    except (RecursionError, SyntaxError) as error:  # what the nesting rules should prevent
+        raise JinjaError(f"{_NESTED} ({type(error).__name__})", _deepest_line(error)) from None
+
+
+def _parsed(text: str) -> nodes.Template:
+    """``text``'s syntax tree, once its nesting is within the bounds; JinjaError otherwise."""
+    try:
+        _check_nesting(text)
+        tree = _ENV.parse(text)
+    except TemplateSyntaxError as error:
+        raise JinjaError(error.message or "syntax error", error.lineno) from None
+    except RecursionError as error:  # not a bracket or block: a chain of `not` or `-`
+        raise JinjaError(f"{_NESTED}: operators inside one another", _deepest_line(error)) from None
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            message = f"{_NESTED}: more than {MAX_DEPTH} operations inside one another"
+            raise JinjaError(message, node.lineno)
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
+    return tree
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse more than MAX_NESTING brackets and blocks open at once, at the line of the
+    first one too many (Jinja's parser would recurse past Python's limit)."""
+    depth, setting = 0, False
+    tokens = _ENV.lexer.tokeniter(text, None)
+    for line, kind, value in tokens:
+        if kind == "block_begin":
+            _, _, value = next(tokens, (line, "", ""))
+            while value.isspace():
+                _, _, value = next(tokens, (line, "", ""))
+            depth += value in _BLOCKS
+            depth -= value.startswith("end")
+            setting = value == "set"
+        elif kind == "operator":
+            depth += value in "([{"
+            depth -= value in ")]}"
+            setting = setting and value != "="
+        elif kind == "block_end" and setting:
+            depth, setting = depth + 1, False  # {% set x %}…{% endset %}
+        if depth > MAX_NESTING:
+            message = f"{_NESTED}: more than {MAX_NESTING} brackets and blocks open at once"
+            raise JinjaError(message, line)
+
+
+def _deepest_line(error: BaseException) -> int | None:
+    """The template line the parser or compiler was at when ``error`` stopped it."""
+    line, trace = None, error.__traceback__
+    while trace is not None:
+        owner = trace.tb_frame.f_locals.get("self")
+        node = trace.tb_frame.f_locals.get("node")
+        if isinstance(owner, Parser):
+            line = owner.stream.current.lineno
+        elif isinstance(node, nodes.Node) and node.lineno:
+            line = node.lineno
+        trace = trace.tb_next
+    return line
 
 
 def check(text: str) -> JinjaError | None:
@@ -188,66 +319,55 @@ def check(text: str) -> JinjaError | None:
 def names_used(text: str) -> set[str]:
     """The names ``text`` reads from its vars (none for a template that does not compile)."""
     try:
-        return set(meta.find_undeclared_variables(_ENV.parse(text)))
-    except TemplateSyntaxError:
+        return set(meta.find_undeclared_variables(_parsed(text)))
+    except (JinjaError, TemplateSyntaxError):  # an unknown filter fails only here
         return set()
 
 
-def render(text: str, variables: Mapping[str, VarValue]) -> str:
-    """``text`` rendered with ``variables``; JinjaError (with its template line) otherwise."""
+def render(
+    text: str, variables: Mapping[str, VarValue], *, allowance: Allowance | None = None
+) -> str:
+    """``text`` rendered with ``variables``, within the bounds of :mod:`jinja_budget
+    <evalsite.core.jinja_budget>` and what ``allowance`` (a suite's renders together) has
+    left; JinjaError (with its template line) otherwise."""
     template = _compile(text)
-    steps = _Steps()
+    meter = budget.Meter(allowance)
     previous = sys.gettrace()
-    sys.settrace(steps.on_call)  # counts template lines, so a long loop stops, not hangs
+    sys.settrace(meter.on_call)  # counts template lines, so a long loop stops, not hangs
     try:
-        return _joined(template.generate(dict(variables)))
+        with _metered(meter):
+            return _joined(template.generate(dict(variables)), meter)
     except Exception as error:
         raise _as_jinja_error(error) from None
     finally:
         sys.settrace(previous)
+        if allowance is not None:
+            allowance.take(meter)
 
 
-def _joined(chunks: Iterable[str]) -> str:
+def _joined(chunks: Iterable[str], meter: budget.Meter) -> str:
     out: list[str] = []
     size = 0
     for chunk in chunks:
         size += len(chunk)
         if size > MAX_CHARS:
-            raise _OverBudget(f"the prompt rendered more than {MAX_CHARS:,} characters")
+            raise OverBudget(f"the prompt rendered more than {MAX_CHARS:,} characters")
+        meter.charge(len(chunk))
         out.append(chunk)
     return "".join(out)
-
-
-class _Steps:
-    """A trace function that raises once the template has executed MAX_STEPS lines."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def on_call(self, frame: FrameType, event: str, arg: Any) -> Any:
-        return self.on_line if frame.f_code.co_filename == _SOURCE else None
-
-    def on_line(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
-            self.count += 1
-            if self.count > MAX_STEPS:
-                raise _OverBudget(
-                    f"rendering stopped after {MAX_STEPS:,} steps (a loop that runs too long?)"
-                )
-        return self.on_line
 
 
 def _as_jinja_error(error: Exception) -> JinjaError:
     line = None
     trace = error.__traceback__
     while trace is not None:
-        if trace.tb_frame.f_code.co_filename == _SOURCE:
+        if trace.tb_frame.f_code.co_filename == SOURCE:
             line = trace.tb_lineno
         trace = trace.tb_next
     if isinstance(error, UndefinedError):
         match = _UNDEFINED.fullmatch(str(error))
         return JinjaError(str(error), line, undefined=match.group(1) if match else None)
-    if isinstance(error, _OverBudget):
+    if isinstance(error, OverBudget):
         return JinjaError(str(error), line, over_budget=True)
     if isinstance(error, SecurityError):
         return JinjaError(f"refused by the sandbox: {error}", line)

@@ -65,9 +65,10 @@ def plan_cells(
     """
     cells = []
     for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
+        rendered: dict[str | None, list] = {}  # a case renders once per variant, not per cell
         for repeat in range(repeats):
             for text in contestants:
-                cells.append(_cell(suite, task, case.id, text, repeat))
+                cells.append(_cell(suite, task, case.id, text, repeat, rendered))
     return cells
 
 
@@ -105,11 +106,15 @@ def _known_tags(suite: Suite, tags: Sequence[str]) -> set[str]:
     return set(tags)
 
 
-def _cell(suite: Suite, task, case_id: str, text: str, repeat: int) -> Cell:
+def _cell(
+    suite: Suite, task, case_id: str, text: str, repeat: int, rendered: dict[str | None, list]
+) -> Cell:
     contestant = parse_contestant(text)
+    if contestant.variant not in rendered:
+        rendered[contestant.variant] = render_messages(suite, task.id, case_id, contestant)
     request = Request.from_params(
         contestant.model,
-        render_messages(suite, task.id, case_id, contestant),
+        rendered[contestant.variant],
         request_params(suite, task.id, contestant),
         schema=task.schema if isinstance(task.schema, Mapping) else None,
         task_id=task.id,

@@ -226,15 +226,20 @@ def template_problems(
     """
     errors: list[Problem] = []
     warnings: list[Problem] = []
+    allowance = jinja.Allowance()  # what all the suite's renders may spend together
     for index in range(len(suite.tasks)):
-        task_errors, task_warnings = _task_problems(suite, index, sources, coerced)
+        task_errors, task_warnings = _task_problems(suite, index, sources, coerced, allowance)
         errors += task_errors
         warnings += task_warnings
     return errors, warnings
 
 
 def _task_problems(
-    suite: Suite, index: int, sources: SourceMap, coerced: Mapping[Path, str]
+    suite: Suite,
+    index: int,
+    sources: SourceMap,
+    coerced: Mapping[Path, str],
+    allowance: jinja.Allowance,
 ) -> tuple[list[Problem], list[Problem]]:
     task = suite.tasks[index]
     sets = {variant: message_pieces(suite, index, variant) for variant in (None, *suite.variants)}
@@ -256,7 +261,7 @@ def _task_problems(
         errors += [
             sources.problem(case_path, f"case '{case.id}' of task '{task.id}' {message}")
             for message in (
-                _jinja_failures(case.vars, sets, stopped)
+                _jinja_failures(case.vars, sets, stopped, allowance)
                 if jinja2
                 else _render_failures(case.vars, sets)
             )
@@ -327,20 +332,24 @@ def _render_failures(
 
 
 def _jinja_failures(
-    variables: Mapping[str, Any], sets: Mapping[str | None, list[Piece]], stopped: set[str]
+    variables: Mapping[str, Any],
+    sets: Mapping[str | None, list[Piece]],
+    stopped: set[str],
+    allowance: jinja.Allowance,
 ) -> list[str]:
     """Render each piece of each variant with the case's vars; one message per text and error.
 
     Texts that do not compile are reported once by the caller; a text that ran past the
-    rendering bounds (``stopped``) is reported for the first case only, not run again.
+    rendering bounds (``stopped``) is reported for the first case only, not run again; once
+    the suite's renders together have spent its ``allowance``, nothing more is rendered.
     """
     found: dict[tuple[str, str], set[str | None]] = defaultdict(set)
     for variant, pieces in sets.items():
         for path, text in (item for piece in pieces for item in piece.texts()):
-            if text in stopped or jinja.check(text) is not None:
+            if allowance.spent or text in stopped or jinja.check(text) is not None:
                 continue
             try:
-                jinja.render(text, variables)
+                jinja.render(text, variables, allowance=allowance)
             except jinja.JinjaError as error:
                 if error.over_budget:
                     stopped.add(text)

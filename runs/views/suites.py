@@ -12,7 +12,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from evalsite.core.suites import SuiteError, load_suite
+from evalsite.core.suites import Problem, SuiteError, load_suite
 from runs.forms import RunForm, SuiteForm
 from runs.launch import (
     contestant_choices,
@@ -24,6 +24,7 @@ from runs.launch import (
 from runs.models import PriceTable, Run, Suite, SuiteVersion
 from runs.planner import PlanError
 from runs.suite_files import suite_files
+from runs.validation import BUSY, member_validation
 
 
 @require_GET
@@ -44,7 +45,10 @@ def suite_new(request: HttpRequest) -> HttpResponse:
         form = SuiteForm(request.POST or None, request.FILES or None)
     except RequestDataTooBig:
         return _suite_new_page(request, SuiteForm.too_big(_sent_bytes(request)), status=413)
-    return _suite_new(request, form)
+    if request.method != "POST":
+        return _suite_new(request, form)
+    with member_validation() as free:
+        return _suite_new(request, form) if free else _busy_page(request)
 
 
 @csrf_protect
@@ -63,6 +67,16 @@ def _suite_new_page(request: HttpRequest, form: SuiteForm, status: int = 200) ->
     if request.htmx:  # htmx swaps only a 2xx response in: the problems are shown either way
         return render(request, "runs/suite_new.html#suite-problems", {"form": form})
     return render(request, "runs/suite_new.html", {"form": form}, status=status)
+
+
+def _busy_page(request: HttpRequest) -> HttpResponse:
+    """Every validation slot is taken: said at once (htmx shows it as it shows problems),
+    with the pasted text kept in the editor."""
+    form = SuiteForm(initial={"yaml_text": request.POST.get("yaml_text", "")})
+    form.problems = [Problem(form.source_name, None, "", BUSY)]
+    response = _suite_new_page(request, form, status=503)
+    response["Retry-After"] = "2"
+    return response
 
 
 def _sent_bytes(request: HttpRequest) -> int | None:

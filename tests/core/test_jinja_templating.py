@@ -218,8 +218,8 @@ def test_a_loop_of_ten_billion_steps_stops_at_the_step_bound_and_is_reported_onc
     messages = messages_of(text)
     assert time.monotonic() - started < 10
     assert messages == [
-        "case 'a' of task 't' fails to render tasks[0].prompt: template line 1: rendering "
-        f"stopped after {jinja.MAX_STEPS:,} steps (a loop that runs too long?)"
+        "case 'a' of task 't' fails to render tasks[0].prompt: template line 1: the template's "
+        f"rendering exceeds {jinja.MAX_STEPS:,} steps (a loop that runs too long?)"
     ]
 
 
@@ -239,8 +239,8 @@ def test_a_prompt_longer_than_the_bound_is_refused() -> None:
         ("{{ '%999999999d' % 1 }}", "has a width or precision too large"),
         ("{{ '%999999999d' | format(1) }}", "has a width or precision too large"),
         ("{{ '{:>999999999}'.format(1) }}", "has a width or precision too large"),
-        ("{{ x | replace('', x) }}", "the replace would render more than"),
-        ("{{ range(100000) | join(x) }}", "the join would render more than"),
+        ("{{ x | replace('', x) }}", "the replace would hold more than"),
+        ("{{ range(100000) | join(x) }}", "the join would hold more than"),
     ],
 )
 def test_an_expression_that_would_allocate_too_much_is_refused_before_it_runs(
