@@ -39,12 +39,12 @@ def check(member: Client, text: str, **headers: str):
             '{% set a = namespace(s="x") %}{% for i in range(28) %}{% set a.s = a.s ~ a.s %}'
             "{% endfor %}{{ a.s|length }}",
             "fails to render tasks[0].prompt: template line 1: the template&#x27;s rendering "
-            "exceeds 20,000,000 characters of work",
+            "exceeds 20,000,000 units of work",
         ),
         (
             '{% for i in range(300) %}{% set s = ("x" * 5000000)|upper %}{% endfor %}',
             "fails to render tasks[0].prompt: template line 1: the template&#x27;s rendering "
-            "exceeds 20,000,000 characters of work",
+            "exceeds 20,000,000 units of work",
         ),
         (
             "{{ " + "(" * 500 + "1" + ")" * 500 + " }}",

@@ -129,14 +129,25 @@ class _Environment(SandboxedEnvironment):
 
     @staticmethod
     def measured(value: Any) -> Any:
+        budget.operation()
         budget.read((value,))
         return value
 
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        budget.operation()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        budget.operation()
+        return super().getitem(obj, argument)
+
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        budget.operation()
         _check_binop(operator, left, right)
         return budget.built(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        budget.operation()
         args = tuple(budget.materialized(arg) for arg in args)
         budget.check_arguments((*args, *kwargs.values()))
         owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
@@ -152,6 +163,7 @@ class _Environment(SandboxedEnvironment):
 
     @staticmethod
     def sliced(value: Any, part: slice) -> Any:
+        budget.operation()
         return budget.built(value[part])
 
 
@@ -188,6 +200,7 @@ def _guarded(function: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     @functools.wraps(function)  # keeps jinja_pass_arg, so context-taking filters still work
     def guarded(*args: Any, **kwargs: Any) -> Any:
+        budget.operation()
         args = (*args[: skip - 1], *(budget.materialized(arg) for arg in args[skip - 1 :]))
         budget.check_arguments((*args[skip:], *kwargs.values()))
         if reads:

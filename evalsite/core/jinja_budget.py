@@ -6,12 +6,14 @@
   built (``~``, ``+``, ``*``, ``%``, join, replace, format, indent, wordwrap, the text a
   block, macro or filter block collects); any other result after.
 - :data:`MAX_STEPS`: template lines one render executes; each turn of a loop is one or more.
-- :data:`MAX_WORK`: characters and items one render's operations read and build: every
-  filter, test, method call, comparison, slice, operator, ``~`` and collected text.
-  Filters that run Python code per character (:data:`SLOW_TEXT`) count what they read
+- :data:`MAX_WORK`: what one render spends, in units: each character and item its
+  operations read and build (every filter, test, method call, comparison, slice, operator,
+  ``~`` and collected text), :data:`OP_COST` for each operation (attributes and items too),
+  and :data:`INSTRUCTION_COST` for each bytecode instruction its steps run. Filters that
+  run Python code per character (:data:`SLOW_TEXT`) count what they read
   :data:`TEXT_WEIGHT` times; filters that call back per item (:data:`PER_ITEM`: map,
-  groupby, sort…) count :data:`ITEM_WEIGHT` more per item. So the slowest operation per
-  unit of work is refused within about half a second of CPU (measured, docs/suite-format.md).
+  groupby, sort…) count :data:`ITEM_WEIGHT` more per item. So whatever a template does, a
+  render stops within about half a second of CPU (measured, docs/suite-format.md).
 - :data:`MAX_SUITE_STEPS` / :data:`MAX_SUITE_WORK`: every render of one suite's validation
   together (an :class:`Allowance`), so a suite of many cases is bounded as one template is.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 from jinja2.exceptions import SecurityError
@@ -33,14 +35,16 @@ from evalsite.core.input_limits import MAX_BYTES
 MAX_CHARS = MAX_BYTES
 MAX_STEPS = 1_000_000
 MAX_WORK = 20_000_000
-MAX_SUITE_STEPS = 10 * MAX_STEPS
-MAX_SUITE_WORK = 10 * MAX_WORK
+MAX_SUITE_STEPS = 5 * MAX_STEPS
+MAX_SUITE_WORK = 5 * MAX_WORK
 MAX_INT = MAX_RANGE
 # Filters that run Python code per character count each character they read this many times;
 # filters that call back into the template per item (an attribute, a filter, a test) count
 # each item so many times more.
 TEXT_WEIGHT = 100
-ITEM_WEIGHT = 2_000
+INSTRUCTION_COST = 1
+OP_COST = 300  # an operation runs Python code of its own and of these bounds: ~5 µs traced
+ITEM_WEIGHT = 5_000
 SLOW_TEXT = frozenset({
     "title", "wordwrap", "urlize", "striptags", "wordcount", "urlencode", "pprint", "tojson",
     "xmlattr",
@@ -88,22 +92,29 @@ class Meter:
         self.work = 0
         self.max_steps = min(MAX_STEPS, allowance.steps) if allowance else MAX_STEPS
         self.max_work = min(MAX_WORK, allowance.work) if allowance else MAX_WORK
+        self._code: CodeType | None = None  # the code the last step ran in, and its lines
+        self._lines: dict[int, int] = {}
 
     def on_call(self, frame: FrameType, event: str, arg: Any) -> Any:
         """A trace function: counts the template's lines (sys.settrace)."""
         return self.on_line if frame.f_code.co_filename == SOURCE else None
 
     def on_line(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
+        if event == "line":  # as little Python as can be: this runs for every step
             self.steps += 1
+            if frame.f_code is not self._code:
+                self._code, self._lines = frame.f_code, _instructions(frame.f_code)
+            self.work += self._lines.get(frame.f_lineno, 1)
             if self.steps > self.max_steps:
                 self._stop("steps", MAX_STEPS, "steps (a loop that runs too long?)")
+            if self.work > self.max_work:
+                self.charge(0)
         return self.on_line
 
     def charge(self, amount: int) -> None:
         self.work += amount
         if self.work > self.max_work:
-            what = "characters of work (text read or built; a loop over long text?)"
+            what = "units of work (text read or built, operations run; a loop doing too much?)"
             self._stop("work", MAX_WORK, what)
 
     def _stop(self, kind: str, own: int, what: str) -> None:
@@ -118,6 +129,27 @@ class Meter:
 
 
 METER: ContextVar[Meter] = ContextVar("jinja_meter")
+_LINES: dict[CodeType, dict[int, int]] = {}
+
+
+def _instructions(code: CodeType) -> dict[int, int]:
+    """The bytecode instructions on each line of a compiled template's code: what a step
+    costs beyond the operations it counts (a long list literal, a chain of ``and``…)."""
+    lines = _LINES.get(code)
+    if lines is None:
+        if len(_LINES) > 4096:
+            _LINES.clear()
+        lines = _LINES[code] = {}
+        for start, end, line in code.co_lines():
+            if line is not None:
+                lines[line] = lines.get(line, 0) + (end - start) // 2 * INSTRUCTION_COST
+    return lines
+
+
+def operation() -> None:
+    """Charge :data:`OP_COST` for one operation of the template (a filter, test, call,
+    operator, attribute, item, comparison or ``~``): what it costs beyond its text."""
+    METER.get().charge(OP_COST)
 
 
 def size(value: Any) -> int:
@@ -213,6 +245,7 @@ def joined(parts: Iterable[str]) -> str:
 
 def concatenated(values: tuple[Any, ...]) -> str:
     """``a ~ b ~ …``: every value as text, refused before it is built when too long."""
+    METER.get().charge(OP_COST * len(values))  # each ~ is an operation
     read(values)
     fits(sum(size(value) for value in values), "the ~ of these values")
     return built("".join(str(value) for value in values))

@@ -28,7 +28,7 @@ def refusal(template: str, **variables: Any) -> jinja.JinjaError:
 def bounded(error: jinja.JinjaError) -> bool:
     """Whether rendering stopped at the value bound or the work bound."""
     value = f"would hold more than {jinja.MAX_CHARS:,} characters or items"
-    work = f"the template's rendering exceeds {jinja.MAX_WORK:,} characters of work"
+    work = f"the template's rendering exceeds {jinja.MAX_WORK:,} units of work"
     return error.over_budget and (value in error.message or work in error.message)
 
 
@@ -88,8 +88,8 @@ def test_the_issue_s_upper_loop_stops_at_the_work_bound_at_its_line() -> None:
     assert error.over_budget
     assert error.line == 2
     assert error.message == (
-        f"the template's rendering exceeds {jinja.MAX_WORK:,} characters of work "
-        "(text read or built; a loop over long text?)"
+        f"the template's rendering exceeds {jinja.MAX_WORK:,} units of work "
+        "(text read or built, operations run; a loop doing too much?)"
     )
 
 
@@ -108,7 +108,24 @@ def test_the_issue_s_upper_loop_stops_at_the_work_bound_at_its_line() -> None:
 def test_reading_long_text_over_and_over_stops_at_the_work_bound(template: str) -> None:
     error = refusal(template, x=BIG, y=BIG)
     assert error.over_budget
-    assert "characters of work" in error.message
+    assert "units of work" in error.message
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{% for i in range(100000) %}{% set s = 'a'" + "|lower" * 90 + " %}{% endfor %}",
+        "{% for i in range(100000) %}{% set s = i" + " - 1" * 90 + " %}{% endfor %}",
+        "{% for i in range(100000) %}{% set s = [" + "i, " * 2000 + "] %}{% endfor %}",
+        "{% for i in range(100000) %}{% set s = loop.index" + ".real" * 90 + " %}{% endfor %}",
+    ],
+)
+def test_cheap_operations_and_long_literals_in_a_loop_stop_at_the_work_bound(
+    template: str,
+) -> None:
+    error = refusal(template)
+    assert error.over_budget
+    assert "units of work" in error.message
 
 
 def test_an_ordinary_prompt_renders_within_the_bounds() -> None:
