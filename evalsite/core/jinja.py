@@ -17,7 +17,8 @@ Rules:
   while compiling (no constant folding), so all of it runs inside a render's bounds.
 - Nesting: at most :data:`MAX_NESTING` brackets and blocks open at once and
   :data:`MAX_DEPTH` operations inside one another, refused at their line when compiled
-  (deeper, Jinja's parser and Python's compiler fail with RecursionError or SyntaxError).
+  (deeper, Jinja's parser and Python's compiler fail with RecursionError or SyntaxError);
+  macros call one another at most :data:`MAX_MACRO_DEPTH` deep while rendering.
 - Trailing newlines are kept (a YAML block prompt renders as it does with ``{{name}}``).
 """
 
@@ -34,6 +35,7 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta, n
 from jinja2.compiler import CodeGenerator, Frame, operators
 from jinja2.exceptions import SecurityError
 from jinja2.parser import Parser
+from jinja2.runtime import Macro
 from jinja2.sandbox import SandboxedEnvironment
 
 from evalsite.core import jinja_budget as budget
@@ -52,6 +54,7 @@ from evalsite.core.templating import VarValue, format_value
 
 MAX_NESTING = 20  # brackets and blocks open at once (Python nests at most 20 loops)
 MAX_DEPTH = 100  # operations inside one another (a + b + … is one inside the next)
+MAX_MACRO_DEPTH = 50  # macro calls inside one another while rendering
 _FILE_TAGS = {
     nodes.Include: "include",
     nodes.Import: "import",
@@ -156,7 +159,8 @@ class _Environment(SandboxedEnvironment):
             predict = budget.METHOD_SIZES.get(getattr(__obj, "__name__", ""))
             if predict is not None and isinstance(owner, str):
                 budget.fits(predict(owner, *args, **kwargs), f"the {__obj.__name__}")
-        result = super().call(__context, __obj, *args, **kwargs)
+        with _macro_depth(__obj):
+            result = super().call(__context, __obj, *args, **kwargs)
         if isinstance(owner, list | dict):  # append, update…: the value itself grew
             budget.built(owner)
         return budget.built(result)
@@ -165,6 +169,23 @@ class _Environment(SandboxedEnvironment):
     def sliced(value: Any, part: slice) -> Any:
         budget.operation()
         return budget.built(value[part])
+
+
+@contextmanager
+def _macro_depth(called: Any) -> Iterator[None]:
+    """Count macros inside one another: deeper than MAX_MACRO_DEPTH is refused, the same
+    wherever it renders (Python's own recursion limit depends on who called the render)."""
+    if not isinstance(called, Macro):
+        yield
+        return
+    meter = budget.METER.get()
+    meter.macros += 1
+    try:
+        if meter.macros > MAX_MACRO_DEPTH:
+            raise OverBudget(f"macros call one another more than {MAX_MACRO_DEPTH} deep")
+        yield
+    finally:
+        meter.macros -= 1
 
 
 @pass_context  # so no output is computed while compiling, outside any render's bounds

@@ -92,6 +92,7 @@ class Meter:
         self.work = 0
         self.max_steps = min(MAX_STEPS, allowance.steps) if allowance else MAX_STEPS
         self.max_work = min(MAX_WORK, allowance.work) if allowance else MAX_WORK
+        self.macros = 0  # macro calls open now (evalsite.core.jinja.MAX_MACRO_DEPTH)
         self._code: CodeType | None = None  # the code the last step ran in, and its lines
         self._lines: dict[int, int] = {}
 

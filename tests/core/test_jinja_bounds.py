@@ -138,6 +138,18 @@ def test_an_ordinary_prompt_renders_within_the_bounds() -> None:
     assert rendered == "Q: A\nQ: B\nwhy?yyyyyyyyyy100000"
 
 
+def test_macros_nested_past_the_bound_stop_the_same_wherever_the_render_is_called() -> None:
+    template = "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(N) }}"
+    assert jinja.render(template.replace("N", str(jinja.MAX_MACRO_DEPTH - 1)), {}) == ""
+
+    def nested(calls: int) -> jinja.JinjaError:  # a caller deep in a web server's stack
+        return nested(calls - 1) if calls else refusal(template.replace("N", "120"))
+
+    error = nested(300)
+    assert error.over_budget
+    assert error.message == f"macros call one another more than {jinja.MAX_MACRO_DEPTH} deep"
+
+
 # --- the suite: all its renders together -----------------------------------------------------
 
 
