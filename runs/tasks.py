@@ -101,6 +101,15 @@ def resume_stalled_runs() -> list[str]:
     return resumed
 
 
+def release_ended_claims() -> None:
+    """Give back, with their reservations, the claims a killed shard left on a run that
+    has since ended: a final run holds no reservation (docs/running.md)."""
+    lease = settings.EVALSITE_CLAIM_LEASE_S
+    for run in Run.objects.ended_holding_claims(lease):
+        run.answers.reclaim_expired(run, lease, judge=False)
+        run.judgements.reclaim_expired(run, lease, judge=True)
+
+
 def run_worker(*, stop_with: int | None = None) -> None:
     """Run a django-q2 cluster until SIGINT or SIGTERM, looking for stalled runs every lease
     (a shard killed with its worker is redelivered by the ORM broker only after
@@ -266,5 +275,6 @@ def _resume_quietly() -> None:
     # one, and a child closing an inherited PostgreSQL connection ends the parent's too.
     try:
         resume_stalled_runs()
+        release_ended_claims()
     finally:
         connections.close_all()

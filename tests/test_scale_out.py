@@ -149,3 +149,31 @@ def test_a_run_whose_shards_the_broker_refuses_is_stored_and_left_to_the_sweep(m
     tasks.enqueue_run(run, shards=2)  # raises nothing
 
     assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [Run.Status.ABORTED_OVER_BUDGET, Run.Status.FAILED])
+def test_the_sweep_returns_what_a_killed_shard_held_on_a_run_another_shard_ended(status):
+    # A shard killed outright keeps its claims; when another shard then ended the run, the
+    # stalled-run sweep (active runs only) never returned them: a final run held a
+    # reservation (issue 25 item 17).
+    from decimal import Decimal
+
+    from runs.models import Answer
+    from tests.factories import make_answer
+
+    run = make_run(status=status, reserved_usd=Decimal("0.25"))
+    held = make_answer(run, "t", "c1", "fake/small", status=Answer.Status.CLAIMED,
+                       claimed_by="killed", reserved_usd=Decimal("0.25"))  # fmt: skip
+    Answer.objects.filter(pk=held.pk).update(
+        claimed_at=timezone.now() - dt.timedelta(seconds=LEASE_S + 1)
+    )
+    live = make_run(status=Run.Status.DONE)
+
+    tasks.release_ended_claims()
+
+    run.refresh_from_db()
+    assert run.reserved_usd == 0 and run.status == status
+    assert not run.answers.filter(status=Answer.Status.CLAIMED).exists()
+    assert list(Run.objects.ended_holding_claims(LEASE_S)) == []
+    assert live.reserved_usd == 0

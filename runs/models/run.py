@@ -275,6 +275,16 @@ class RunQuerySet(models.QuerySet):
             )
         return self.get(pk=pinned[0])
 
+    def ended_holding_claims(self, lease_s: float) -> RunQuerySet:
+        """Runs that have ended while a claim older than the lease is still on them: a shard
+        killed outright before another shard ended the run (aborted it, failed it) left
+        them, with their reservations. The other half of :meth:`stalled`'s sweep."""
+        expired = lease_expiry(lease_s)
+        held = Q(answers__status="claimed", answers__claimed_at__lt=expired) | Q(
+            judgements__status="claimed", judgements__claimed_at__lt=expired
+        )
+        return self.exclude(status__in=Run.ACTIVE).filter(held).distinct()
+
     def stalled(self, lease_s: float) -> RunQuerySet:
         """Active runs that nobody is working on: no claim or finished call younger than the
         lease since the phase began (a killed worker or `evalsite run` process), or queued

@@ -12,7 +12,6 @@ import asyncio
 import gzip
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -27,55 +26,40 @@ from evalsite.core.providers.google import GoogleProvider
 from evalsite.core.providers.openai import compatible_provider, openai_provider
 from evalsite.core.suite_schema import MAX_TOKENS
 from evalsite.core.suites import parse_suite
-from tests.core.providers.conftest import call, fail, make_request
+from tests.core.providers.conftest import ThreadedServer, call, fail, make_request
 
 HUGE = 50 * 1024 * 1024  # what the server would send if the client read it all
 CHUNK = 64 * 1024
 
 
-class Streaming:
-    """An OpenAI-compatible server on 127.0.0.1 (a thread) that answers every POST with an
-    endless JSON string, HUGE bytes at most, and counts the bytes it got to write before
-    the client hung up. With `declared`, the reply says its length up front."""
+class Streaming(ThreadedServer):
+    """An OpenAI-compatible server that answers every POST with an endless JSON string,
+    HUGE bytes at most, and counts the bytes it got to write before the client hung up.
+    With `declared`, the reply says its length up front."""
 
     def __init__(self, *, declared: bool = False, status: int = 200):
         self.written = 0
         self.done = threading.Event()
-        server = self
+        super().__init__(self._answer)
+        self.declared, self.status = declared, status
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
-                self.rfile.read(int(self.headers["content-length"]))
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                if declared:
-                    self.send_header("content-length", str(HUGE))
-                self.send_header("connection", "close")
-                self.end_headers()
-                try:
-                    self.wfile.write(b'{"choices": [{"message": {"content": "')
-                    while server.written < HUGE:
-                        self.wfile.write(b"x" * CHUNK)
-                        server.written += CHUNK
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                finally:
-                    server.done.set()
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> Streaming:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _answer(self, handler) -> None:
+        handler.rfile.read(int(handler.headers["content-length"]))
+        handler.send_response(self.status)
+        handler.send_header("content-type", "application/json")
+        if self.declared:
+            handler.send_header("content-length", str(HUGE))
+        handler.send_header("connection", "close")
+        handler.end_headers()
+        try:
+            handler.wfile.write(b'{"choices": [{"message": {"content": "')
+            while self.written < HUGE:
+                handler.wfile.write(b"x" * CHUNK)
+                self.written += CHUNK
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            self.done.set()
 
 
 def refused(url: str) -> ProviderError:

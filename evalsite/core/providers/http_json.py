@@ -3,7 +3,8 @@ for reading provider replies.
 
 Failures are mapped to error kinds by :mod:`~evalsite.core.providers.http_errors`; the call
 itself is bounded by the request's ``timeout_s`` as a whole (connect, send, wait, read):
-running out of it, or an ``httpx.TimeoutException``, is ``timeout``; a URL without
+running out of it, or an ``httpx.TimeoutException``, is ``timeout`` (unless the deadline
+passed while the process was stopped: then a reply that arrived meanwhile is read); a URL without
 http(s) is ``config``; any other ``httpx.TransportError`` is ``network``; a 2xx whose body
 is not a JSON object is ``malformed``, and so is a reply of any status over
 :data:`~evalsite.core.providers.base.MAX_REPLY_BYTES` (read no further).
@@ -20,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import json
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -242,7 +244,7 @@ async def _send(
     transport failures as ProviderError."""
     try:
         async with (
-            asyncio.timeout(timeout_s),
+            _call_timeout(timeout_s),
             client.stream(
                 "POST", url, headers=dict(headers), json=body, timeout=timeout_s
             ) as response,
@@ -262,6 +264,35 @@ async def _send(
         raise ProviderError(ErrorKind.NETWORK, message) from None
     except httpx.InvalidURL as error:
         raise ProviderError(ErrorKind.CONFIG, f"{provider}: bad URL: {error}") from None
+
+
+# A timer that fires this late (seconds) means the process did not run meanwhile (SIGSTOP,
+# a suspended machine), not that the provider was slow: its reply may be waiting unread.
+_FROZEN_S = 1.0
+# How long such a call is then given to read what arrived while the process was stopped.
+_THAW_GRACE_S = 2.0
+
+
+@contextlib.asynccontextmanager
+async def _call_timeout(timeout_s: float) -> AsyncIterator[None]:
+    """``asyncio.timeout(timeout_s)``, except when its deadline passed while the process was
+    stopped: the reply that arrived meanwhile was paid for, so the call gets
+    :data:`_THAW_GRACE_S` more to read it rather than being counted a timeout and sent again
+    (docs/running.md, what the spent counts)."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(None) as deadline:
+        due = loop.time() + timeout_s
+        handle = loop.call_at(due, _expire, loop, deadline, due)
+        try:
+            yield
+        finally:
+            handle.cancel()
+
+
+def _expire(loop: asyncio.AbstractEventLoop, deadline: asyncio.Timeout, due: float) -> None:
+    now = loop.time()
+    frozen = now - due > _FROZEN_S
+    deadline.reschedule(now + _THAW_GRACE_S if frozen else now)
 
 
 async def _capped_text(response: httpx.Response, provider: str) -> str:

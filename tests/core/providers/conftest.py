@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import threading
 from collections.abc import Callable
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
 
 import httpx
 import pytest
@@ -81,3 +83,29 @@ def raw(status: int, text: str, headers: dict[str, str] | None = None) -> httpx.
         content=text.encode(),
         headers={"content-type": "application/json", **(headers or {})},
     )
+
+
+class ThreadedServer:
+    """An HTTP server on 127.0.0.1 in a thread of its own, so it answers while the test's
+    event loop is blocked: ``post(handler)`` answers each POST (``handler`` is the
+    BaseHTTPRequestHandler). ``url`` is its OpenAI-compatible base URL."""
+
+    def __init__(self, post: Callable[[BaseHTTPRequestHandler], None]):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                post(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

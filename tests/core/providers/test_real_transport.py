@@ -8,12 +8,14 @@ import asyncio
 import contextlib
 import json
 import socket
+import threading
+import time
 
 import pytest
 
 from evalsite.core.providers import ErrorKind, ProviderError, make_client
 from evalsite.core.providers.openai import compatible_provider
-from tests.core.providers.conftest import make_request
+from tests.core.providers.conftest import ThreadedServer, make_request
 
 CHAT = {
     "id": "chatcmpl-1",
@@ -155,3 +157,53 @@ def test_a_server_that_never_answers_is_a_timeout_at_the_requests_deadline():
 
     assert error.kind == ErrorKind.TIMEOUT
     assert "no reply within 0.5s" in error.message
+
+
+class SlowServer(ThreadedServer):
+    """Answers each POST `answered_after` seconds after it has it, from its own thread, so
+    it answers while the test's event loop is frozen."""
+
+    def __init__(self, answered_after: float):
+        self.received = threading.Event()
+        self.answered_after = answered_after
+        super().__init__(self._answer)
+
+    def _answer(self, handler) -> None:
+        handler.rfile.read(int(handler.headers["content-length"]))
+        self.received.set()
+        time.sleep(self.answered_after)
+        body = json.dumps(CHAT).encode()
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+
+def frozen_call(server: SlowServer, *, timeout_s: float, frozen_s: float):
+    """One call whose process stops (its event loop blocked, as by SIGSTOP) for `frozen_s`
+    once the server has the request."""
+
+    async def go():
+        call = asyncio.ensure_future(complete(server.url, timeout_s=timeout_s))
+        while not server.received.is_set():
+            await asyncio.sleep(0.01)
+        time.sleep(frozen_s)  # nothing of the loop runs: the reply arrives meanwhile
+        return await call
+
+    return go()
+
+
+def test_a_reply_that_arrived_while_the_process_was_stopped_past_the_timeout_is_read():
+    # It was paid for: taking it for a timeout sent the call again (issue 25 item 18).
+    with SlowServer(answered_after=0.2) as server:
+        [completion] = asyncio.run(frozen_call(server, timeout_s=1, frozen_s=3))
+
+    assert completion.text == "hi"
+
+
+def test_a_call_stopped_past_its_timeout_with_no_reply_is_still_a_timeout():
+    with SlowServer(answered_after=30) as server:
+        error = failure(frozen_call(server, timeout_s=1, frozen_s=2.5))
+
+    assert error.kind == ErrorKind.TIMEOUT
