@@ -226,7 +226,9 @@ def template_problems(
     """
     errors: list[Problem] = []
     warnings: list[Problem] = []
-    allowance = jinja.Allowance()  # what all the suite's renders may spend together
+    # What all the renders of a member's suite may spend together; an operator's file has
+    # no such bound (each render has its own).
+    allowance = jinja.Allowance() if suite.origin == "upload" else None
     for index in range(len(suite.tasks)):
         task_errors, task_warnings = _task_problems(suite, index, sources, coerced, allowance)
         errors += task_errors
@@ -239,7 +241,7 @@ def _task_problems(
     index: int,
     sources: SourceMap,
     coerced: Mapping[Path, str],
-    allowance: jinja.Allowance,
+    allowance: jinja.Allowance | None,
 ) -> tuple[list[Problem], list[Problem]]:
     task = suite.tasks[index]
     sets = {variant: message_pieces(suite, index, variant) for variant in (None, *suite.variants)}
@@ -335,7 +337,7 @@ def _jinja_failures(
     variables: Mapping[str, Any],
     sets: Mapping[str | None, list[Piece]],
     stopped: set[str],
-    allowance: jinja.Allowance,
+    allowance: jinja.Allowance | None,
 ) -> list[str]:
     """Render each piece of each variant with the case's vars; one message per text and error.
 
@@ -346,7 +348,7 @@ def _jinja_failures(
     found: dict[tuple[str, str], set[str | None]] = defaultdict(set)
     for variant, pieces in sets.items():
         for path, text in (item for piece in pieces for item in piece.texts()):
-            if allowance.spent or text in stopped or jinja.check(text) is not None:
+            if (allowance and allowance.spent) or text in stopped or jinja.check(text) is not None:
                 continue
             try:
                 jinja.render(text, variables, allowance=allowance)

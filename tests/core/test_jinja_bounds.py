@@ -32,9 +32,9 @@ def bounded(error: jinja.JinjaError) -> bool:
     return error.over_budget and (value in error.message or work in error.message)
 
 
-def problems_of(text: str) -> list[str]:
+def problems_of(text: str, origin: str = "file") -> list[str]:
     with pytest.raises(SuiteError) as caught:
-        parse_suite(text.encode(), filename="s.yaml")
+        parse_suite(text.encode(), filename="s.yaml", origin=origin)
     return [f"{problem.line}: {problem.message}" for problem in caught.value.problems]
 
 
@@ -153,18 +153,31 @@ def test_macros_nested_past_the_bound_stop_the_same_wherever_the_render_is_calle
 # --- the suite: all its renders together -----------------------------------------------------
 
 
-def test_a_suite_s_renders_together_stop_at_the_suite_bound_reported_once(
+def many_cases(loop: str = "{% for i in range(100) %}{{ i }}{% endfor %}") -> str:
+    cases = "".join(f"      - {{id: c{n}}}\n" for n in range(50))
+    return JINJA + f"tasks:\n  - id: t\n    prompt: '{loop}'\n    cases:\n" + cases
+
+
+def test_an_uploaded_suite_s_renders_together_stop_at_the_suite_bound_reported_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(jinja_budget, "MAX_SUITE_STEPS", 2_000)
-    cases = "".join(f"      - {{id: c{n}}}\n" for n in range(50))
-    loop = "{% for i in range(100) %}{{ i }}{% endfor %}"  # 409 steps: the fifth case stops
-    text = JINJA + f"tasks:\n  - id: t\n    prompt: '{loop}'\n    cases:\n" + cases
-    assert problems_of(text) == [
+    # 409 steps a case: the fifth case stops
+    assert problems_of(many_cases(), origin="upload") == [
         "13: case 'c4' of task 't' fails to render tasks[0].prompt: template line 1: the "
         "suite's templates together exceed 2,000 steps (the cases after this one were not "
         "rendered)"
     ]
+
+
+def test_a_suite_read_from_a_file_has_no_bound_on_its_renders_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The operator's own suite: 8,000 cases of a modest template were refused at 100,000,000
+    # units together; each render keeps its own bounds.
+    monkeypatch.setattr(jinja_budget, "MAX_SUITE_STEPS", 2_000)
+    suite = parse_suite(many_cases().encode(), filename="s.yaml", origin="file")
+    assert len(suite.tasks[0].cases) == 50
 
 
 def test_a_plan_renders_each_case_once_for_every_contestant_and_repeat(
