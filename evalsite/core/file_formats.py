@@ -28,6 +28,7 @@ from evalsite.core.input_limits import (
     nodes_message,
     value_problems,
 )
+from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.core.problems import Path, Problem, SourceMap, SuiteError, format_path
 from evalsite.core.yamlsafe import YamlDocument, load_yaml
 
@@ -38,12 +39,9 @@ def load_document(data: bytes, *, filename: str) -> YamlDocument:
         return load_yaml(data, filename=filename)
     text = decode_text(data, filename=filename)
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as error:
-        message = f"not valid JSON: {error.msg} at column {error.colno}"
-        raise SuiteError([Problem(filename, error.lineno, "", message)]) from None
-    except ValueError as error:
-        raise SuiteError([Problem(filename, 1, "", f"not valid JSON: {error}")]) from None
+        value = load_json(text)
+    except JsonTextError as error:
+        raise SuiteError([Problem(filename, error.line, "", str(error))]) from None
     _check_nodes(value, filename)
     lines, duplicates = json_lines(text)
     problems = [
@@ -65,10 +63,6 @@ def _check_nodes(value: Any, filename: str) -> None:
     """Bound the work later checks do, as the YAML loader does with MAX_NODES."""
     if count_nodes(value) > MAX_NODES:
         raise SuiteError([Problem(filename, None, "", nodes_message())])
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 _JSON_LEXEME = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
@@ -175,11 +169,9 @@ def _jsonl_rows(text: str, filename: str) -> tuple[list[Any], dict[Path, int], l
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_unique_pairs)
-        except ValueError as error:
-            where = f" at column {error.colno}" if isinstance(error, json.JSONDecodeError) else ""
-            message = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
-            problems.append(Problem(filename, number, "", f"not valid JSON: {message}{where}"))
+            row = load_json(raw, object_pairs_hook=_unique_pairs)
+        except JsonTextError as error:
+            problems.append(Problem(filename, number, "", str(error)))
             continue
         lines[(len(rows),)] = number
         rows.append(row)

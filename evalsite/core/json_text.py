@@ -24,7 +24,12 @@ NESTING_MESSAGE = f"nesting is deeper than {MAX_DEPTH} levels"
 
 
 class JsonTextError(ValueError):
-    """JSON that cannot be read; the message says why (and at which column, when known)."""
+    """JSON that cannot be read; the message says why (and at which column, when known),
+    ``line`` where (1 when the reader cannot tell)."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 def load_json(text: str | bytes, *, object_pairs_hook: Callable | None = None) -> Any:
@@ -37,7 +42,8 @@ def load_json(text: str | bytes, *, object_pairs_hook: Callable | None = None) -
             object_pairs_hook=object_pairs_hook,
         )
     except json.JSONDecodeError as error:
-        raise JsonTextError(f"not valid JSON: {error.msg} at column {error.colno}") from None
+        message = f"not valid JSON: {error.msg} at column {error.colno}"
+        raise JsonTextError(message, error.lineno) from None
     except RecursionError:
         raise JsonTextError(f"not valid JSON: {NESTING_MESSAGE}") from None
     except ValueError as error:  # the hooks' refusals

@@ -354,3 +354,22 @@ def test_a_cases_file_with_too_many_values_is_refused(tmp_path: pathlib.Path) ->
         f"{tmp_path}/c.jsonl: the file holds more than 200,000 values; "
         "split it or move cases to a file"
     ]
+
+
+@pytest.mark.parametrize("levels", [100, 100_000])
+def test_a_schema_or_cases_file_nested_too_deep_is_a_problem_at_its_line(
+    tmp_path: pathlib.Path, levels: int
+) -> None:
+    # Past Python's recursion limit the JSON reader raised RecursionError: exit 3 on the CLI.
+    deep = "[" * levels + "]" * levels
+    suite = one_task("schema_path: s.json\n    cases: [{id: c, vars: {name: x}}]")
+    path = write(tmp_path, {"suite.yaml": suite, "s.json": deep})
+    assert [str(p) for p in errors(path)] == [
+        f"{tmp_path}/s.json:1: not valid JSON: nesting is deeper than 64 levels"
+    ]
+    one_case = '{"id": "a", "vars": {"name": "x"}}\n'
+    suite = one_task("cases_path: c.jsonl")
+    path = write(tmp_path, {"suite.yaml": suite, "c.jsonl": one_case + deep + "\n"})
+    assert [str(p) for p in errors(path)] == [
+        f"{tmp_path}/c.jsonl:2: not valid JSON: nesting is deeper than 64 levels"
+    ]
