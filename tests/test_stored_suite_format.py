@@ -162,3 +162,35 @@ def test_a_suite_with_a_datasource_and_tiny_decimals_reads_its_cases(tmp_path: P
 
     assert full.defaults["temperature"] == 0.00001
     assert [case.id for case in full.tasks[0].cases] == ["one"]
+
+
+class UnreadableStoredVersionTests(TestCase):
+    """A stored version that no longer reads at all (an admin edited the database: a python
+    check added to an upload, a task id made invalid) shows its page with the problems and
+    refuses a run, for everyone, instead of a 500."""
+
+    @classmethod
+    def setUpTestData(cls):
+        ensure_default_table()
+        cls.user = make_user()
+        version = make_suite_version(SCHEMA_SUITE)
+        parsed = version.parsed
+        parsed["tasks"][0]["checks"] = [{"python": "checks:ok"}]
+        SuiteVersion.objects.filter(pk=version.pk).update(parsed=parsed)
+        scoring._PARSED.clear()
+        cls.version = SuiteVersion.objects.get(pk=version.pk)
+
+    def setUp(self):
+        self.client.force_login(self.user)
+
+    def test_its_page_answers_with_what_is_wrong(self):
+        page = self.client.get(reverse("suite_detail", args=[self.version.suite.name]))
+        assert page.status_code == 200
+        assert b"no longer reads" in page.content
+        assert b"python" in page.content
+
+    def test_a_run_of_it_is_refused_with_the_reason(self):
+        url = reverse("run_new", args=[self.version.suite.name, self.version.sha256])
+        response = self.client.post(url, {"models": ["fake/small", "fake/large"]})
+        assert response.status_code in (200, 400)
+        assert Run.objects.count() == 0

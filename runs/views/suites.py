@@ -23,6 +23,7 @@ from runs.launch import (
 )
 from runs.models import PriceTable, Run, Suite, SuiteVersion
 from runs.planner import PlanError
+from runs.scoring import stored_suite
 from runs.suite_files import suite_files
 from runs.validation import BUSY, member_validation
 
@@ -112,19 +113,43 @@ def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
     version = version or versions.first()
     if version is None:
         raise Http404("This suite has no versions.")
+    if problems := _unreadable(version):
+        return _unreadable_page(request, suite, version, problems, status=200)
     form = _run_form(version, preset=request.GET)
     return render(request, "runs/suite_detail.html", _suite_context(suite, version, form))
 
 
-def _suite_context(suite: Suite, version: SuiteVersion, form: RunForm | None = None) -> dict:
+def _suite_context(
+    suite: Suite, version: SuiteVersion, form: RunForm | None = None, unreadable=()
+) -> dict:
+    """The suite page's context; with the ``unreadable`` version's problems, no run form."""
     return {
         "suite": suite,
         "version": version,
         "versions": suite.versions.select_related("created_by"),
         "parsed": version.parsed,
         "runs": Run.objects.for_suite(suite).defer("report", "estimate")[:20],
-        "run_form": form or _run_form(version),
+        "run_form": None if unreadable else form or _run_form(version),
+        "unreadable": unreadable,
     }
+
+
+def _unreadable(version: SuiteVersion) -> list[Problem]:
+    """What is wrong with a stored version that no longer reads (its row was edited in the
+    database); empty when it reads."""
+    try:
+        stored_suite(version)
+    except SuiteError as error:
+        return list(error.problems)
+    return []
+
+
+def _unreadable_page(
+    request: HttpRequest, suite: Suite, version: SuiteVersion, problems: list[Problem], status: int
+) -> HttpResponse:
+    """The suite's page without a new-run form: the version's problems instead."""
+    context = _suite_context(suite, version, unreadable=problems)
+    return render(request, "runs/suite_detail.html", context, status=status)
 
 
 def _run_form(version: SuiteVersion, data=None, files=None, preset=None) -> RunForm:
@@ -154,6 +179,8 @@ def _version_or_404(name: str, sha: str) -> tuple[Suite, SuiteVersion]:
 def run_estimate(request: HttpRequest, name: str, sha: str) -> HttpResponse:
     """The live estimate as the new-run form changes (htmx), or the page with it."""
     suite, version = _version_or_404(name, sha)
+    if problems := _unreadable(version):
+        return _unreadable_page(request, suite, version, problems, status=400)
     form = _run_form(version, request.POST, request.FILES)
     context = _suite_context(suite, version, form) | _estimate(form, version)
     template = "runs/suite_detail.html" + ("#run-estimate" if request.htmx else "")
@@ -165,6 +192,8 @@ def run_new(request: HttpRequest, name: str, sha: str) -> HttpResponse:
     """Launch: plan as `evalsite run` does, store, queue for the workers, show the run.
     Anything the planner refuses, or a key the server lacks, shows the form again."""
     suite, version = _version_or_404(name, sha)
+    if problems := _unreadable(version):
+        return _unreadable_page(request, suite, version, problems, status=400)
     form = _run_form(version, request.POST, request.FILES)
     result = _estimate(form, version)
     if result["plan"] is None or result["missing_keys"]:
