@@ -1,0 +1,164 @@
+"""The Chat Completions adapter against the official openai SDK's own types.
+
+Bodies are built through the provider's public path (``complete`` against a mock transport)
+and checked against ``CompletionCreateParamsNonStreaming``, the SDK's type of the request
+body, with no key the type does not name (:mod:`tests.core.providers.sdk_types`). Replies
+are the SDK's ``ChatCompletion`` serialised as the API sends it, parsed by the adapter.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+import httpx
+import pytest
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from openai.types.chat.chat_completion import Choice
+from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from openai.types.completion_usage import (
+    CompletionTokensDetails,
+    CompletionUsage,
+    PromptTokensDetails,
+)
+
+from evalsite.core.pricing import Usage
+from tests.core.providers.conftest import SCHEMA
+from tests.core.providers.sdk_types import (
+    CONVERSATION,
+    answer,
+    conforms,
+    media,
+    media_part,
+    problems,
+    sent_body,
+)
+
+MODEL = "openai/gpt-4.1-mini"
+LOOSE_SCHEMA = {"type": "object", "properties": {"category": {"type": "string"}}}
+
+
+BODIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "system and user": (MODEL, {}),
+    "sampling parameters": (
+        MODEL,
+        {"temperature": 0, "top_p": 0.9, "max_tokens": 300, "stop": ("\n\n", "END")},
+    ),
+    "one stop sequence": (MODEL, {"stop": "END"}),
+    "multi-turn": (MODEL, {"messages": CONVERSATION}),
+    "image and PDF": (
+        "openai/gpt-4o",
+        {"messages": media(media_part("scan"), media_part("receipt"))},
+    ),
+    "WAV audio": ("openai/gpt-4o-audio-preview", {"messages": media(media_part("call"))}),
+    "native schema": (MODEL, {"schema": SCHEMA}),
+    "prompted schema": (MODEL, {"schema": LOOSE_SCHEMA}),
+    "compatible server": ("openrouter/meta-llama/llama-3.3-70b", {"max_tokens": 300}),
+    "compatible server, media": (
+        "openrouter/openai/gpt-4o",
+        {"messages": media(media_part("scan"), media_part("receipt"))},
+    ),
+}
+
+
+def reply(
+    content: str | None = "Billing.",
+    *,
+    finish_reason: str = "stop",
+    refusal: str | None = None,
+    usage: CompletionUsage | None = None,
+    exclude_none: bool = True,
+) -> httpx.Response:
+    """A ChatCompletion built with the SDK's types, as the API sends it."""
+    completion = ChatCompletion(
+        id="chatcmpl-conformance",
+        object="chat.completion",
+        created=1741569952,
+        model="gpt-4.1-mini-2025-04-14",
+        choices=[
+            Choice(
+                index=0,
+                finish_reason=finish_reason,
+                message=ChatCompletionMessage(role="assistant", content=content, refusal=refusal),
+            )
+        ],
+        usage=usage or CompletionUsage(prompt_tokens=19, completion_tokens=3, total_tokens=22),
+    )
+    return httpx.Response(200, json=completion.model_dump(mode="json", exclude_none=exclude_none))
+
+
+@pytest.mark.parametrize("case", BODIES)
+def test_every_body_is_a_chat_completions_request_of_the_sdk(case):
+    model, fields = BODIES[case]
+    conforms(sent_body(model, reply(), **fields), CompletionCreateParamsNonStreaming)
+
+
+def test_the_check_refuses_what_the_sdk_does_not_name():
+    body = sent_body(MODEL, reply(), messages=media(media_part("scan")))
+    image = body["messages"][1]["content"][1]
+    image["image_url"]["detial"] = "low"
+    body["max_output_tokens"] = 300
+    assert problems(body, CompletionCreateParamsNonStreaming) == [
+        "body.max_output_tokens: not a field of CompletionCreateParamsNonStreaming",
+        "body.messages[1].content[1].image_url.detial: not a field of ImageURL",
+    ]
+
+
+def test_openai_gets_max_completion_tokens_and_a_compatible_server_max_tokens():
+    assert sent_body(MODEL, reply(), max_tokens=300)["max_completion_tokens"] == 300
+    compatible = sent_body("openrouter/meta-llama/llama-3.3-70b", reply(), max_tokens=300)
+    assert compatible["max_tokens"] == 300
+    assert "max_completion_tokens" not in compatible
+
+
+def test_a_strict_schema_is_the_sdks_json_schema_response_format():
+    body = sent_body(MODEL, reply(), schema=SCHEMA)
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "reply", "schema": SCHEMA, "strict": True},
+    }
+    assert "response_format" not in sent_body(MODEL, reply(), schema=LOOSE_SCHEMA)
+
+
+def test_media_parts_are_the_sdks_content_parts_in_order():
+    body = sent_body(MODEL, reply(), messages=media(media_part("scan"), media_part("receipt")))
+    kinds = [p["type"] for p in body["messages"][1]["content"]]
+    assert kinds == ["text", "image_url", "file"]
+    audio = sent_body("openai/gpt-4o-audio-preview", reply(), messages=media(media_part("call")))
+    assert audio["messages"][1]["content"][1]["input_audio"]["format"] == "wav"
+
+
+@pytest.mark.parametrize("exclude_none", [True, False])
+def test_a_sdk_completion_parses_into_its_text_usage_finish_and_model(exclude_none):
+    completion = answer(MODEL, reply(exclude_none=exclude_none))
+    assert completion.text == "Billing."
+    assert completion.usage == Usage(input_tokens=19, output_tokens=3)
+    assert completion.finish_reason == "stop"
+    assert completion.provider_model == "gpt-4.1-mini-2025-04-14"
+
+
+def test_cached_prompt_tokens_are_split_out_and_reasoning_tokens_bill_as_output():
+    usage = CompletionUsage(
+        prompt_tokens=1000,
+        completion_tokens=300,
+        total_tokens=1300,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=600, audio_tokens=0),
+        completion_tokens_details=CompletionTokensDetails(reasoning_tokens=256),
+    )
+    completion = answer("openai/o4-mini", reply(usage=usage))
+    # completion_tokens already includes the reasoning tokens, which bill as output
+    assert completion.usage == Usage(input_tokens=400, output_tokens=300, cached_input_tokens=600)
+
+
+def test_a_length_finish_keeps_its_text_and_finish_reason():
+    completion = answer(MODEL, reply("The charge was made tw", finish_reason="length"))
+    assert (completion.text, completion.finish_reason) == ("The charge was made tw", "length")
+
+
+FINISHES = typing.get_args(Choice.model_fields["finish_reason"].annotation)
+
+
+@pytest.mark.parametrize("finish_reason", FINISHES)
+def test_every_finish_reason_of_the_sdk_with_text_is_an_answer_with_its_finish(finish_reason):
+    completion = answer(MODEL, reply(finish_reason=finish_reason))
+    assert (completion.text, completion.finish_reason) == ("Billing.", finish_reason)
