@@ -37,6 +37,7 @@ from evalsite.core.scoring.grading import (
     parse_grade,
 )
 from evalsite.core.stats import pair_score
+from evalsite.core.suite_params import judge_params
 from evalsite.core.suites import Suite
 from runs import consistency, sealed
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
@@ -138,12 +139,9 @@ def task_media(suite: Suite, task_id: str, case_id: str) -> list[dict]:
     return [part for m in render_messages(suite, task_id, case_id) for part in message_media(m)]
 
 
-def _judge_params(suite: Suite) -> dict:
-    judge = suite.judge
-    return {
-        "temperature": judge.temperature if judge and judge.temperature is not None else 0,
-        "max_tokens": (judge.max_tokens if judge else None) or DEFAULT_JUDGE_MAX_TOKENS,
-    }
+def _judge_params(suite: Suite) -> tuple[dict, frozenset[str]]:
+    """The judge's parameters and those its block sets itself (core.suite_params)."""
+    return judge_params(suite, DEFAULT_JUDGE_MAX_TOKENS)
 
 
 def pair_requests(
@@ -161,7 +159,7 @@ def pair_requests(
     rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
     prompt = task_text(suite, task_id, case_id)
     media = task_media(suite, task_id, case_id)
-    params = _judge_params(suite)
+    params, explicit = _judge_params(suite)
     return [
         (
             order,
@@ -169,6 +167,7 @@ def pair_requests(
                 judge_model,
                 with_media(judge_messages(prompt, rubric, first, second), media, judge_model),
                 params,
+                explicit=explicit,
                 purpose="judge",
                 task_id=task_id,
                 case_id=case_id,
@@ -257,7 +256,9 @@ def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> 
         Judgement.objects.bulk_create(batch, ignore_conflicts=True)
 
 
-def _grade_request(suite: Suite, task, answer: Answer, judge_model: str, params: dict) -> Request:
+def _grade_request(
+    suite: Suite, task, answer: Answer, judge_model: str, params: tuple[dict, frozenset[str]]
+) -> Request:
     """The grade call of one answer: the task's rubric (its grade's, else the task's, else
     the judge's), followed by the case's own criteria and reference when it has them."""
     own = task.case(answer.case_id).grade or {}
@@ -273,7 +274,8 @@ def _grade_request(suite: Suite, task, answer: Answer, judge_model: str, params:
     return Request.from_params(
         judge_model,
         with_media(messages, media, judge_model),
-        params,
+        params[0],
+        explicit=params[1],
         purpose="judge",
         task_id=answer.task_id,
         case_id=answer.case_id,

@@ -36,6 +36,7 @@ from evalsite.core.pricing import (
     suggest,
     unknown_model_message,
 )
+from evalsite.core.problems import format_path
 from evalsite.core.prompts import media_refusals
 from evalsite.core.providers import (
     EndpointConfig,
@@ -47,6 +48,7 @@ from evalsite.core.providers import (
     required_key,
 )
 from evalsite.core.scoring import OPT_OUT_SETTING
+from evalsite.core.suite_params import Note, parameter_notes, parameter_problems
 from evalsite.core.suites import Contestant, Suite, parse_contestant
 from runs import estimates, sealed
 from runs.models import (
@@ -118,6 +120,7 @@ class Plan:
     judge_model: str | None = None
     keys: dict[str, list[str]] = field(default_factory=dict)  # variable → models needing it
     given: GivenAnswers | None = None
+    notes: list[Note] = field(default_factory=list)  # parameters a model will not be sent
 
     @property
     def missing_keys(self) -> list[str]:
@@ -136,6 +139,15 @@ def _check_media(suite: Suite, contestants: list[str], options: RunOptions) -> N
     refused = media_refusals(suite, contestants)
     if refused:
         raise PlanError("; ".join(message for _, message in refused[:5]))
+
+
+def _check_params(suite: Suite, contestants: list[str], judge_model: str | None) -> None:
+    """Refuse a contestant (or judge) whose own parameters (its variant's params, the judge
+    block's) its model does not take: `validate` refuses them for the suite's own models,
+    this for --models and --judge."""
+    refused = parameter_problems(suite, contestants, judge_model)
+    if refused:
+        raise PlanError("; ".join(f"{format_path(path)}: {text}" for path, text in refused[:5]))
 
 
 def _check_sources(suite: Suite) -> None:
@@ -174,6 +186,7 @@ def make_plan(
         raise PlanError(str(error)) from None
     rows = {price.model: price.to_row() for price in table.prices.all()}
     judge_model = _judge_model(suite, options.judge)
+    _check_params(suite, contestants, judge_model)
     _check_prices(contestants, judge_model, rows, table.name)
     endpoints = endpoint_configs()
     keys = _check_keys(contestants, judge_model, endpoints, options)
@@ -210,7 +223,7 @@ def make_plan(
     cap = options.max_cost or _suite_cap(suite) or options.default_cap
     return Plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
-        judge_model, keys, given,
+        judge_model, keys, given, parameter_notes(suite, contestants, judge_model),
     )  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from evalsite.core.providers.base import ErrorKind
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
+from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
@@ -128,8 +129,21 @@ def compute_report(
             scorecard=suite.scorecard,
             judge_consistency=judge.consistency if judge else 0,
             rechecks=recheck_rows(run) if judge and judge.consistency else (),
+            sent=sent_params(run),
         )
     )
+
+
+def sent_params(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """What each contestant and the judge was sent: its calls' stored requests' parameters,
+    each distinct set once (the database picks them out; the messages are not read)."""
+    keys = [f"request__{name}" for name in SENT_FIELDS]
+    answers = Answer.objects.filter(run=run).values_list("contestant", "task_id", *keys)
+    judged = Judgement.objects.filter(run=run).values_list("judge_model", "task_id", *keys)
+    order = {name: index for index, name in enumerate(run.contestants)}
+    rows = sorted(answers.distinct().order_by(), key=lambda row: (order.get(row[0], 0), row[1]))
+    rows += [(f"the judge {model}", *rest) for model, *rest in judged.distinct().order_by()]
+    return sent_sets(rows)
 
 
 # --- rows ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from pathlib import Path
 from evalsite.core import judge_warnings
 from evalsite.core.datasource import source_problems
 from evalsite.core.pricing import unknown_model_message
+from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
 from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys
 from runs.prices import NoActivePriceTable, active_table, resolve_against
@@ -77,6 +78,15 @@ def judge_lines(
     return [line for line in lines if line]
 
 
+def not_sent_outcome(notes) -> dict:
+    """The parameters each contestant will not be sent: the lines `validate` prints, and
+    by contestant and parameter the reason (its --json)."""
+    not_sent: dict[str, dict[str, str]] = {}
+    for note in notes:
+        not_sent.setdefault(note.contestant, {})[note.param] = note.reason
+    return {"notes": [str(note) for note in notes], "not_sent": not_sent}
+
+
 def summary_line(path: str, loaded: Suite, table_name: str) -> str:
     sourced = [task.id for task in loaded.tasks if task.cases_from]
     later = f" (and the cases of {', '.join(sourced)}, read at run time)" if sourced else ""
@@ -104,13 +114,14 @@ def source_and_privacy_errors(path: str, loaded: Suite) -> list[str]:
 
 def validate(path: str) -> dict:
     """Everything `evalsite validate` reports, as plain data (also its --json output)."""
-    outcome: dict = {"ok": False, "path": path, "errors": [], "warnings": []}
+    outcome: dict = {"ok": False, "path": path, "errors": [], "warnings": [], "notes": []}
     try:
         loaded = load_suite(path)
     except SuiteError as exc:
         outcome["errors"] = [str(problem) for problem in exc.problems]
         return outcome
     outcome["warnings"] = [str(problem) for problem in loaded.warnings]
+    outcome.update(not_sent_outcome(parameter_notes(loaded, loaded.models, loaded.judge_model)))
     prepare_database()
     errors, details = model_errors(loaded)
     errors += source_and_privacy_errors(path, loaded)

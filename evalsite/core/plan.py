@@ -19,6 +19,7 @@ from evalsite.core.media import hashed_part, token_ceiling, token_estimate
 from evalsite.core.pricing import PriceRow, Usage, call_cost
 from evalsite.core.providers.base import Provider, Request, message_text, request_media
 from evalsite.core.scoring.aggregate import answer_tags
+from evalsite.core.suite_params import explicit_params
 from evalsite.core.suite_parts import Case, Task
 from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
 
@@ -116,6 +117,7 @@ def _cell(
         contestant.model,
         rendered[contestant.variant],
         request_params(suite, task.id, contestant),
+        explicit=explicit_params(suite, contestant),
         schema=task.schema if isinstance(task.schema, Mapping) else None,
         task_id=task.id,
         case_id=case_id,

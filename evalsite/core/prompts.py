@@ -144,7 +144,9 @@ def render_text(suite: Suite, text: str, variables: Mapping[str, VarValue]) -> s
 def request_params(
     suite: Suite, task_id: str, contestant: Contestant | None = None
 ) -> dict[str, Any]:
-    """temperature, max_tokens, timeout_s, top_p and stop for one task and contestant."""
+    """temperature, max_tokens, timeout_s, top_p, stop, reasoning_effort and thinking for
+    one task and contestant, as the suite sets them (what a model is sent of them:
+    :func:`~evalsite.core.providers.capabilities.fit`)."""
     params = {key: value for key, value in suite.defaults.items() if key != "system"}
     params |= suite.tasks[_task_index(suite, task_id)].params
     if contestant is not None and contestant.variant is not None:

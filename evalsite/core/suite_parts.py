@@ -86,7 +86,9 @@ def prompt_value(value: Any) -> Prompt | None:
     return dict_items(value) if isinstance(value, list) else None
 
 
-_PARAM_KEYS = ("temperature", "max_tokens", "timeout_s", "top_p", "stop")
+_PARAM_KEYS = (
+    "temperature", "max_tokens", "timeout_s", "top_p", "stop", "reasoning_effort", "thinking",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ class Task:
 
     ``prompt`` is a string or a tuple of ``{role, content}`` messages as written (a leading
     system message in the list plays the role of ``system``). ``params`` holds the task's
-    own overrides of temperature, max_tokens, timeout_s, top_p and stop.
+    own overrides of temperature, max_tokens, timeout_s, top_p, stop, reasoning_effort and
+    thinking.
     """
 
     id: str

@@ -62,6 +62,7 @@ def _not_both(first: str, second: str) -> dict[str, Any]:
 
 
 MAX_TOKENS = 1_000_000  # the most output tokens a call may ask for (no model answers more)
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # reasoning_effort's levels
 _MAX_TOKENS = {
     "type": "integer",
     "minimum": 1,
@@ -73,6 +74,20 @@ _PARAMS = {
     "max_tokens": _MAX_TOKENS,
     "top_p": _number(0, 1),
     "stop": _ref("stop"),
+    "reasoning_effort": {
+        "enum": list(EFFORTS),
+        "x-message": f"must be one of: {', '.join(EFFORTS)} (as each model takes)",
+    },
+    "thinking": _object(
+        {
+            "budget_tokens": _MAX_TOKENS
+            | {
+                "minimum": 0,
+                "x-message": f"must be a whole number of tokens from 0 to {MAX_TOKENS:,}",
+            }
+        },
+        "budget_tokens",
+    ),
 }
 _TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": 3600}
 _RATE = _number(0, 1)

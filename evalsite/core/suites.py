@@ -44,6 +44,7 @@ from evalsite.core.prompts import (
 from evalsite.core.schema_errors import schema_problems
 from evalsite.core.scoring.scorecard import Criterion, criteria_from, scorecard_problems
 from evalsite.core.suite_files import UnreadableFile, attach_files, read_bounded
+from evalsite.core.suite_params import parameter_problems
 from evalsite.core.suite_parts import (
     NUMBER,
     Case,
@@ -329,6 +330,9 @@ def _validated(
     )
     errors += scorecard_problems(suite, sources)
     errors += [sources.problem(path, text) for path, text in media_refusals(suite, suite.models)]
+    if not problems:  # the parameter rules read values the schema let through
+        params = parameter_problems(suite, suite.models, suite.judge_model)
+        errors += [sources.problem(path, text) for path, text in params]
     warnings += [
         sources.problem(path, text, severity="warning")
         for path, text in media_unknowns(suite, suite.models)

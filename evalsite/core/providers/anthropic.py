@@ -18,7 +18,14 @@ Native schema mode is a forced tool call: one tool named :data:`TOOL_NAME` whose
 ``input_schema`` is the schema and ``tool_choice {"type": "tool", "name": TOOL_NAME}``;
 the answer text is ``json.dumps`` of the tool_use block's ``input``. The API requires an
 object at the top of ``input_schema``, so a schema whose top-level type is not "object"
-goes prompted.
+goes prompted, and so does every schema of a request with extended thinking, which
+refuses a forced tool call.
+
+Extended thinking: a request's ``thinking_budget`` goes as ``thinking {"type": "enabled",
+"budget_tokens"}`` (the suite's ``thinking.budget_tokens``; the validation holds it at 1024
+or more and below ``max_tokens``, and the request was made without a temperature other
+than 1 or a top_p under 0.95, :mod:`evalsite.core.providers.capabilities`). The thinking
+is billed as output and counted in ``output_tokens``.
 
 Usage: Anthropic's ``input_tokens`` excludes cache reads and cache writes. Cache reads
 become ``cached_input_tokens``; cache writes (only with ``cache_control``, which evalsite
@@ -47,6 +54,9 @@ class AnthropicProvider(HttpAdapter):
     version = "anthropic-1"
 
     def native_schema(self, request: Request) -> bool:
+        """A forced tool call, but not with thinking: extended thinking refuses one."""
+        if request.thinking_budget is not None:
+            return False
         return request.schema is not None and request.schema.get("type") == "object"
 
     def url(self, request: Request) -> str:
@@ -77,6 +87,8 @@ class AnthropicProvider(HttpAdapter):
         body |= {key: value for key, value in optional.items() if value is not None}
         if request.stop:
             body["stop_sequences"] = list(request.stop)
+        if request.thinking_budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
         if self.schema_mode(request) == "native":
             assert request.schema is not None
             tool = {"name": TOOL_NAME, "description": TOOL_DESCRIPTION}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from evalsite.core.keys import redact
 from evalsite.core.media import KINDS, token_estimate
 from evalsite.core.pricing import Usage
+from evalsite.core.providers.capabilities import fit
 
 if TYPE_CHECKING:
     import httpx
@@ -152,6 +153,8 @@ class Request:
     the baseline as "Answer 1"); it keeps the two calls apart in hashes and scripted replies.
     ``attempt`` is 0, or i for the i-th extra judgement of a pair (``judge.consistency``):
     it enters the hash only when set, so it bypasses the cache without moving other keys.
+    ``reasoning_effort`` and ``thinking_budget`` (a suite's ``thinking.budget_tokens``) are
+    the reasoning controls; each enters :meth:`to_json` (and so the hash) only when set.
     """
 
     model: str
@@ -168,6 +171,8 @@ class Request:
     repeat: int = 0
     order: int = 0
     attempt: int = 0
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", _normal_messages(self.messages))
@@ -204,7 +209,17 @@ class Request:
             "case_id": self.case_id,
             "repeat": self.repeat,
             "order": self.order,
-        } | ({"attempt": self.attempt} if self.attempt else {})
+        } | self._set_only()
+
+    def _set_only(self) -> dict[str, Any]:
+        """The fields that enter the JSON (and the hash) only when set, so adding one moved
+        no other request's key (a thinking budget of 0 is set: Gemini's "no thinking")."""
+        fields = {
+            "reasoning_effort": self.reasoning_effort,
+            "thinking_budget": self.thinking_budget,
+        }
+        fields = {key: value for key, value in fields.items() if value is not None}
+        return ({"attempt": self.attempt} if self.attempt else {}) | fields
 
     @classmethod
     def from_params(
@@ -212,14 +227,23 @@ class Request:
         model: str,
         messages: Iterable[Mapping[str, str]],
         params: Mapping[str, Any],
+        *,
+        explicit: Collection[str] = (),
         **fields: Any,
     ) -> Request:
-        """A request from :func:`~evalsite.core.prompts.request_params` output plus ``fields``.
+        """A request from :func:`~evalsite.core.prompts.request_params` output plus ``fields``:
+        every entry point's (answers, the judge's calls), so each model is sent the same.
 
-        Only temperature, max_tokens, top_p, stop and timeout_s are read from ``params``.
+        ``params`` are fitted to the model first (:func:`~evalsite.core.providers.
+        capabilities.fit`: what it does not take is left out, a parameter named in
+        ``explicit`` kept over a default it clashes with). Temperature, max_tokens, top_p,
+        stop, timeout_s, reasoning_effort and thinking's budget_tokens are read.
         """
-        known = ("temperature", "max_tokens", "top_p", "stop", "timeout_s")
-        picked = {key: params[key] for key in known if params.get(key) is not None}
+        sent = fit(model, params, explicit).sent
+        known = ("temperature", "max_tokens", "top_p", "stop", "timeout_s", "reasoning_effort")
+        picked = {key: sent[key] for key in known if key in sent}
+        if isinstance(sent.get("thinking"), Mapping):
+            picked["thinking_budget"] = sent["thinking"].get("budget_tokens")
         return cls(model=model, messages=tuple(messages), **(picked | fields))
 
 

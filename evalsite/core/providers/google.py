@@ -6,7 +6,9 @@ an error that quotes the URL would otherwise carry the key).
 
 Request: ``contents`` of ``{role: user|model, parts: [{text}]}``, system messages joined
 into ``systemInstruction``, and ``generationConfig`` with ``temperature``, ``topP``,
-``maxOutputTokens`` and ``stopSequences``. Native schema mode (always, with a schema):
+``maxOutputTokens`` and ``stopSequences``, and ``thinkingConfig {"thinkingBudget"}`` for a
+request with a thinking budget (the suite's ``thinking.budget_tokens``; Gemini 2.5 only,
+:mod:`evalsite.core.providers.capabilities`). Native schema mode (always, with a schema):
 ``responseMimeType: application/json`` and ``responseJsonSchema`` (standard JSON Schema).
 
 Media: a message whose content is a list of parts sends one part each, in the order
@@ -73,6 +75,8 @@ class GoogleProvider(HttpAdapter):
             "stopSequences": list(request.stop) or None,
         }
         config = {key: value for key, value in config.items() if value is not None}
+        if request.thinking_budget is not None:
+            config["thinkingConfig"] = {"thinkingBudget": request.thinking_budget}
         if self.schema_mode(request) == "native":
             assert request.schema is not None
             config["responseMimeType"] = "application/json"

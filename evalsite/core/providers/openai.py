@@ -15,9 +15,11 @@ whose content is text goes as text, as it always did (same body, same cache key)
 
 - OpenAI itself (:func:`openai_provider`): the output limit is sent as
   ``max_completion_tokens``, which replaced the deprecated ``max_tokens`` and is the only
-  one reasoning models accept. Native schema mode is ``response_format`` ``json_schema``
-  with ``strict: true``, used only when the schema is strict-compatible
-  (:func:`strict_compatible`); any other schema goes prompted.
+  one reasoning models accept; ``reasoning_effort`` when the request has one. What a model
+  does not take (a reasoning model's temperature, top_p, stop) was left out of the request
+  when it was made (:mod:`evalsite.core.providers.capabilities`). Native schema mode is
+  ``response_format`` ``json_schema`` with ``strict: true``, used only when the schema is
+  strict-compatible (:func:`strict_compatible`); any other schema goes prompted.
 - OpenAI-compatible servers (:func:`compatible_provider`): ``max_tokens``, the field
   OpenRouter, vLLM and Ollama read; always prompted, since the server's schema support is
   unknown.
@@ -89,6 +91,7 @@ class ChatCompletionsProvider(HttpAdapter):
             "temperature": request.temperature,
             "top_p": request.top_p,
             self._limit_field: request.max_tokens,
+            "reasoning_effort": request.reasoning_effort,
         }
         body |= {key: value for key, value in optional.items() if value is not None}
         if request.stop:

@@ -151,6 +151,7 @@ class ReportInput:
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
     judge_consistency: int = 0  # the suite's judge.consistency: k extra judgements
     rechecks: Sequence[tuple[str, int, str, str]] = ()  # (candidate, pair, first, again)
+    sent: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)  # report.sent
 
 
 def build_report(data: ReportInput) -> dict[str, Any]:
@@ -189,6 +190,8 @@ def build_report(data: ReportInput) -> dict[str, Any]:
             else None
         ),
         "price_table": dict(data.price_table),
+        # what each contestant and the judge was sent ({who: [{params, tasks}]}, core.report.sent)
+        "sent": {who: [dict(entry) for entry in sets] for who, sets in data.sent.items()},
         "repeats": data.repeats,
         "headline_eligible": eligible,
         "calibration": calibration,

@@ -18,6 +18,7 @@ from evalsite.core.report.document import (
     Table,
 )
 from evalsite.core.report.judge_text import judge_figure_blocks
+from evalsite.core.report.sent import sent_items
 
 __all__ = [
     "calibration_section", "cost_text", "header_section", "uncalibrated_note", "win_rate_cell",
@@ -45,6 +46,7 @@ def header_section(ctx: Context) -> Section:
         status,
         ("Contestants: ", *_contestants(ctx)),
         ("Judge: ", *_judge(ctx)),
+        *sent_items(report.get("sent") or {}),
         (
             "Price table: ",
             Code(prices.get("name") or ""),

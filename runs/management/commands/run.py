@@ -114,6 +114,8 @@ class Command(EvalsiteCommand):
         judge_tokens = loaded.judge.max_tokens if loaded.judge else None
         for line in judge_lines(plan.contestants, plan.judge_model, judge_tokens):
             self.stderr.write(f"warning: {line}")
+        for note in plan.notes:  # on stdout in a dry run, which is an answer to read
+            (self.stdout if opts["dry_run"] else self.stderr).write(f"note: {note}")
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
             self.stdout.write(keys_line(plan.keys, plan.options.env))

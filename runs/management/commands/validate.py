@@ -26,6 +26,8 @@ class Command(EvalsiteCommand):
                 self.stderr.write(f"warning: {line}")
             for line in outcome["errors"]:
                 self.stderr.write(f"error: {line}")
+            for line in outcome["notes"]:
+                self.stdout.write(f"note: {line}")
             if outcome["ok"]:
                 self.stdout.write(outcome["keys_line"])
                 self.stdout.write(outcome["summary"])
