@@ -15,7 +15,7 @@ from evalsite.core.keys import without_secrets
 from evalsite.core.no_look import sealed_error
 from evalsite.core.plan import WorstCase, call_hash
 from evalsite.core.pricing import MAX_USAGE_TOKENS, PriceRow, Usage, call_cost, to_nano
-from evalsite.core.providers import Completion, Provider, ProviderError
+from evalsite.core.providers import Completion, ErrorKind, Provider, ProviderError
 from evalsite.core.providers.base import Request
 from runs.judging import read_judgement
 from runs.models import CachedResponse, Call
@@ -42,12 +42,14 @@ class Outcome:
     cache_row: CachedResponse | None = None
     incomplete: bool = False  # a priced call whose usage could not be costed
     overrun: str = ""
-    stops_model: str = ""  # the model that refused this call: not called again this run
+    # the models this call's error stops (its own; every model of a refused key's
+    # provider): not called again this run
+    stops_models: tuple[str, ...] = ()
 
     @property
     def urgent(self) -> bool:
         """Written at once: it stops the run or a model."""
-        return bool(self.overrun or self.stops_model)
+        return bool(self.overrun or self.stops_models)
 
 
 def given_back(call: Call) -> Outcome:
@@ -66,10 +68,38 @@ def done(
     sealed: Sealed | None = None,
 ) -> Outcome:
     """A call answered. In a no-look run (`sealed`), the reply is kept in memory, never
-    in the cache, and the row gets no text (:meth:`Sealed.keep`)."""
+    in the cache, and the row gets no text (:meth:`Sealed.keep`). A refusal is paid for
+    and recorded as an error of kind ``refused`` (:func:`_refusal`)."""
     usage = completion.usage
     cost, incomplete = _cost(row, usage)
-    values = _usage_fields(usage) | {
+    if completion.refusal is not None:
+        values = _usage_fields(usage) | _refusal(completion, latency_ms, secrets, sealed)
+        values, cache_row = values | {"cost_usd": cost, "cost_if_uncached_usd": cost}, None
+    else:
+        values, cache_row = _answered(call, provider, completion, cost, latency_ms, secrets, sealed)
+    return Outcome(
+        call,
+        values,
+        reserved=worst.cost_usd,
+        spent=cost,
+        uncached=cost,
+        cache_row=cache_row,
+        incomplete=incomplete,
+        overrun=_overrun(call, usage, cost, worst),
+    )
+
+
+def _answered(
+    call: Call,
+    provider: Provider,
+    completion: Completion,
+    cost: Decimal | None,
+    latency_ms: int,
+    secrets: tuple[str, ...],
+    sealed: Sealed | None,
+) -> tuple[dict, CachedResponse | None]:
+    """An answer's row fields, and its cache entry unless it may not be cached."""
+    values = _usage_fields(completion.usage) | {
         # an answer echoing a key this process holds is stored without it
         "text": without_secrets(completion.text, secrets),
         "finish_reason": completion.finish_reason or "",
@@ -91,19 +121,34 @@ def done(
     values |= _read(call, values["text"], provider, sealed=sealed)
     if sealed is not None:
         values = sealed.keep(call, values)
-    overrun = ""
-    if cost is not None and to_nano(cost) > to_nano(worst.cost_usd):
-        overrun = _overrun_detail(call.model, usage, cost, worst)
-    return Outcome(
-        call,
-        values,
-        reserved=worst.cost_usd,
-        spent=cost,
-        uncached=cost,
-        cache_row=cache_row,
-        incomplete=incomplete,
-        overrun=overrun,
-    )
+    return values, cache_row
+
+
+def _refusal(
+    completion: Completion, latency_ms: int, secrets: tuple[str, ...], sealed: Sealed | None
+) -> dict:
+    """A refusal's row: an error of kind ``refused`` with no text, never cached (a rerun
+    asks again), its reason quoted unless the run is no-look (the model's words may
+    quote the case: the finish reason only)."""
+    message = f"refused: {without_secrets(completion.refusal or '', secrets)}"
+    if sealed is not None:
+        finish = completion.finish_reason or "none"
+        message = f"refused (finish reason {finish}); its words are not kept in a no-look run"
+    return {
+        "status": Call.Status.ERROR,
+        "error_kind": ErrorKind.REFUSED.value,
+        "error_message": message[:2000],
+        "finish_reason": completion.finish_reason or "",
+        "schema_mode": completion.schema_mode or "",
+        "latency_ms": latency_ms,
+    }
+
+
+def _overrun(call: Call, usage: Usage | None, cost: Decimal | None, worst: WorstCase) -> str:
+    """The abort detail of a call that cost more than was reserved for it, else ""."""
+    if usage is None or cost is None or to_nano(cost) <= to_nano(worst.cost_usd):
+        return ""
+    return _overrun_detail(call.model, usage, cost, worst)
 
 
 def cached(call: Call, hit: CachedResponse, provider: Provider, row: PriceRow | None) -> Outcome:
@@ -127,20 +172,30 @@ def cached(call: Call, hit: CachedResponse, provider: Provider, row: PriceRow | 
     return Outcome(call, values, uncached=cost)
 
 
-def failed(call: Call, error: ProviderError, reserved: Decimal, *, sealed: bool = False) -> Outcome:
-    """A call that failed; a no-look run keeps the error's kind and HTTP status only."""
+def failed(
+    call: Call,
+    error: ProviderError,
+    reserved: Decimal,
+    *,
+    sealed: bool = False,
+    stops: tuple[str, ...] = (),
+) -> Outcome:
+    """A call that failed, stopping the models in `stops`; a no-look run keeps the error's
+    kind and HTTP status only."""
     message = sealed_error(error.kind.value, error.status) if sealed else str(error.message)
     values = {
         "status": Call.Status.ERROR,
         "error_kind": error.kind.value,
         "error_message": message[:2000],
     }
-    stops = call.model if error.stops_model else ""
-    return Outcome(call, values, reserved=reserved, stops_model=stops)
+    return Outcome(call, values, reserved=reserved, stops_models=stops)
 
 
-def skipped(call: Call, reserved: Decimal) -> Outcome:
-    message = f"not called: {call.model} refused an earlier call of this run (auth or bad request)"
+def skipped(call: Call, reserved: Decimal, why: str = "") -> Outcome:
+    """A call not made: its model was stopped by an earlier call's error (`why`: its kind
+    and whose call, when this shard saw it)."""
+    why = why or f"a call to {call.model} was refused: auth, bad_request or unknown_model"
+    message = f"not called: {call.model} was stopped earlier in this run ({why})"
     values = {"status": Call.Status.ERROR, "error_kind": "skipped", "error_message": message}
     return Outcome(call, values, reserved=reserved)
 

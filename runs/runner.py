@@ -115,6 +115,7 @@ class Shard:
         self.shards = max(1, shards)
         self.stopping = False
         self.stopped_models: set[str] = set()
+        self.stop_reasons: dict[str, str] = {}  # why, for the models this shard stopped
         self.rng = random.Random()
         self._checked_at = 0.0
         self._reclaimed_at = 0.0
@@ -382,7 +383,8 @@ class Shard:
     async def _answer(self, claim: Claim, client: httpx.AsyncClient) -> None:
         call, worst = claim.call, claim.worst
         if call.model in self.stopped_models:
-            return self.writer.add(outcomes.skipped(call, claim.reserved or Decimal(0)))
+            why = self.stop_reasons.get(call.model, "")
+            return self.writer.add(outcomes.skipped(call, claim.reserved or Decimal(0), why))
         async with self.gates[call.model]:
             reply = await self._call(claim, client)
         # the slot is free again before the outcome is built and handed to the writer
@@ -427,7 +429,9 @@ class Shard:
                     first.set()
         await first.wait()
         if call.model in self.stopped_models:
-            return outcomes.skipped(call, claim.worst.cost_usd)
+            return outcomes.skipped(
+                call, claim.worst.cost_usd, self.stop_reasons.get(call.model, "")
+            )
         if self.stopping:
             return outcomes.given_back(call)
         return await self._attempts(claim, client)
@@ -448,12 +452,25 @@ class Shard:
                     if not self.stopping:
                         continue
                     return outcomes.given_back(call)
-                if error.stops_model:
-                    self.stopped_models.add(call.model)
+                stops = self._stop(call.model, error) if error.stops_model else ()
                 sealed = self.sealed is not None
-                return outcomes.failed(call, error, claim.worst.cost_usd, sealed=sealed)
+                return outcomes.failed(
+                    call, error, claim.worst.cost_usd, sealed=sealed, stops=stops
+                )
             latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
             return completion, latency
+
+    def _stop(self, model: str, error: ProviderError) -> tuple[str, ...]:
+        """The models `error` stops, noted here so no call to them starts: `model`, and for
+        a refused key every model of its provider (``openai/…``, an endpoint's name)."""
+        provider = model.partition("/")[0]
+        siblings = [m for m in self.gates if m.partition("/")[0] == provider]
+        stops = tuple(sorted(siblings)) if error.stops_provider else (model,)
+        why = f"{error.kind.value} on a call to {model}"
+        for stopped in stops:
+            self.stop_reasons.setdefault(stopped, why)
+        self.stopped_models.update(stops)
+        return stops
 
     async def _taken_over(self, claim: Claim) -> bool:
         """Whether another shard has taken this claim over: asked only of a claim that has

@@ -117,7 +117,7 @@ class Writer:
         )
         if any(o.incomplete for o in finished):
             Run.objects.filter(pk=run.pk).update(cost_incomplete=True)
-        stopped = {o.stops_model for o in finished if o.stops_model}
+        stopped = {model for o in finished for model in o.stops_models}
         if stopped:
             run.stop_models(stopped)
         overrun = next((o.overrun for o in finished if o.overrun), "")

@@ -73,12 +73,15 @@ def test_a_persistent_5xx_is_a_server_error_after_max_attempts_and_the_run_goes_
     assert run.status == Run.Status.DONE
 
 
-def test_a_401_stops_calls_to_that_model_and_records_its_answers_as_errors():
-    # One call in flight per model, so "no further call" is exact: with the 401 back,
-    # every other mock/a answer must be recorded without reaching the server.
+def test_a_403_stops_calls_to_that_model_and_records_its_answers_as_errors():
+    # One call in flight per model, so "no further call" is exact: with the 403 back,
+    # every other mock/a answer must be recorded without reaching the server. (A 401 stops
+    # every model behind the key: tests/engine/test_config_stop.py.)
     run = mock_run(cases=4, concurrency=1)
     mock = MockLLM(
-        lambda call: error(401, "invalid api key") if call.model == "mock/a" else reply("fine")
+        lambda call: (
+            error(403, "not allowed to use this model") if call.model == "mock/a" else reply("fine")
+        )
     )
 
     run = execute(run.id, mock.transport)

@@ -63,7 +63,9 @@ def test_a_model_that_refused_a_call_is_kept_on_the_run_and_no_later_shard_calls
     # run, not from a scan of its answers, and makes no call to that model.
     run = mock_run(cases=3, concurrency=1)
     refuse = MockLLM(
-        lambda call: error(401, "invalid api key") if call.model == "mock/a" else reply()
+        lambda call: (
+            error(403, "not allowed to use this model") if call.model == "mock/a" else reply()
+        )
     )
 
     execute(run.id, refuse.transport)

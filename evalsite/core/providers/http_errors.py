@@ -1,10 +1,14 @@
 """HTTP failures as error kinds, with the provider's own message and a retry delay.
 
-Mapping (every HTTP adapter): 401/402/403 auth; 400/404/409/413/422 and other 4xx
-bad_request; 408 timeout; 429 rate_limited; 5xx (529 included) server; a redirect or other
-unexpected status malformed. Two documented bodies refine it: an ``insufficient_quota``
-429 (OpenAI: the account is out of credit) and Gemini's 400 with reason
-``API_KEY_INVALID`` are auth, so they stop the model instead of being retried.
+Mapping (every HTTP adapter): 401/402/403 auth; 404 unknown_model; 400/409/413/422 and
+other 4xx bad_request; 408 timeout; 429 rate_limited; 5xx (529 included) server; a redirect
+or other unexpected status malformed. Two documented bodies refine it: an
+``insufficient_quota`` 429 (OpenAI: the account is out of credit) and Gemini's 400 with
+reason ``API_KEY_INVALID`` are auth, so they stop the model instead of being retried.
+
+A bad_request is the suite's configuration as the provider refused it (an unsupported
+parameter or value, an invalid request): its message quotes the provider's and names the
+parameter when the provider does (OpenAI's ``param``, Gemini's ``fieldViolations``).
 
 ``retry_after`` comes from ``retry-after-ms``, ``Retry-After`` (seconds or an HTTP-date) or
 a ``google.rpc.RetryInfo`` ``retryDelay`` in the body. Messages never include the URL or a
@@ -36,6 +40,8 @@ def kind_for_status(status: int) -> ErrorKind:
         return ErrorKind.TIMEOUT
     if status == 429:
         return ErrorKind.RATE_LIMITED
+    if status == 404:
+        return ErrorKind.UNKNOWN_MODEL
     if status >= 500:
         return ErrorKind.SERVER
     if status >= 400:
@@ -55,6 +61,8 @@ def error_from_body(
     error = data.get("error") if data else None
     kind = _refined_kind(status, error)
     label, detail = _describe(error, text)
+    if kind is ErrorKind.BAD_REQUEST and (param := _param(error)):
+        label += f", parameter {param}"
     if status < 400:
         detail = f"unexpected HTTP status (check the base URL) {detail}".strip()
     message = scrub(f"{provider} HTTP {status}{label}" + (f": {detail}" if detail else ""), secrets)
@@ -93,6 +101,21 @@ def _describe(error: Any, text: str) -> tuple[str, str]:
         if isinstance(message, str):
             return (f" {label}" if label else ""), message
     return "", text[:SNIPPET_CHARS].strip()
+
+
+def _param(error: Any) -> str | None:
+    """The request field a 4xx names: OpenAI's ``param``, or the first ``field`` of a
+    google.rpc.BadRequest's ``fieldViolations``."""
+    if not isinstance(error, Mapping):
+        return None
+    if isinstance(error.get("param"), str) and error["param"]:
+        return error["param"][:100]
+    for detail in _details(error):
+        violations = detail.get("fieldViolations")
+        first = violations[0] if isinstance(violations, list) and violations else None
+        if isinstance(first, Mapping) and isinstance(first.get("field"), str):
+            return first["field"][:100]
+    return None
 
 
 def _details(error: Mapping[str, Any]) -> list[Mapping[str, Any]]:

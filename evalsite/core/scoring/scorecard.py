@@ -8,7 +8,9 @@ renormalised over the criteria that apply. The answer's score is that weighted m
 passes the scorecard when every applicable criterion passes.
 
 An answer that errored is an error, excluded, never a 0: a provider error, and, when a
-criterion reads the grade, a graded answer whose judge reply held no usable score. An answer
+criterion reads the grade, a graded answer whose judge reply held no usable score. A
+refusal (error kind ``refused``) is the model's own answer, not a failure to get one: it
+scores 0 and fails. An answer
 no criterion applies to is not scored (and not an error).
 
 Per contestant (a cell: ``model`` or ``model@variant``) the score is the mean of its scored
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalsite.core.problems import Problem, SourceMap
+from evalsite.core.providers.base import ErrorKind
 from evalsite.core.scoring.json_answer import parse_json_answer
 from evalsite.core.suite_parts import NUMBER, as_type, dict_items
 from evalsite.core.suite_schema import SCORERS
@@ -153,6 +156,8 @@ def json_valid_of(schema_verdict: str, text: str) -> bool:
 
 def score_answer(criteria: Sequence[Criterion], answer: Verdicts) -> CaseScore:
     """One answer on the scorecard (without criteria: 1 or 0, passed every verdict or not)."""
+    if answer.status != "done" and answer.error_kind == ErrorKind.REFUSED:
+        return CaseScore(0.0, False)
     if answer.status != "done":
         return CaseScore(error=answer.error_kind or "error")
     reads_grade = not criteria or any(c.scorer == "grade" for c in criteria)

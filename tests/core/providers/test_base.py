@@ -82,7 +82,7 @@ def test_from_params_reads_the_suite_params_only():
 
 def test_errors_know_whether_to_retry_or_stop_the_model():
     retryable = {ErrorKind.RATE_LIMITED, ErrorKind.SERVER, ErrorKind.TIMEOUT, ErrorKind.NETWORK}
-    stops = {ErrorKind.AUTH, ErrorKind.BAD_REQUEST}
+    stops = {ErrorKind.AUTH, ErrorKind.BAD_REQUEST, ErrorKind.UNKNOWN_MODEL}
     for kind in ErrorKind:
         error = ProviderError(kind, "x")
         assert error.retryable is (kind in retryable)

@@ -119,18 +119,16 @@ def test_thought_parts_are_skipped_and_text_parts_joined():
     assert completion.text == "Billing."
 
 
-def test_a_blocked_prompt_is_an_empty_answer_naming_the_reason():
+def test_a_blocked_prompt_is_a_refusal_naming_the_reason():
     body = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 8}}
-    error = fail(provider(), make_request(MODEL), httpx.Response(200, json=body))
-    assert error.kind is ErrorKind.EMPTY
-    assert "SAFETY" in error.message
+    completion, _ = call(provider(), make_request(MODEL), httpx.Response(200, json=body))
+    assert completion.refusal == "prompt blocked: SAFETY"
 
 
-def test_a_candidate_stopped_for_safety_with_no_text_is_empty():
+def test_a_candidate_stopped_for_safety_with_no_text_is_a_refusal():
     body = {"candidates": [{"finishReason": "SAFETY", "index": 0}]}
-    error = fail(provider(), make_request(MODEL), httpx.Response(200, json=body))
-    assert error.kind is ErrorKind.EMPTY
-    assert "SAFETY" in error.message
+    completion, _ = call(provider(), make_request(MODEL), httpx.Response(200, json=body))
+    assert completion.refusal == "finish reason SAFETY" and completion.text == ""
 
 
 def test_an_invalid_key_reported_as_400_is_an_auth_error():

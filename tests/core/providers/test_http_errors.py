@@ -69,7 +69,7 @@ def error_body(status: int, kind: str, message: str) -> httpx.Response:
         (401, ErrorKind.AUTH),
         (403, ErrorKind.AUTH),
         (400, ErrorKind.BAD_REQUEST),
-        (404, ErrorKind.BAD_REQUEST),
+        (404, ErrorKind.UNKNOWN_MODEL),
         (422, ErrorKind.BAD_REQUEST),
         (408, ErrorKind.TIMEOUT),
         (429, ErrorKind.RATE_LIMITED),
@@ -87,7 +87,9 @@ def test_each_status_maps_to_its_kind(model, status, kind):
     assert error.retryable is (
         kind in {ErrorKind.RATE_LIMITED, ErrorKind.SERVER, ErrorKind.TIMEOUT}
     )
-    assert error.stops_model is (kind in {ErrorKind.AUTH, ErrorKind.BAD_REQUEST})
+    assert error.stops_model is (
+        kind in {ErrorKind.AUTH, ErrorKind.BAD_REQUEST, ErrorKind.UNKNOWN_MODEL}
+    )
 
 
 @adapters

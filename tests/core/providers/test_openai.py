@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from evalsite.core.providers import ErrorKind, build_provider
+from evalsite.core.providers import build_provider
 from evalsite.core.providers.openai import strict_compatible
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
 from tests.core.providers.conftest import (
@@ -13,7 +13,6 @@ from tests.core.providers.conftest import (
     OPENAI_KEY,
     SCHEMA,
     call,
-    fail,
     make_request,
     sent_json,
 )
@@ -162,11 +161,10 @@ def test_strict_compatibility_checks_every_object_in_the_schema(schema, expected
     assert strict_compatible(schema) is expected
 
 
-def test_a_refusal_is_an_empty_answer_with_the_refusal_in_the_message():
+def test_a_refusal_is_a_refusal_with_the_models_words():
     refusal = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
-    error = fail(provider(), make_request(MODEL, schema=SCHEMA), chat(refusal))
-    assert error.kind is ErrorKind.EMPTY
-    assert "I can't help with that." in error.message
+    completion, _ = call(provider(), make_request(MODEL, schema=SCHEMA), chat(refusal))
+    assert completion.refusal == "I can't help with that." and completion.text == ""
 
 
 def test_content_given_as_parts_is_joined():
