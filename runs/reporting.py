@@ -154,7 +154,7 @@ _ROW_FIELDS = (
     "checks", "checks_passed", "exec_verdict", "exec_check", "grade_score", "grade_passed",
     "passed", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
     "cost_if_uncached_usd", "cached", "error_kind", "error_message", "match_score",
-    "match_passed",
+    "match_passed", "finish_reason",
 )  # fmt: skip
 
 
@@ -217,6 +217,7 @@ def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
             cached=row["cached"],
             error_kind=row["error_kind"],
             error_message=row["error_message"],
+            finish_reason=row.get("finish_reason") or "",
         )
 
     return to_row

@@ -27,6 +27,9 @@ or more and below ``max_tokens``, and the request was made without a temperature
 than 1 or a top_p under 0.95, :mod:`evalsite.core.providers.capabilities`). The thinking
 is billed as output and counted in ``output_tokens``.
 
+Reply: a ``refusal`` stop reason is a refusal (:func:`refused`, its usage kept) whatever
+text came before it: the classifier stopped the answer, so that text is not one.
+
 Usage: Anthropic's ``input_tokens`` excludes cache reads and cache writes. Cache reads
 become ``cached_input_tokens``; cache writes (only with ``cache_control``, which evalsite
 never sends) are added to ``input_tokens`` and so priced at the plain input rate.
@@ -39,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalsite.core.pricing import Usage
-from evalsite.core.providers.base import Completion, Request, completion
+from evalsite.core.providers.base import Completion, Request, completion, refused
 from evalsite.core.providers.http_json import HttpAdapter, dig_list, optional_str, token_counts
 
 URL = "https://api.anthropic.com/v1/messages"
@@ -128,14 +131,15 @@ class AnthropicProvider(HttpAdapter):
             text = json.dumps(tool_inputs[0], ensure_ascii=False)
         else:
             text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
-        return completion(
-            text,
-            provider=self.name,
-            usage=_usage(data.get("usage")),
-            finish_reason=optional_str(data.get("stop_reason")),
-            schema_mode=mode,
-            provider_model=optional_str(data.get("model")),
-        )
+        reply = {
+            "usage": _usage(data.get("usage")),
+            "finish_reason": optional_str(data.get("stop_reason")),
+            "schema_mode": mode,
+            "provider_model": optional_str(data.get("model")),
+        }
+        if reply["finish_reason"] == "refusal":
+            return refused("stop reason refusal", **reply)
+        return completion(text, provider=self.name, **reply)
 
 
 def _usage(block: Any) -> Usage | None:

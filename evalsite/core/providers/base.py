@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Completion", "ErrorKind", "Provider", "ProviderError", "Request", "ROLES",
     "MAX_REPLY_BYTES", "clean_text", "completion", "estimate_tokens", "message_media",
-    "message_text", "over_reply_cap", "request_media", "scrub",
+    "message_text", "over_reply_cap", "refused", "request_media", "scrub",
 ]  # fmt: skip
 
 ROLES = ("system", "user", "assistant")
@@ -53,12 +53,14 @@ class ErrorKind(StrEnum):
     NETWORK = "network"
     SCRIPTED = "scripted"
     CONFIG = "config"
+    UNKNOWN_MODEL = "unknown_model"
+    REFUSED = "refused"  # a row's kind only: a refusal is a Completion (its usage was billed)
 
 
 RETRYABLE = frozenset(
     {ErrorKind.RATE_LIMITED, ErrorKind.SERVER, ErrorKind.TIMEOUT, ErrorKind.NETWORK}
 )
-STOPS_MODEL = frozenset({ErrorKind.AUTH, ErrorKind.BAD_REQUEST})
+STOPS_MODEL = frozenset({ErrorKind.AUTH, ErrorKind.BAD_REQUEST, ErrorKind.UNKNOWN_MODEL})
 
 
 def clean_text(text: str) -> str:
@@ -115,8 +117,16 @@ class ProviderError(Exception):
 
     @property
     def stops_model(self) -> bool:
-        """True for auth and bad_request: further calls to the same model would fail too."""
+        """True for auth, bad_request and unknown_model: further calls to the same model
+        would fail too."""
         return self.kind in STOPS_MODEL
+
+    @property
+    def stops_provider(self) -> bool:
+        """True for an auth error that is the key's (a 401, an account out of credit, an
+        invalid key), not a 403: no call with that key can succeed, to any model. A 403 may
+        refuse one model and allow others, so it stops its model only."""
+        return self.kind is ErrorKind.AUTH and self.status != 403
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_error, (self.kind, self.message, self.status, self.retry_after))
@@ -295,10 +305,14 @@ def _json_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, A
 
 @dataclass(frozen=True)
 class Completion:
-    """A usable answer. ``text`` is clean (see :func:`clean_text`) and not blank.
+    """A usable answer. ``text`` is clean (see :func:`clean_text`) and not blank, unless
+    ``refusal`` is set.
 
     ``usage`` is None when the provider reported none (cost unknown, never 0);
     ``schema_mode`` is "native", "prompted" or None (the request had no schema).
+    ``refusal`` is why the model or the provider declined to answer (:func:`refused`): its
+    text is "", its usage was billed; the runner records it as an error of kind
+    ``refused``, never as an answer.
     """
 
     text: str
@@ -307,6 +321,28 @@ class Completion:
     schema_mode: str | None
     simulated_latency_ms: int | None = None
     provider_model: str | None = None
+    refusal: str | None = None
+
+
+def refused(
+    reason: str,
+    *,
+    usage: Usage | None,
+    finish_reason: str | None,
+    schema_mode: str | None,
+    provider_model: str | None = None,
+) -> Completion:
+    """A refusal (OpenAI's ``refusal``, a ``refusal`` stop reason, a content filter or a
+    blocked prompt with no text): a completion with no text, its usage kept, since it
+    was billed, and ``reason`` (the model's words, or the finish or block reason)."""
+    return Completion(
+        text="",
+        usage=usage,
+        finish_reason=finish_reason,
+        schema_mode=schema_mode,
+        provider_model=provider_model,
+        refusal=clean_text(reason.strip())[:MAX_MESSAGE_CHARS] or "refused",
+    )
 
 
 def completion(

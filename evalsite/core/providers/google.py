@@ -22,11 +22,12 @@ request (the Files API, which evalsite does not use, takes more): a larger reque
 API's 400. A message whose content is text goes as one text part, as it always did (same
 body, same cache key).
 
-Reply: the first candidate's text parts joined (thought parts skipped); ``finishReason``;
-a prompt blocked by ``promptFeedback.blockReason`` or a candidate with no text is an empty
-answer. Usage: ``promptTokenCount`` includes ``cachedContentTokenCount``, so the cached
-part is subtracted; ``thoughtsTokenCount`` is billed as output and added to
-``candidatesTokenCount``.
+Reply: the first candidate's text parts joined (thought parts skipped); ``finishReason``.
+A prompt blocked by ``promptFeedback.blockReason`` (no candidate), or a candidate with no
+text stopped by a content filter (:data:`FILTER_FINISHES`), is a refusal (:func:`refused`,
+its usage kept); any other candidate with no text is an empty answer. Usage:
+``promptTokenCount`` includes ``cachedContentTokenCount``, so the cached part is
+subtracted; ``thoughtsTokenCount`` is billed as output and added to ``candidatesTokenCount``.
 """
 
 from __future__ import annotations
@@ -36,12 +37,25 @@ from typing import Any
 from urllib.parse import quote
 
 from evalsite.core.pricing import Usage
-from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, completion
+from evalsite.core.providers.base import (
+    Completion,
+    ErrorKind,
+    ProviderError,
+    Request,
+    completion,
+    refused,
+)
 from evalsite.core.providers.http_json import HttpAdapter, optional_str, token_counts
 
 BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 ROLE = {"user": "user", "assistant": "model"}
 MIME_TYPES = {"audio/mpeg": "audio/mp3"}  # the audio guide lists MP3 as audio/mp3
+# The finishReason values of a policy filter (google.genai.types.FinishReason): with no
+# text, the reply is a refusal.
+FILTER_FINISHES = frozenset(
+    {"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY",
+     "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "MODEL_ARMOR"}
+)  # fmt: skip
 
 
 class GoogleProvider(HttpAdapter):
@@ -97,31 +111,37 @@ class GoogleProvider(HttpAdapter):
         return {"inlineData": {"mimeType": mime, "data": self.media_base64(part)}}
 
     def parse(self, data: dict[str, Any], request: Request) -> Completion:
-        """The first candidate's text; a blocked prompt or no candidate is empty."""
+        """The first candidate's text; a blocked prompt or a filtered candidate with no text
+        is a refusal, no candidate at all is empty."""
+        reply = {
+            "usage": _usage(data.get("usageMetadata")),
+            "schema_mode": self.schema_mode(request),
+            "provider_model": optional_str(data.get("modelVersion")),
+        }
         candidates = data.get("candidates")
         if not isinstance(candidates, list) or not candidates:
+            if reason := _block_reason(data):
+                return refused(f"prompt blocked: {reason}", finish_reason=None, **reply)
             raise self._no_candidate(data)
         first = candidates[0] if isinstance(candidates[0], Mapping) else {}
         content = first.get("content")
         parts = content.get("parts") if isinstance(content, Mapping) else None
-        texts = [_text(part) for part in parts] if isinstance(parts, list) else []
-        return completion(
-            "".join(texts),
-            provider=self.name,
-            usage=_usage(data.get("usageMetadata")),
-            finish_reason=optional_str(first.get("finishReason")),
-            schema_mode=self.schema_mode(request),
-            provider_model=optional_str(data.get("modelVersion")),
-        )
+        text = "".join(_text(part) for part in parts) if isinstance(parts, list) else ""
+        finish = optional_str(first.get("finishReason"))
+        if not text.strip() and finish in FILTER_FINISHES:
+            return refused(f"finish reason {finish}", finish_reason=finish, **reply)
+        return completion(text, provider=self.name, finish_reason=finish, **reply)
 
     def _no_candidate(self, data: Mapping[str, Any]) -> ProviderError:
-        feedback = data.get("promptFeedback")
-        reason = feedback.get("blockReason") if isinstance(feedback, Mapping) else None
-        if isinstance(reason, str):
-            return ProviderError(ErrorKind.EMPTY, f"{self.name}: the prompt was blocked ({reason})")
         if "candidates" in data or "usageMetadata" in data:
             return ProviderError(ErrorKind.EMPTY, f"{self.name}: the reply has no candidate")
         return ProviderError(ErrorKind.MALFORMED, f"{self.name}: the reply has no candidates")
+
+
+def _block_reason(data: Mapping[str, Any]) -> str | None:
+    feedback = data.get("promptFeedback")
+    reason = feedback.get("blockReason") if isinstance(feedback, Mapping) else None
+    return reason if isinstance(reason, str) and reason else None
 
 
 def _text(part: Any) -> str:

@@ -26,9 +26,10 @@ whose content is text goes as text, as it always did (same body, same cache key)
 
 Usage: ``prompt_tokens`` includes the cached ``prompt_tokens_details.cached_tokens``, so
 the cached part is subtracted to give the uncached ``input_tokens``. A ``refusal`` with no
-content is an empty answer (kind ``empty``, the refusal in the message). OpenRouter may
-answer 200 with an ``error`` object when the model fails mid-request; that is mapped like
-an HTTP error with the code it carries.
+content, or a ``content_filter`` finish with no content, is a refusal (:func:`refused`, its
+usage kept); ``content_filter`` with content keeps the content. OpenRouter may answer 200
+with an ``error`` object when the model fails mid-request; that is mapped like an HTTP
+error with the code it carries.
 """
 
 from __future__ import annotations
@@ -38,7 +39,14 @@ from typing import Any
 
 from evalsite.core.media import BlobStore
 from evalsite.core.pricing import Usage
-from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, Request, completion
+from evalsite.core.providers.base import (
+    Completion,
+    ErrorKind,
+    ProviderError,
+    Request,
+    completion,
+    refused,
+)
 from evalsite.core.providers.http_errors import error_from_body
 from evalsite.core.providers.http_json import HttpAdapter, dig, dig_list, optional_str, token_counts
 
@@ -138,23 +146,28 @@ class ChatCompletionsProvider(HttpAdapter):
             )
         finish = optional_str(choices[0].get("finish_reason"))
         text = _content_text(message.get("content"))
-        refusal = message.get("refusal")
-        if not text.strip() and isinstance(refusal, str) and refusal.strip():
-            raise ProviderError(ErrorKind.EMPTY, f"{self.name}: the model refused: {refusal}")
-        return completion(
-            text,
-            provider=self.name,
-            usage=_usage(data.get("usage")),
-            finish_reason=finish,
-            schema_mode=self.schema_mode(request),
-            provider_model=optional_str(data.get("model")),
-        )
+        reply = {
+            "usage": _usage(data.get("usage")),
+            "finish_reason": finish,
+            "schema_mode": self.schema_mode(request),
+            "provider_model": optional_str(data.get("model")),
+        }
+        if not text.strip() and (reason := _refusal(message.get("refusal"), finish)):
+            return refused(reason, **reply)
+        return completion(text, provider=self.name, **reply)
 
     def _inline_error(self, data: dict[str, Any]) -> ProviderError:
         error = data["error"]
         code = error.get("code") if isinstance(error, Mapping) else None
         status = code if isinstance(code, int) and 400 <= code < 600 else 502
         return error_from_body(status, data, "", {}, self.name, self.secrets)
+
+
+def _refusal(refusal: Any, finish: str | None) -> str | None:
+    """Why a reply with no content was refused: the model's words, or the filter's finish."""
+    if isinstance(refusal, str) and refusal.strip():
+        return refusal
+    return f"finish reason {finish}" if finish == "content_filter" else None
 
 
 def _content_text(content: Any) -> str:

@@ -21,6 +21,7 @@ from evalsite.core.judge_warnings import (
     cut_off_warning,
     self_preference_warning,
 )
+from evalsite.core.report.answer_warnings import answer_counts, answer_warnings
 from evalsite.core.report.corrections import judge_figures, length_warnings
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
 from evalsite.core.report.pairing import paired_units
@@ -85,6 +86,7 @@ class AnswerRow:
     cached: bool = False
     error_kind: str = ""
     error_message: str = ""
+    finish_reason: str = ""
 
     @property
     def effective_pass(self) -> bool:
@@ -482,7 +484,7 @@ def _contestant(answers: list[AnswerRow], repeats, data: ReportInput) -> dict[st
             "calls": calls,
         },
         "errors": sum(1 for a in answers if a.status != "done"),
-    }
+    } | answer_counts(answers)
 
 
 def _per_task(data: ReportInput) -> list[dict[str, Any]]:
@@ -705,6 +707,7 @@ def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
                     f"{TAG_FLOOR:.2f}"
                 )
     warnings += _judge_warnings(data)
+    warnings += answer_warnings(data.answers, data.contestants)
     if data.cost_incomplete:
         warnings.append("some calls reported no usage; costs are a lower bound")
     if data.simulated:
