@@ -24,12 +24,19 @@ import httpx
 import pydantic
 import typing_extensions
 
-from evalsite.core.providers import Completion, build_provider
-from tests.core.providers.conftest import ENV, call, make_request, sent_json
+from evalsite.core.providers import (
+    Completion,
+    ErrorKind,
+    ProviderError,
+    Request,
+    build_provider,
+)
+from tests.core.providers.conftest import ENV, call, fail, make_request, sent_json
 from tests.core.providers.test_media_parts import part as media_part
 
 __all__ = [
-    "CONVERSATION", "answer", "conforms", "media", "media_part", "problems", "sent_body",
+    "CONVERSATION", "SUITE_DEFAULTS", "answer", "conforms", "failure", "media", "media_part",
+    "named_error", "problems", "sent_body", "sent_for_suite",
 ]  # fmt: skip
 
 CONVERSATION = (
@@ -38,6 +45,8 @@ CONVERSATION = (
     {"role": "assistant", "content": "Billing."},
     {"role": "user", "content": "And the parcel never came."},
 )
+# A suite's defaults as the issue's reasoning models met them: each model is sent what it takes
+SUITE_DEFAULTS = {"temperature": 0, "top_p": 0.9, "stop": ["END"], "max_tokens": 2000}
 _LISTS = {list, tuple, collections.abc.Iterable, collections.abc.Sequence}
 _WRAPPERS = {typing.Required, typing.NotRequired, typing_extensions.ReadOnly, typing.Annotated}
 _ALIASES = (typing.TypeAliasType, typing_extensions.TypeAliasType)
@@ -56,10 +65,32 @@ def sent_body(model: str, response: httpx.Response, **fields: Any) -> dict[str, 
     return sent_json(sent)
 
 
+def sent_for_suite(
+    model: str, response: httpx.Response, params: Mapping[str, Any], **fields: Any
+) -> dict[str, Any]:
+    """The JSON body sent for a suite's resolved ``params``, as every entry point builds the
+    request (``Request.from_params``: the parameters fitted to the model)."""
+    request = Request.from_params(model, make_request(model).messages, params, **fields)
+    _, sent = call(build_provider(model, env=ENV), request, response)
+    return sent_json(sent)
+
+
 def answer(model: str, response: httpx.Response, **fields: Any) -> Completion:
     """What ``model``'s provider makes of ``response`` to a request of ``fields``."""
     completion, _ = call(build_provider(model, env=ENV), make_request(model, **fields), response)
     return completion
+
+
+def failure(model: str, response: httpx.Response) -> ProviderError:
+    """The error ``model``'s provider raises for ``response``."""
+    return fail(build_provider(model, env=ENV), make_request(model), response)
+
+
+def named_error(model: str, response: httpx.Response, kind: ErrorKind) -> None:
+    """Assert an error reply is ``kind`` and its message quotes the provider's."""
+    error = failure(model, response)
+    assert error.kind is kind
+    assert response.json()["error"]["message"] in error.message
 
 
 def problems(value: Any, tp: Any, path: str = "body") -> list[str]:

@@ -20,9 +20,18 @@ import httpx
 import pytest
 from google.genai import types
 
+from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.pricing import Usage
 from tests.core.providers.conftest import SCHEMA
-from tests.core.providers.sdk_types import CONVERSATION, answer, media, media_part, sent_body
+from tests.core.providers.sdk_types import (
+    CONVERSATION,
+    SUITE_DEFAULTS,
+    answer,
+    media,
+    media_part,
+    sent_body,
+    sent_for_suite,
+)
 
 MODEL = "google/gemini-2.5-flash"
 # The generateContent request body's fields (Gemini API reference, models.generateContent)
@@ -166,3 +175,41 @@ def test_thought_summaries_are_not_the_answer():
 def test_every_finish_reason_of_the_sdk_with_text_is_an_answer_with_its_finish(finish_reason):
     completion = answer(MODEL, reply(types.Part(text="Billing."), finish_reason=finish_reason))
     assert (completion.text, completion.finish_reason) == ("Billing.", finish_reason)
+
+
+@pytest.mark.parametrize("budget", [0, 1024])
+def test_a_thinking_budget_is_the_sdks_thinking_config(budget):
+    params = SUITE_DEFAULTS | {"thinking": {"budget_tokens": budget}}
+    config = sent_for_suite(MODEL, reply(), params)["generationConfig"]
+    read_back(types.GenerationConfig, config)
+    assert types.GenerationConfig.model_validate(config).thinking_config.thinking_budget == budget
+
+
+@pytest.mark.parametrize("finish_reason", ["SAFETY", "PROHIBITED_CONTENT", "RECITATION"])
+def test_a_filtered_candidate_with_no_text_is_a_refusal_with_its_usage(finish_reason):
+    completion = answer(MODEL, reply(types.Part(text=""), finish_reason=finish_reason))
+    assert completion.text == "" and finish_reason in completion.refusal
+    assert completion.usage == Usage(input_tokens=19, output_tokens=3)
+
+
+def test_a_blocked_prompt_is_a_refusal_naming_the_block():
+    response = types.GenerateContentResponse(
+        prompt_feedback=types.GenerateContentResponsePromptFeedback(
+            block_reason=types.BlockedReason.SAFETY
+        ),
+        usage_metadata=types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=19, total_token_count=19
+        ),
+    )
+    blocked = httpx.Response(
+        200, json=response.model_dump(mode="json", by_alias=True, exclude_none=True)
+    )
+    completion = answer(MODEL, blocked)
+    assert completion.text == "" and "SAFETY" in completion.refusal
+
+
+def test_a_max_tokens_finish_keeps_its_text_and_is_counted_cut_off():
+    assert types.FinishReason.MAX_TOKENS.value == "MAX_TOKENS"
+    completion = answer(MODEL, reply(types.Part(text="The charge was"), finish_reason="MAX_TOKENS"))
+    assert completion.text == "The charge was"
+    assert completion.finish_reason in CUT_OFF_REASONS
