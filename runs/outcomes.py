@@ -130,10 +130,10 @@ def _refusal(
     """A refusal's row: an error of kind ``refused`` with no text, never cached (a rerun
     asks again), its reason quoted unless the run is no-look (the model's words may
     quote the case: the finish reason only)."""
-    message = f"refused: {without_secrets(completion.refusal or '', secrets)}"
+    message = without_secrets(completion.refusal or "", secrets)  # shown after its kind
     if sealed is not None:
         finish = completion.finish_reason or "none"
-        message = f"refused (finish reason {finish}); its words are not kept in a no-look run"
+        message = f"finish reason {finish}; the refusal's words are not kept in a no-look run"
     return {
         "status": Call.Status.ERROR,
         "error_kind": ErrorKind.REFUSED.value,

@@ -6,12 +6,16 @@ recorded as one (paid for, never an empty answer) and a cut-off answer is kept a
 from __future__ import annotations
 
 import threading
+from decimal import Decimal
 from functools import partial
 
 import httpx
 import pytest
 
 from evalsite.core import pacing
+from evalsite.core.plan import WorstCase
+from evalsite.core.providers.base import refused
+from runs import outcomes
 from runs.models import Answer, Run
 from tests.engine.conftest import (
     TOKENS_OUT,
@@ -194,7 +198,7 @@ def test_a_refusal_is_recorded_as_a_paid_refusal_and_counted_in_the_warnings():
 
     refused = Answer.objects.get(run=run, contestant="mock/a", case_id="c1")
     assert refused.status == Answer.Status.ERROR and refused.error_kind == "refused"
-    assert refused.error_message == "refused: No."
+    assert (refused.error_kind, refused.error_message) == ("refused", "No.")
     assert refused.text == "" and refused.output_tokens == TOKENS_OUT
     assert refused.cost_usd is not None and refused.cost_usd > 0
     assert mock.count("mock/a") == 3  # not retried, and the model goes on
@@ -220,3 +224,21 @@ def test_a_refusal_is_not_cached_and_is_asked_again():
 
     assert mock.count("mock/a") == 2
     assert Answer.objects.get(run=again, contestant="mock/a").error_kind == "refused"
+
+
+def test_a_refusal_in_a_no_look_run_keeps_its_finish_reason_not_its_words():
+    completion = refused(
+        "I won't repeat the secret case text.", usage=None, finish_reason="refusal",
+        schema_mode=None,
+    )  # fmt: skip
+    call = Answer(contestant="mock/a", task_id="t", case_id="c", request_hash="h")
+    worst = WorstCase(10, 20, Decimal("0.03"))
+    sealed = object()  # a no-look run's case data: only its presence is read here
+
+    outcome = outcomes.done(
+        call, None, completion, latency_ms=5, worst=worst, row=None, secrets=(), sealed=sealed
+    )
+
+    assert outcome.values["error_kind"] == "refused" and outcome.cache_row is None
+    assert "secret" not in outcome.values["error_message"]
+    assert outcome.values["error_message"].startswith("finish reason refusal;")
