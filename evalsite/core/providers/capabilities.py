@@ -128,12 +128,18 @@ _REASONING = ParamRules("max_completion_tokens", temperature=(1, 1), top_p=False
 _CLAUDE = ParamRules("max_tokens", temperature=(0, 1), budgets=((1024, MAX_BUDGET),),
                      thinking_sampling=True)  # fmt: skip
 _NOT_BOTH = (("temperature", "top_p"),)
+# From Opus 4.7 on, Claude models take no sampling parameters: a request that sets
+# temperature or top_p at all is a 400 "temperature is deprecated for this model".
+_CLAUDE_UNSAMPLED = dataclasses.replace(_CLAUDE, temperature=None, top_p=False)
+_CLAUDE_FAMILIES = ("opus", "sonnet", "haiku", "fable")
 _GEMINI = ParamRules("maxOutputTokens", budgets=((0, MAX_BUDGET),))
 _FLASH_LITE = ((0, 0), (512, 24576))  # 0 turns its thinking off
 
 # (provider, model glob, rules): the first match wins; a dated snapshot matches its family.
 # Sources: OpenAI's reasoning guide and the API's "Unsupported parameter" answers; the
-# Claude docs' extended thinking page and model migration notes; Gemini's thinking guide.
+# Claude docs' extended thinking page and model migration notes, and the 400 Opus 4.7 and
+# later give a request with temperature (reported by many clients that had to drop it);
+# Gemini's thinking guide.
 PARAM_TABLE: tuple[tuple[str, str, ParamRules], ...] = (
     ("openai", "gpt-5-chat*", ParamRules("max_completion_tokens")),
     ("openai", "gpt-5-pro*", dataclasses.replace(_REASONING, efforts=("high",))),
@@ -147,6 +153,8 @@ PARAM_TABLE: tuple[tuple[str, str, ParamRules], ...] = (
     ("openai", "o4*", dataclasses.replace(_REASONING, efforts=_O_SERIES)),
     ("openai", "gpt-*", ParamRules("max_completion_tokens")),
     ("openai", "*", _CHAT),
+    ("anthropic", "claude-opus-4-[7-9]*", _CLAUDE_UNSAMPLED),
+    *(("anthropic", f"claude-{family}-[5-9]*", _CLAUDE_UNSAMPLED) for family in _CLAUDE_FAMILIES),
     ("anthropic", "claude-opus-4-1*", dataclasses.replace(_CLAUDE, not_both=_NOT_BOTH)),
     ("anthropic", "claude-*-4-[5-9]*", dataclasses.replace(_CLAUDE, not_both=_NOT_BOTH)),
     ("anthropic", "claude-opus-4*", _CLAUDE),

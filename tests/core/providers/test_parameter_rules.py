@@ -70,6 +70,34 @@ def test_a_chat_model_keeps_every_sampling_parameter(model):
     assert (sent["temperature"], sent["top_p"], sent["stop"]) == (0, 0.9, ["###"])
 
 
+@pytest.mark.parametrize(
+    "model",
+    (
+        "anthropic/claude-opus-4-7",
+        "anthropic/claude-opus-4-8",
+        "anthropic/claude-opus-4-8-20260601",
+        "anthropic/claude-opus-5",
+        "anthropic/claude-sonnet-5",
+        "anthropic/claude-fable-5",
+    ),
+)
+def test_a_claude_model_without_sampling_parameters_is_sent_neither(model):
+    # From Opus 4.7 on, Anthropic answers 400 "temperature is deprecated for this model"
+    # to a request that sets temperature (or top_p) at all.
+    sent = body(model, SAMPLING)
+    assert "temperature" not in sent and "top_p" not in sent
+    assert sent["stop_sequences"] == ["###"]
+    assert fit(model, SAMPLING).left_out == {
+        "temperature": "takes no temperature",
+        "top_p": "takes no top_p",
+    }
+
+
+def test_the_4_5_and_4_6_claude_models_keep_one_sampling_parameter():
+    for model in ("anthropic/claude-sonnet-4-5", "anthropic/claude-opus-4-6"):
+        assert "temperature" in body(model, SAMPLING)
+
+
 @pytest.mark.parametrize("model", CLAUDE_NOT_BOTH)
 def test_a_claude_model_that_refuses_both_is_sent_temperature_only(model):
     sent = body(model, SAMPLING)
