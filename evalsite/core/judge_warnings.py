@@ -37,7 +37,8 @@ JUDGE_MAX_TOKENS_FLOOR = 256
 DEFAULT_JUDGE_MAX_TOKENS = 400  # a judge call's max_tokens when the suite sets none
 
 # What providers say when a reply stopped at max_tokens: OpenAI-compatible, Anthropic, Google.
-CUT_OFF_REASONS = ("length", "max_tokens", "MAX_TOKENS")
+# Anthropic's model_context_window_exceeded: the answer stopped at the context window.
+CUT_OFF_REASONS = ("length", "max_tokens", "MAX_TOKENS", "model_context_window_exceeded")
 
 
 def vendor(model: str) -> str | None:

@@ -45,6 +45,7 @@ from evalsite.core.providers.base import (
     ProviderError,
     Request,
     completion,
+    message_media,
     refused,
 )
 from evalsite.core.providers.http_errors import error_from_body
@@ -116,6 +117,8 @@ class ChatCompletionsProvider(HttpAdapter):
             return {"role": message["role"], "content": content}
         if message["role"] == "system":
             return {"role": "system", "content": self.system_message(message)}
+        if message["role"] == "assistant" and (media := message_media(message)):
+            raise self.unsendable(media[0], "an assistant message carries text only")
         return {"role": message["role"], "content": [self._part(part) for part in content]}
 
     def _part(self, part: Mapping[str, Any]) -> dict[str, Any]:

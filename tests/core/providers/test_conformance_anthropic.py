@@ -264,18 +264,7 @@ def test_an_invalid_request_stops_the_model_without_a_retry():
 
 @pytest.mark.parametrize(
     "stop_reason",
-    [
-        "max_tokens",
-        pytest.param(
-            "model_context_window_exceeded",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="bug for the lead: the SDK's StopReason model_context_window_exceeded "
-                "(the answer stopped at the model's context window) is not among "
-                "judge_warnings.CUT_OFF_REASONS, so such an answer is not counted cut off",
-            ),
-        ),
-    ],
+    ["max_tokens", "model_context_window_exceeded"],
 )
 def test_a_stop_at_a_limit_keeps_its_text_and_is_counted_cut_off(stop_reason):
     assert stop_reason in typing.get_args(StopReason)

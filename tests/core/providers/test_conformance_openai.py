@@ -140,13 +140,6 @@ def test_media_parts_are_the_sdks_content_parts_in_order():
     assert audio["messages"][1]["content"][1]["input_audio"]["format"] == "wav"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug for the lead: an assistant message's media part is sent as an image_url "
-    "(or input_audio, file) part, outside the SDK's type and the API reference "
-    "(ChatCompletionAssistantMessageParam takes text and refusal parts only); it should be "
-    "refused as config, as a system message's media is, or at validate",
-)
 def test_an_assistant_messages_media_part_is_refused_as_config_not_sent():
     shown = {
         "role": "assistant",
