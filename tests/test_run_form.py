@@ -391,3 +391,20 @@ def test_the_dashboard_without_suites_sends_a_first_run_to_add_one(member):
 
     assert 'id="first-run"' not in page
     assert f'No runs yet. <a href="{reverse("suite_new")}">Add a suite</a>' in page
+
+
+def test_the_estimate_names_each_parameter_a_contestant_will_not_be_sent(member):
+    # Issue 26: validate and the dry run say it; the web's estimate said nothing.
+    version = _version(
+        SUITE.replace("version: 1\n", "version: 1\ndefaults: {temperature: 0.2, top_p: 0.9}\n", 1)
+    )
+    _, estimate = _urls(version)
+    picked = {"others": "fake/small, anthropic/claude-haiku-4-5", "fake": "on"}
+
+    fragment = member.post(estimate, picked, **HTMX).content.decode()
+
+    assert (
+        "anthropic/claude-haiku-4-5 will not be sent top_p 0.9 (set at defaults.top_p): "
+        "anthropic/claude-haiku-4-5 takes temperature or top_p, not both"
+    ) in fragment
+    assert "fake/small will not be sent" not in fragment
