@@ -108,7 +108,9 @@ def _length(
         if mine is not None and theirs is not None:
             difference[key] = mine - theirs
     preference = length_preference(
-        [pairs[key].score for key in difference], list(difference.values())
+        [pairs[key].score for key in difference],
+        list(difference.values()),
+        [_case(pairs[key]) for key in difference],  # a case's repeats are one cluster
     )
     if pairs and not difference:  # not too few pairs: no lengths at all
         preference = replace(preference, suppressed=f"no answer lengths ({LENGTH_UNIT}) reported")
@@ -120,8 +122,13 @@ def _length(
             [_mean_score(item, pairs) for item, _ in measured],
             [_mean_difference(item, difference) for item, _ in measured],
             preference.scale,
+            [_case(pairs[item.pairs[0]]) for item, _ in measured],
         ).to_dict()
     return {"unit": LENGTH_UNIT, "preference": preference.to_dict(), "bias": bias}
+
+
+def _case(pair: Any) -> tuple[str, str]:
+    return (pair.task, pair.case)
 
 
 def _mean_difference(item: Item, difference: Mapping[int, int]) -> float:

@@ -17,7 +17,7 @@ __all__ = [
 
 
 def corrected_text(row: Mapping[str, Any], eligible: bool) -> str:
-    """``corrected win-rate 0.512 [0.431-0.593] (n labelled 18 / N judged 194; judge bias
+    """``corrected win-rate 0.512 [0.431, 0.593] (n labelled 18 / N judged 194; judge bias
     -0.071)``, UNCALIBRATED as the raw win-rate is when the gate is not ok; or why none."""
     corrected = row.get("corrected")
     if not corrected:
@@ -46,7 +46,8 @@ def length_text(row: Mapping[str, Any]) -> str:
         f"length-controlled win-rate {num.rate(preference['controlled'])} "
         f"{num.interval(preference.get('controlled_ci'))}; judge length slope "
         f"{preference['slope']:+.2f} {num.signed_interval(preference.get('slope_ci'), 2)} "
-        f"log-odds per typical difference ({preference['scale']:.0f} {length.get('unit')})"
+        f"log-odds per typical difference ({preference['scale']:.0f} {length.get('unit')}); "
+        f"{_cases(preference)}"
     )
     bias = length.get("bias") or {}
     if bias.get("suppressed"):
@@ -56,6 +57,16 @@ def length_text(row: Mapping[str, Any]) -> str:
         ci = num.signed_interval(bias.get("bias_ci"), 2)
         text += f"; judge minus humans {bias['bias']:+.2f} {ci}{warning}"
     return text
+
+
+def _cases(figure: Mapping[str, Any]) -> str:
+    """``n=10 cases (30 pairs)``: the intervals' unit is the case; reports written before
+    issue 27 carry pairs only."""
+    pairs = figure.get("n")
+    cases = figure.get("cases")
+    if cases is None:
+        return f"n={num.count(pairs)} pairs"
+    return f"n={cases} cases" + (f" ({num.count(pairs)} pairs)" if pairs != cases else "")
 
 
 def consistency_text(row: Mapping[str, Any]) -> str:

@@ -8,23 +8,26 @@ x = tanh(d / s), s the standard deviation of d over the candidate's judged pairs
 The fits are logistic regressions (binomial GLM, logit link) on fractional outcomes — pair
 scores 0, ¼, ½, ¾, 1 — by iteratively reweighted least squares. Because a fractional score
 is not a binomial count, and repeats of a case are not independent, the intervals use the
-sandwich (robust) covariance: HC0 for the judge's own fit, clustered by labelled item for
-the judge-against-humans fit.
+cluster-robust sandwich covariance with the case as the cluster (a case's repeats and both
+judge orders are one cluster), statsmodels' small-sample factor G/(G−1)·(N−1)/(N−K), and a
+t quantile with G − 1 degrees of freedom: statsmodels' GLM with ``cov_type="cluster"`` and
+``use_t=True``. The minimum sizes count cases.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from evalsite.core.stats.kappa import Z_95
 from evalsite.core.stats.record import Record
+from evalsite.core.stats.student import t_quantile
 
-MIN_LENGTH_PAIRS = 20  # judged pairs before the judge's own length fit is shown
-MIN_LENGTH_LABELS = 10  # labelled judgements before the judge-against-humans fit is shown
+MIN_LENGTH_CASES = 20  # cases with judged pairs before the judge's own length fit is shown
+MIN_LENGTH_LABELS = 10  # labelled cases before the judge-against-humans fit is shown
+LEVEL = 0.95
 BIAS_MARGIN = 0.5  # log-odds per typical difference; see docs/judging.md
 _MAX_ITERATIONS = 100
 _TOLERANCE = 1e-12
@@ -34,17 +37,29 @@ _DIVERGED = 30.0  # |coefficient| beyond which the outcome is separated by lengt
 @dataclass(frozen=True)
 class Fit:
     params: np.ndarray
-    cov: np.ndarray  # sandwich covariance of params
+    cov: np.ndarray  # cluster-robust sandwich covariance of params
+    clusters: int  # G: the interval's t has G − 1 degrees of freedom
+
+    def interval(self, index: int) -> tuple[float, float]:
+        """The ``LEVEL`` interval of one coefficient: value ± t(G − 1)·se."""
+        half = t_quantile(LEVEL, self.clusters - 1) * math.sqrt(self.cov[index, index])
+        value = float(self.params[index])
+        return (value - half, value + half)
 
 
 def logistic_fit(
-    design: np.ndarray, outcome: np.ndarray, groups: Sequence[int] | None = None
+    design: np.ndarray, outcome: np.ndarray, groups: Sequence[Hashable] | None = None
 ) -> Fit | None:
     """Binomial-logit GLM of ``outcome`` (each in [0, 1]) on the columns of ``design``, by
-    IRLS, with the HC0 sandwich covariance, or the cluster-robust one (no small-sample
-    factor) when ``groups`` names each row's cluster. None when it does not converge or a
-    coefficient runs off (the outcome is separated)."""
+    IRLS, with the cluster-robust covariance by ``groups`` (each row's cluster; each row its
+    own without them) times G/(G−1)·(N−1)/(N−K). None when it does not converge, a
+    coefficient runs off (the outcome is separated) or there are fewer than 2 clusters."""
     x, y = np.asarray(design, dtype=float), np.asarray(outcome, dtype=float)
+    rows, k = x.shape
+    labels = np.arange(rows) if groups is None else _cluster_labels(groups)
+    clusters = int(labels.max()) + 1 if rows else 0
+    if clusters < 2 or rows <= k:
+        return None
     beta = np.zeros(x.shape[1])
     for _ in range(_MAX_ITERATIONS):
         mu = 1 / (1 + np.exp(-(x @ beta)))
@@ -59,13 +74,15 @@ def logistic_fit(
         return None
     mu = 1 / (1 + np.exp(-(x @ beta)))
     bread = np.linalg.inv(x.T @ ((mu * (1 - mu))[:, None] * x))
-    scores = x * (y - mu)[:, None]
-    if groups is not None:
-        labels = np.unique(np.asarray(groups), return_inverse=True)[1]
-        summed = np.zeros((labels.max() + 1, x.shape[1]))
-        np.add.at(summed, labels, scores)
-        scores = summed
-    return Fit(beta, bread @ (scores.T @ scores) @ bread)
+    scores = np.zeros((clusters, k))
+    np.add.at(scores, labels, x * (y - mu)[:, None])
+    factor = clusters / (clusters - 1) * (rows - 1) / (rows - k)
+    return Fit(beta, factor * bread @ (scores.T @ scores) @ bread, clusters)
+
+
+def _cluster_labels(groups: Sequence[Hashable]) -> np.ndarray:
+    index: dict[Hashable, int] = {}
+    return np.array([index.setdefault(group, len(index)) for group in groups], dtype=int)
 
 
 def length_covariate(differences: Sequence[float], scale: float) -> np.ndarray:
@@ -84,7 +101,8 @@ def length_scale(differences: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class LengthPreference(Record):
-    n: int
+    n: int  # judged pairs
+    cases: int  # clusters: the unit of the intervals
     scale: float | None  # s, in tokens
     slope: float | None  # log-odds of the judge's preference per unit of x
     slope_ci: tuple[float, float] | None
@@ -93,35 +111,42 @@ class LengthPreference(Record):
     suppressed: str | None
 
 
-def length_preference(scores: Sequence[float], differences: Sequence[float]) -> LengthPreference:
+def length_preference(
+    scores: Sequence[float],
+    differences: Sequence[float],
+    cases: Sequence[Hashable] | None = None,
+) -> LengthPreference:
     """The judge's pair scores against the length difference: logit E[score] = a + b·x.
     ``slope`` is b; the length-controlled win-rate is σ(a), the expected score at equal
-    lengths, its interval σ(a ± z·se(a))."""
+    lengths, its interval σ(a ± t·se(a)). ``cases`` names each pair's case (its cluster);
+    without it each pair is its own."""
     n = len(scores)
+    count = n if cases is None else len(set(cases))
     scale = length_scale(differences)
     reason = None
-    if n < MIN_LENGTH_PAIRS:
-        reason = f"{n} judged pairs; the length fit needs {MIN_LENGTH_PAIRS}"
+    if count < MIN_LENGTH_CASES:
+        reason = f"{count} cases ({n} judged pairs); the length fit needs {MIN_LENGTH_CASES} cases"
     elif scale is None:
         reason = "the answers' lengths do not differ between pairs"
     fit = None
     if reason is None:
         design = np.column_stack([np.ones(n), length_covariate(differences, scale)])
-        fit = logistic_fit(design, np.asarray(scores, dtype=float))
+        fit = logistic_fit(design, np.asarray(scores, dtype=float), cases)
         reason = None if fit else "the fit does not converge: the scores separate by length"
     if fit is None:
-        return LengthPreference(n, scale, None, None, None, None, reason)
+        return LengthPreference(n, count, scale, None, None, None, None, reason)
     a, b = fit.params
-    se_a, se_b = np.sqrt(np.diag(fit.cov))
+    low, high = fit.interval(0)
     return LengthPreference(
-        n, scale, float(b), _interval(b, se_b), _sigmoid(a),
-        (_sigmoid(a - Z_95 * se_a), _sigmoid(a + Z_95 * se_a)), None,
+        n, count, scale, float(b), fit.interval(1), _sigmoid(a),
+        (_sigmoid(low), _sigmoid(high)), None,
     )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class LengthBias(Record):
     n: int  # labelled judgements
+    cases: int  # their cases: the clusters
     human_slope: float | None
     judge_slope: float | None  # on the same labelled pairs
     bias: float | None  # judge_slope − human_slope
@@ -132,14 +157,22 @@ class LengthBias(Record):
 
 
 def length_bias(
-    human: Sequence[float], judge: Sequence[float], differences: Sequence[float], scale: float
+    human: Sequence[float],
+    judge: Sequence[float],
+    differences: Sequence[float],
+    scale: float,
+    cases: Sequence[Hashable] | None = None,
 ) -> LengthBias:
     """The judge's length slope against the humans' on the same labelled judgements: one
     fit over both, logit E[y] = a + b·x + c·J + e·J·x (J = 1 on the judge's rows), so
-    e = judge slope − human slope, its interval clustered by judgement."""
+    e = judge slope − human slope, its interval clustered by case (``cases`` names each
+    judgement's; each judgement its own without it)."""
     n = len(human)
-    reason = None if n >= MIN_LENGTH_LABELS else (
-        f"{n} labelled pairs; the comparison with humans needs {MIN_LENGTH_LABELS}"
+    groups = list(range(n)) if cases is None else list(cases)
+    count = len(set(groups))
+    reason = None if count >= MIN_LENGTH_LABELS else (
+        f"{count} labelled cases ({n} labelled pairs); the comparison with humans needs "
+        f"{MIN_LENGTH_LABELS} cases"
     )  # fmt: skip
     fit = None
     if reason is None:
@@ -148,18 +181,14 @@ def length_bias(
         both = np.concatenate([x, x])
         design = np.column_stack([np.ones(2 * n), both, rows, rows * both])
         outcome = np.concatenate([np.asarray(human, float), np.asarray(judge, float)])
-        fit = logistic_fit(design, outcome, groups=np.concatenate([np.arange(n)] * 2))
+        fit = logistic_fit(design, outcome, groups=groups + groups)
         reason = None if fit else "the fit does not converge: the preferences separate by length"
     if fit is None:
-        return LengthBias(n, None, None, None, None, BIAS_MARGIN, False, reason)
+        return LengthBias(n, count, None, None, None, None, BIAS_MARGIN, False, reason)
     _, b, _, e = fit.params
-    ci = _interval(e, math.sqrt(fit.cov[3, 3]))
+    ci = fit.interval(3)
     warning = bool(e > BIAS_MARGIN and ci[0] > 0)
-    return LengthBias(n, float(b), float(b + e), float(e), ci, BIAS_MARGIN, warning, None)
-
-
-def _interval(value: float, se: float) -> tuple[float, float]:
-    return (float(value - Z_95 * se), float(value + Z_95 * se))
+    return LengthBias(n, count, float(b), float(b + e), float(e), ci, BIAS_MARGIN, warning, None)
 
 
 def _sigmoid(value: float) -> float:

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from evalsite.core.stats import Z_95
 from evalsite.core.stats.length import (
     BIAS_MARGIN,
     length_bias,
@@ -35,17 +34,24 @@ def statsmodels_fit(design, outcome, **fit):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_length_fit_equals_statsmodels_glm_with_robust_errors(seed):
+    """Without cases each pair is its own cluster: statsmodels' cluster-robust GLM with
+    its small-sample factor and t intervals (tests/core/stats/test_length_clusters.py
+    clusters by case)."""
     rng = np.random.default_rng(seed)
-    differences, scores = judged(rng, int(rng.integers(30, 800)), float(rng.uniform(-1, 2)))
+    n = int(rng.integers(30, 800))
+    differences, scores = judged(rng, n, float(rng.uniform(-1, 2)))
     result = length_preference(scores, differences)
     x = length_covariate(differences, length_scale(differences))
-    ref = statsmodels_fit(sm.add_constant(x), scores, cov_type="HC0")
-    (a, b), (se_a, se_b) = ref.params, ref.bse
-    assert result.slope == pytest.approx(b, abs=1e-6)
-    assert result.slope_ci == pytest.approx((b - Z_95 * se_b, b + Z_95 * se_b), abs=1e-6)
-    assert result.controlled == pytest.approx(1 / (1 + np.exp(-a)), abs=1e-6)
-    low = 1 / (1 + np.exp(-(a - Z_95 * se_a)))
-    assert result.controlled_ci[0] == pytest.approx(low, abs=1e-6)
+    ref = statsmodels_fit(
+        sm.add_constant(x), scores, cov_type="cluster", cov_kwds={"groups": np.arange(n)},
+        use_t=True,
+    )  # fmt: skip
+    (a, b), ci = ref.params, ref.conf_int(0.05)
+    assert result.slope == pytest.approx(b, abs=1e-9)
+    assert result.slope_ci == pytest.approx(tuple(ci[1]), abs=1e-9)
+    assert result.controlled == pytest.approx(1 / (1 + np.exp(-a)), abs=1e-9)
+    low = 1 / (1 + np.exp(-ci[0][0]))
+    assert result.controlled_ci[0] == pytest.approx(low, abs=1e-9)
 
 
 def test_a_judge_with_no_length_lean_has_a_slope_near_zero():
@@ -83,13 +89,12 @@ def test_length_bias_equals_statsmodels_glm_clustered_by_item(seed):
         design,
         np.r_[human, judge],
         cov_type="cluster",
-        cov_kwds={"groups": np.r_[np.arange(n), np.arange(n)], "use_correction": False},
+        cov_kwds={"groups": np.r_[np.arange(n), np.arange(n)]},
+        use_t=True,
     )
     assert result.bias == pytest.approx(ref.params[3], abs=1e-6)
     assert result.human_slope == pytest.approx(ref.params[1], abs=1e-6)
-    assert result.bias_ci == pytest.approx(
-        (ref.params[3] - Z_95 * ref.bse[3], ref.params[3] + Z_95 * ref.bse[3]), abs=1e-6
-    )
+    assert result.bias_ci == pytest.approx(tuple(ref.conf_int(0.05)[3]), abs=1e-9)
     assert result.warning == (ref.params[3] > BIAS_MARGIN and result.bias_ci[0] > 0)
 
 
@@ -106,12 +111,12 @@ def test_a_judge_that_loves_length_more_than_humans_is_warned_about():
 
 def test_suppressed_with_reasons():
     assert length_preference([0.5] * 5, [1, 2, 3, 4, 5]).suppressed == (
-        "5 judged pairs; the length fit needs 20"
+        "5 cases (5 judged pairs); the length fit needs 20 cases"
     )
     assert "do not differ" in length_preference([0.5, 1.0] * 15, [10] * 30).suppressed
     assert "separate" in length_preference([1.0] * 30, list(range(30))).suppressed
     assert length_bias([1.0] * 4, [1.0] * 4, [1, 2, 3, 4], 1.0).suppressed == (
-        "4 labelled pairs; the comparison with humans needs 10"
+        "4 labelled cases (4 labelled pairs); the comparison with humans needs 10 cases"
     )
 
 
