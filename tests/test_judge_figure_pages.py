@@ -39,7 +39,7 @@ def test_the_compare_page_shows_each_movers_paired_interval_and_mcnemar():
     a, b = _stored("20261202T000000Z_a", 4), _stored("20261202T000000Z_b", 5, lean=-0.2)
     page = _member().get(reverse("compare") + f"?a={a.id}&b={b.id}").content.decode()
     assert "Paired interval" in page and "n=24" in page  # the tone task's mover
-    assert "Paired by case and repeat" in page and "McNemar p" in page
+    assert "Paired by case and repeat" in page and "(sign-flip test over cases)" in page
 
 
 def test_mcp_replies_carry_the_corrected_and_length_figures():

@@ -16,7 +16,8 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.scoring.scorecard import score_answer
 from evalsite.core.stats.bootstrap import seed_from
-from evalsite.core.stats.paired import mcnemar_exact, paired_bootstrap
+from evalsite.core.stats.mcnemar import case_mcnemar
+from evalsite.core.stats.paired import paired_bootstrap
 
 __all__ = [
     "below_zero", "delta_interval", "paired_changes", "paired_units", "significance_lines",
@@ -60,8 +61,9 @@ def paired_units(data: Any) -> dict[str, Any]:
 def paired_changes(a: Report, b: Report, *, level: float = 0.95) -> dict[str, Any] | None:
     """From A to B, per candidate and per task: Δ win-rate and, per contestant, Δ scorecard
     score with seeded paired bootstrap intervals at ``level`` (units paired by case and
-    repeat, resampled a case at a time), and Δ pass rate with McNemar's exact p. None when
-    either report has no ``paired`` key."""
+    repeat, resampled a case at a time), and Δ pass rate with its exact p over cases
+    (McNemar's with one repeat, the sign-flip test over cases with more). None when either
+    report has no ``paired`` key."""
     units_a, units_b = _columns(a), _columns(b)
     if units_a is None or units_b is None:
         return None
@@ -73,7 +75,7 @@ def paired_changes(a: Report, b: Report, *, level: float = 0.95) -> dict[str, An
         return paired_bootstrap(before, after, seed=seed, clusters=cases, level=level).to_dict()
 
     def mcnemar(before: list, after: list, units: list[Unit]) -> dict:
-        return mcnemar_exact(before, after).to_dict()
+        return case_mcnemar(before, after, [unit[:2] for unit in units]).to_dict()
 
     for part in ("win", "score"):
         result[part] = {
@@ -140,13 +142,21 @@ def below_zero(paired: Mapping[str, Any] | None, part: str, name: str) -> bool |
     return None if not ci else ci[1] < 0
 
 
+def _units(m: Mapping[str, Any]) -> str:
+    """``n=10 cases (30 units)``; ``n=30`` for a comparison stored before issue 27."""
+    cases = m.get("cases")
+    if cases is None:
+        return f"n={m['n']}"
+    return f"n={cases} cases" + (f" ({m['n']} units)" if cases != m["n"] else "")
+
+
 def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:
     """The terminal lines of the paired significance: per candidate the paired Δ win-rate,
-    per contestant the Δ scorecard score and the Δ pass rate with McNemar's p."""
+    per contestant the Δ scorecard score and the Δ pass rate with its p, naming its test."""
     if paired is None:
         return ["  paired significance: none (a report predates per-unit figures)"]
     level = f"{paired['level']:.0%}"
-    lines = [f"  paired by case and repeat ({level} paired bootstrap intervals, McNemar exact p):"]
+    lines = [f"  paired by case and repeat ({level} paired bootstrap intervals, p over cases):"]
     for part, what in (("win", "win-rate"), ("score", "scorecard score")):
         for name, entry in paired[part].items():
             d = entry["overall"]
@@ -159,6 +169,7 @@ def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:
         if m["n"]:
             lines.append(
                 f"    {name}: pass rate {m['delta']:+.3f} (lost {m['lost']}, gained "
-                f"{m['gained']}), McNemar p={m['p_value']:.3g} n={m['n']}"
+                f"{m['gained']}), p={m['p_value']:.3g} ({m.get('test', 'McNemar exact')}) "
+                f"{_units(m)}"
             )
     return lines

@@ -8,7 +8,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import statsmodels.api as sm
-from statsmodels.stats.contingency_tables import mcnemar
 
 from evalsite.core.calibration import LabelView, PairView, match_labels
 from evalsite.core.gates import check_gates
@@ -16,6 +15,7 @@ from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_re
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.stats import Z_95
+from evalsite.core.stats.mcnemar import SIGN_FLIP, sign_flip_p
 from evalsite.core.stats.paired import PAIRED_RESAMPLES
 from tests.core.stats.reference import ppi_py_stratified
 
@@ -132,7 +132,7 @@ def reports(seed_a: int, seed_b: int, lean_b: float):
     return a, b
 
 
-def test_compare_pairs_units_and_matches_a_plain_bootstrap_and_statsmodels_mcnemar():
+def test_compare_pairs_units_and_matches_a_plain_bootstrap_and_a_test_over_cases():
     a, b = reports(4, 5, -0.2)
     significance = compare_reports(a, b).significance
     win_a, win_b = np.array(a["paired"]["win"][CAND]), np.array(b["paired"]["win"][CAND])
@@ -149,11 +149,12 @@ def test_compare_pairs_units_and_matches_a_plain_bootstrap_and_statsmodels_mcnem
     assert overall["n"] == win_a.size
     passed_a = np.array(a["paired"]["passed"][CAND], bool)
     passed_b = np.array(b["paired"]["passed"][CAND], bool)
-    table = [[np.sum(passed_a & passed_b), np.sum(passed_a & ~passed_b)],
-             [np.sum(~passed_a & passed_b), np.sum(~passed_a & ~passed_b)]]  # fmt: skip
-    assert significance["passed"][CAND]["overall"]["p_value"] == pytest.approx(
-        mcnemar(table, exact=True).pvalue, abs=1e-6
-    )
+    change = {name: 0 for name in names}  # two repeats a case: the test is over cases
+    for case, before, after in zip(cases, passed_a, passed_b, strict=True):
+        change[case] += int(after) - int(before)
+    passed = significance["passed"][CAND]["overall"]
+    assert (passed["test"], passed["cases"]) == (SIGN_FLIP, len(names))
+    assert passed["p_value"] == pytest.approx(sign_flip_p(list(change.values())), abs=1e-6)
     assert set(significance["win"][CAND]["tasks"]) == set(TASKS)
 
 
