@@ -181,6 +181,7 @@ def calibration_of(
         run_calibration(run, core, keep=keep),
         min_kappa=judge.min_kappa if judge else DEFAULT_MIN_KAPPA,
         min_labels=judge.min_labels if judge else DEFAULT_MIN_LABELS,
+        min_lower_bound=judge.min_kappa_lower_bound if judge else None,
         seed=seed_from(run.suite_version.sha256),
         brief=brief,
     )

@@ -101,6 +101,7 @@ def compute_report(
             judge_config=run.judge_config,
             min_kappa=judge.min_kappa if judge else 0.40,
             min_labels=judge.min_labels if judge else 10,
+            min_kappa_lower_bound=judge.min_kappa_lower_bound if judge else None,
             mover_threshold=suite.mover_threshold,
             frontier_points=suite.frontier_points,
             task_kinds={task.id: task.kind or "" for task in suite.tasks},

@@ -86,6 +86,7 @@ class Item:
     judge: str
     votes: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # labeller → label source
+    case: str = ""  # its case: the unit kappa's interval resamples (repeats share a prompt)
 
     @property
     def human(self) -> str | None:
@@ -112,6 +113,12 @@ class Calibration:
             for item in self.judged
             if (human := item.human) is not None
         ]
+
+    @property
+    def item_cases(self) -> list[str]:
+        """The task and case of each of :attr:`items`, in its order: labels of one case's
+        repeats are one cluster for kappa's interval."""
+        return [f"{item.task}\x00{item.case}" for item in self.judged if item.human is not None]
 
     @property
     def no_majority(self) -> int:
@@ -215,7 +222,9 @@ def match_labels(pairs: Sequence[PairView] | PairIndex, labels: Iterable[LabelVi
         keys = tuple(pair.key for pair in judged)
         item = items.get(keys)
         if item is None:
-            item = items[keys] = Item(judged[0].key, keys, judged[0].task, _combined(judged))
+            item = items[keys] = Item(
+                judged[0].key, keys, judged[0].task, _combined(judged), case=judged[0].case
+            )
             result.judged.append(item)
         mirrored = matches[0][1]  # a run orients every pair of two contestants one way
         item.votes[label.labeller] = _MIRROR[label.prefer] if mirrored else label.prefer

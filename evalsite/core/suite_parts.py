@@ -218,6 +218,7 @@ class Judge:
     temperature: float | None = None
     pairing: str = "baseline"
     min_kappa: float = 0.40
+    min_kappa_lower_bound: float | None = None  # the gate reads kappa's interval too
     min_labels: int = 10
     on_below_floor: str = "flag"
     consistency: int = 0  # extra judgements of a sample of pairs (docs/judging.md)
@@ -232,6 +233,7 @@ class Judge:
             temperature=as_type(raw.get("temperature"), NUMBER, None),
             pairing=as_type(raw.get("pairing"), str, "baseline"),
             min_kappa=as_type(calibration.get("min_kappa"), NUMBER, 0.40),
+            min_kappa_lower_bound=as_type(calibration.get("min_kappa_lower_bound"), NUMBER, None),
             min_labels=as_type(calibration.get("min_labels"), int, 10),
             on_below_floor=as_type(calibration.get("on_below_floor"), str, "flag"),
             consistency=as_type(raw.get("consistency"), int, 0),

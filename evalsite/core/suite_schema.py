@@ -375,6 +375,7 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "calibration": _object(
                         {
                             "min_kappa": _number(-1, 1),
+                            "min_kappa_lower_bound": _number(0, 1),
                             "min_labels": {"type": "integer", "minimum": 0},
                             "on_below_floor": {"enum": ["flag", "fail"]},
                         }

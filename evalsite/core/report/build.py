@@ -41,6 +41,8 @@ from evalsite.core.stats import (
     seed_from,
     win_rate,
 )
+from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
+from evalsite.core.stats.kappa import case_interval
 from evalsite.core.stats.record import jsonable
 
 __all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report", "calibration_summary"]
@@ -127,6 +129,7 @@ class ReportInput:
     judge_config: Mapping[str, str] | None = None  # what the kappa measures (SPEC §19)
     min_kappa: float = 0.40
     min_labels: int = 10
+    min_kappa_lower_bound: float | None = None  # judge.calibration.min_kappa_lower_bound
     mover_threshold: float = 0.15
     task_kinds: Mapping[str, str] = field(default_factory=dict)
     price_table: Mapping[str, Any] = field(default_factory=dict)
@@ -160,7 +163,11 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     """The report dict with the keys SPEC §11 lists (and the ones the renderers use)."""
     seed = seed_from(data.suite_hash)
     calibration = calibration_summary(
-        data.calibration, min_kappa=data.min_kappa, min_labels=data.min_labels, seed=seed
+        data.calibration,
+        min_kappa=data.min_kappa,
+        min_labels=data.min_labels,
+        min_lower_bound=data.min_kappa_lower_bound,
+        seed=seed,
     ) | {"judge_config": dict(data.judge_config) if data.judge_config else None}
     eligible = calibration["status"] == "ok"
     win_rates = _win_rates(data, seed)
@@ -247,7 +254,13 @@ def _table_line(table: Mapping[str, Any]) -> str:
 
 
 def calibration_summary(
-    matched: Calibration, *, min_kappa: float, min_labels: int, seed: int, brief: bool = False
+    matched: Calibration,
+    *,
+    min_kappa: float,
+    min_labels: int,
+    seed: int,
+    min_lower_bound: float | None = None,
+    brief: bool = False,
 ) -> dict[str, Any]:
     """The calibration section from matched labels: the gate, kappa with both intervals,
     the confusion matrix, per task, the human-human ceiling and the kappa curve. The report,
@@ -257,18 +270,33 @@ def calibration_summary(
     humans = [human for _, _, human, _ in matched.items]
     judges = [judge for _, _, _, judge in matched.items]
     kappa = cohen_kappa(humans, judges)
-    gate = headline_gate(kappa, min_labels=min_labels, min_kappa=min_kappa)
+    cases = matched.item_cases
+    interval = case_interval(humans, judges, cases)
+    gate = headline_gate(
+        kappa,
+        min_labels=min_labels,
+        min_kappa=min_kappa,
+        min_lower_bound=min_lower_bound,
+        interval=interval,
+    )
+    target = min_kappa if min_lower_bound is None else min_lower_bound
     figures = {
         "status": gate.status,
         "reason": gate.reason,
         "kappa": kappa.kappa,
         "kappa_band": kappa.band,
-        "kappa_ci": kappa.ci,
+        "kappa_ci": interval.ci,  # over cases: what the gate reads (docs/judging.md)
+        "kappa_ci_none": interval.why_none,
+        "kappa_cases": interval.cases,
+        "kappa_ci_asymptotic": kappa.ci,  # labels as independent (Fleiss–Cohen–Everitt)
         "agreement": kappa.agreement,
         "n": kappa.n,
         "min_kappa": min_kappa,
+        "min_kappa_lower_bound": min_lower_bound,
         "min_labels": min_labels,
-        "labels_needed": labels_needed(kappa, min_kappa=min_kappa, min_labels=min_labels),
+        "labels_needed": labels_needed(kappa, min_kappa=target, min_labels=min_labels),
+        "labels_for_half_width": labels_for_half_width(kappa, interval),
+        "half_width": HALF_WIDTH,
         "labels_used": matched.labels_used,
         "no_majority": matched.no_majority,
     }
@@ -279,9 +307,8 @@ def calibration_summary(
         "reason": gate.reason,
         "kappa": kappa.kappa,
         "kappa_band": kappa.band,
-        "kappa_ci": kappa.ci,
         "kappa_ci_bootstrap": bootstrap_kappa_ci(
-            humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES
+            humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES, cases=cases
         ),
         "confusion": kappa.confusion,
         "per_task": [

@@ -116,8 +116,7 @@ def calibration_section(ctx: Context) -> Section:
         ("Gate: ", Code(cal.get("status") or "unknown"), " \u2014 ", Code(cal.get("reason") or "")),
         f"Headline eligible: {'true' if ctx.eligible else 'false'}",
         _kappa_line(cal),
-        f"Floor: kappa {_float(cal.get('min_kappa'), 2)} with at least "
-        f"{num.count(cal.get('min_labels'))} labels",
+        _floor_line(cal),
         f"Labels used: browser {num.count(labels.get('browser', 0))}, suite file "
         f"{num.count(labels.get('suite_file', 0))}, total {num.count(labels.get('total', 0))}; "
         f"stale {num.count(cal.get('labels_stale', 0))}; ignored (model pair not in the run) "
@@ -136,6 +135,12 @@ def calibration_section(ctx: Context) -> Section:
             f"Labels needed: {num.count(cal['labels_needed'])} more, at the current agreement, "
             "would bring the kappa interval's lower bound above the floor"
         )
+    if cal.get("labels_for_half_width") is not None:
+        items.append(
+            f"Labels needed for an interval of \u00b1{_float(cal.get('half_width'), 2)}: "
+            f"{num.count(cal['labels_for_half_width'])} in all, at the current agreement "
+            f"(now {num.count(cal.get('n', 0))})"
+        )
     blocks: list[Block] = [Items(tuple(items)), *_confusion(cal), *_per_task_kappa(cal)]
     blocks += _humans(cal.get("humans") or {})
     return Section("calibration", "Calibration", tuple(blocks))
@@ -144,13 +149,35 @@ def calibration_section(ctx: Context) -> Section:
 def _kappa_line(cal: Mapping[str, Any]) -> str:
     if cal.get("status") == "no_labels":
         return NO_LABELS
-    ci = num.interval(cal.get("kappa_ci"), 2) or "no interval"
+    ci = _kappa_interval(cal)
     boot = num.interval(cal.get("kappa_ci_bootstrap"), 2) or "no interval"
     return (
-        f"Kappa: {num.kappa(cal.get('kappa'), cal.get('kappa_band'))}, 95% interval {ci} "
-        f"(asymptotic), {boot} (bootstrap); agreement {num.rate(cal.get('agreement'))}; "
+        f"Kappa: {num.kappa(cal.get('kappa'), cal.get('kappa_band'))}, 95% interval {ci}, "
+        f"{boot} (case bootstrap); agreement {num.rate(cal.get('agreement'))}; "
         f"n={num.count(cal.get('n', 0))} labels"
     )
+
+
+def _kappa_interval(cal: Mapping[str, Any]) -> str:
+    """Kappa's case interval (what the gate reads) with its cases, or why there is none."""
+    ci = num.interval(cal.get("kappa_ci"), 2)
+    cases = num.count(cal.get("kappa_cases", 0))
+    if not ci:
+        return f"none ({cal.get('kappa_ci_none') or 'no interval'})"
+    return f"{ci} over {cases} cases"
+
+
+def _floor_line(cal: Mapping[str, Any]) -> str:
+    """The floor, with kappa's interval beside it: the gate reads both."""
+    line = (
+        f"Floor: kappa {_float(cal.get('min_kappa'), 2)} with at least "
+        f"{num.count(cal.get('min_labels'))} labels"
+    )
+    if cal.get("min_kappa_lower_bound") is not None:
+        line += f", interval's lower bound at least {_float(cal['min_kappa_lower_bound'], 2)}"
+    if cal.get("status") == "no_labels":
+        return line
+    return line + f"; kappa's 95% interval {_kappa_interval(cal)}"
 
 
 def _set_aside(cal: Mapping[str, Any]) -> str:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from evalsite.core.stats.kappa import Z_95, Kappa
+from evalsite.core.stats.kappa import Z_95, CaseInterval, Kappa
 from evalsite.core.stats.record import Record
 
-GATE_STATUSES = ("no_labels", "kappa_undefined", "insufficient_labels", "below_floor", "ok")
+GATE_STATUSES = (
+    "no_labels", "kappa_undefined", "insufficient_labels", "below_floor", "below_lower_bound", "ok",
+)  # fmt: skip
+HALF_WIDTH = 0.10  # "labels needed for an interval of ±0.10"
 
 
 @dataclass(frozen=True)
@@ -18,9 +21,18 @@ class Gate(Record):
     reason: str
 
 
-def headline_gate(kappa: Kappa, *, min_labels: int, min_kappa: float) -> Gate:
+def headline_gate(
+    kappa: Kappa,
+    *,
+    min_labels: int,
+    min_kappa: float,
+    min_lower_bound: float | None = None,
+    interval: CaseInterval | None = None,
+) -> Gate:
     """The first of no_labels, kappa_undefined, insufficient_labels (n < ``min_labels``),
-    below_floor (kappa < ``min_kappa``) that holds, else ok; with a one-line reason."""
+    below_floor (kappa < ``min_kappa``), below_lower_bound (with ``min_lower_bound``: the
+    lower bound of kappa's case ``interval`` below it, or no interval) that holds, else ok;
+    with a one-line reason."""
     labels = _count(kappa.n)
     if kappa.n == 0:
         return Gate("no_labels", False, "no labelled pairs to compare the judge with")
@@ -36,7 +48,26 @@ def headline_gate(kappa: Kappa, *, min_labels: int, min_kappa: float) -> Gate:
         return Gate("insufficient_labels", False, f"{stated}; the gate needs {min_labels}")
     if kappa.kappa < min_kappa:
         return Gate("below_floor", False, f"{stated} is below the floor {floor}")
+    if min_lower_bound is not None:
+        bound = _lower_bound(interval, min_lower_bound)
+        if bound is not None:
+            return Gate("below_lower_bound", False, f"{stated} meets the floor {floor}; {bound}")
     return Gate("ok", True, f"{stated} meets the floor {floor}")
+
+
+def _lower_bound(interval: CaseInterval | None, wanted: float) -> str | None:
+    """Why kappa's interval fails ``min_kappa_lower_bound``; None when it meets it."""
+    if interval is None or interval.ci is None:
+        why = interval.why_none if interval else "no interval"
+        return f"no kappa interval ({why}); the gate needs a lower bound of {wanted:.2f}"
+    low, high = interval.ci
+    if low >= wanted:
+        return None
+    shown, floor = _figures(low, wanted)
+    return (
+        f"its 95% interval [{low:.2f}, {high:.2f}] over {interval.cases} cases has lower "
+        f"bound {shown}, below {floor}"
+    )
 
 
 def labels_needed(kappa: Kappa, *, min_kappa: float, min_labels: int) -> int | None:
@@ -55,6 +86,17 @@ def labels_needed(kappa: Kappa, *, min_kappa: float, min_labels: int) -> int | N
     scale = kappa.se * math.sqrt(kappa.n)
     enough = max(min_labels, math.floor((Z_95 * scale / (kappa.kappa - min_kappa)) ** 2) + 1)
     return max(enough - kappa.n, 1)  # the interval above says more are needed
+
+
+def labels_for_half_width(kappa: Kappa, interval: CaseInterval | None) -> int | None:
+    """Labels, in all, for kappa's 95% interval to be ±HALF_WIDTH at the current agreement,
+    marginals and clustering: the case interval's se·√n stays s, so N labels give a half-width
+    of z·s/√N, at most HALF_WIDTH once N ≥ (z·s / HALF_WIDTH)². Without a case interval, the
+    Fleiss–Cohen–Everitt se. None when kappa has no standard error."""
+    se = interval.se if interval is not None and interval.ci is not None else kappa.se
+    if kappa.kappa is None or not se or kappa.n == 0:
+        return None
+    return math.ceil((Z_95 * se * math.sqrt(kappa.n) / HALF_WIDTH) ** 2)
 
 
 def _count(n: int) -> str:

@@ -14,9 +14,10 @@ from statistics import NormalDist
 
 import numpy as np
 
-from evalsite.core.stats.bootstrap import percentile_interval, resample_counts
+from evalsite.core.stats.bootstrap import LEVEL, percentile_interval, resample_counts
 from evalsite.core.stats.pairs import CATEGORIES
 from evalsite.core.stats.record import Record
+from evalsite.core.stats.student import t_quantile
 
 Z_95 = NormalDist().inv_cdf(0.975)  # 1.959964…
 MIN_N_PER_TASK = 5
@@ -88,16 +89,118 @@ def bootstrap_kappa_ci(
     seed: int,
     resamples: int = 2000,
     categories: Sequence[str] = CATEGORIES,
+    cases: Sequence[str] | None = None,
 ) -> tuple[float, float] | None:
-    """95% percentile bootstrap interval of kappa, resampling rated items with
-    ``numpy.random.default_rng(seed)``. Resamples where kappa is undefined are dropped; None
-    when n < 2 or kappa is undefined in every resample."""
-    table = np.asarray(confusion_matrix(rater_a, rater_b, categories=categories), np.int64)
-    if table.sum() < 2:
-        return None
+    """95% percentile bootstrap interval of kappa with ``numpy.random.default_rng(seed)``,
+    resampling ``cases`` (a case's labels are drawn together) or, without them, rated items.
+    Resamples where kappa is undefined are dropped; None under 2 items (or cases) or when
+    kappa is undefined in every resample."""
     k = len(categories)
-    cells = resample_counts(table.ravel(), resamples=resamples, rng=np.random.default_rng(seed))
-    return percentile_interval(_kappas(cells.reshape(resamples, k, k)))
+    rng = np.random.default_rng(seed)
+    if cases is None:
+        table = np.asarray(confusion_matrix(rater_a, rater_b, categories=categories), np.int64)
+        if table.sum() < 2:
+            return None
+        cells = resample_counts(table.ravel(), resamples=resamples, rng=rng)
+        return percentile_interval(_kappas(cells.reshape(resamples, k, k)))
+    tables = _case_tables(rater_a, rater_b, cases, categories)
+    if len(tables) < 2:
+        return None
+    # how often each case is drawn: resampling C cases with replacement is Multinomial(C, 1/C)
+    drawn = resample_counts(np.ones(len(tables), np.int64), resamples=resamples, rng=rng)
+    return percentile_interval(_kappas((drawn @ tables).reshape(resamples, k, k)))
+
+
+def _case_tables(
+    rater_a: Sequence[str], rater_b: Sequence[str], cases: Sequence[str], categories: Sequence[str]
+) -> np.ndarray:
+    """A (cases, k·k) array: each case's confusion counts, flattened."""
+    grouped: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for a, b, case in zip(rater_a, rater_b, cases, strict=True):
+        grouped[case][0].append(a)
+        grouped[case][1].append(b)
+    return np.array(
+        [np.ravel(confusion_matrix(a, b, categories=categories)) for a, b in grouped.values()],
+        dtype=np.int64,
+    ).reshape(len(grouped), len(categories) ** 2)
+
+
+@dataclass(frozen=True)
+class CaseInterval(Record):
+    """Kappa's 95% interval with the case as the unit: labels of one case's repeats share
+    its prompt, so they are one cluster, never independent draws."""
+
+    n: int  # labels
+    cases: int
+    se: float | None  # cluster-robust (delta method, influence summed per case)
+    ci: tuple[float, float] | None  # kappa ± z·se, clipped to [-1, 1]
+    why_none: str | None  # why there is no interval, when there is none
+
+
+def case_interval(
+    rater_a: Sequence[str],
+    rater_b: Sequence[str],
+    cases: Sequence[str],
+    *,
+    categories: Sequence[str] = CATEGORIES,
+) -> CaseInterval:
+    """Kappa ± t·se over the labels' ``cases``. se is the delta-method (Fleiss–Cohen–Everitt)
+    standard error with each label's influence summed within its case before squaring, times
+    √(C/(C−1)) for C cases; t is Student's 97.5% quantile on C − 1 degrees of freedom. With one
+    label a case se is the FCE standard error times √(C/(C−1)); repeats that copy a verdict
+    add no confidence. None, saying why, under two cases, where kappa is undefined, or where
+    every case agrees alike (se 0: no spread to measure, never a zero-width interval)."""
+    n, count = len(rater_a), len(set(cases))
+    influence = _influence(rater_a, rater_b, categories)
+    if influence is None:
+        return CaseInterval(n, count, None, None, "kappa is undefined")
+    if count < 2:
+        return CaseInterval(n, count, None, None, "fewer than 2 cases")
+    kappa, values = influence
+    per_case: dict[str, float] = defaultdict(float)
+    for case, value in zip(cases, values, strict=True):
+        per_case[case] += value
+    se = math.sqrt(sum(v * v for v in per_case.values()) * count / (count - 1)) / n
+    if se < 1e-12 and values.size and np.all(np.asarray(rater_a) == np.asarray(rater_b)):
+        return CaseInterval(n, count, 0.0, (_all_agree_bound(rater_a, count), 1.0), None)
+    if se < 1e-12:
+        return CaseInterval(n, count, 0.0, None, "every case agrees alike: no spread to measure")
+    half = t_quantile(LEVEL, count - 1) * se
+    return CaseInterval(n, count, se, (max(-1.0, kappa - half), min(1.0, kappa + half)), None)
+
+
+def _all_agree_bound(rater: Sequence[str], cases: int) -> float:
+    """Kappa's lower bound when every label agrees: the delta method has no spread to see, so
+    the disagreement rate is bounded instead, by the exact (Clopper–Pearson) 97.5% bound of
+    0 of ``cases`` cases, 1 − 0.025^(1/C), and kappa = 1 − (1 − p_o)/(1 − p_e) at the
+    current p_e."""
+    shares = np.unique(np.asarray(rater), return_counts=True)[1] / len(rater)
+    p_e = float(np.sum(shares**2))
+    disagree = 1 - ((1 - LEVEL) / 2) ** (1 / cases)
+    return max(-1.0, 1 - disagree / (1 - p_e))
+
+
+def _influence(
+    rater_a: Sequence[str], rater_b: Sequence[str], categories: Sequence[str]
+) -> tuple[float, np.ndarray] | None:
+    """Kappa and each label's influence on it, (dκ/dp_o·(agreeᵢ − p_o) + dκ/dp_e·(p_e,ᵢ −
+    p_e)), whose squares sum to n²·var of the FCE variance. None where kappa is undefined."""
+    table = np.asarray(confusion_matrix(rater_a, rater_b, categories=categories), np.float64)
+    n = table.sum()
+    if n == 0:
+        return None
+    p = table / n
+    rows, cols = p.sum(axis=1), p.sum(axis=0)
+    p_o, p_e = float(np.trace(p)), float(rows @ cols)
+    if p_e >= 1:
+        return None
+    kappa = (p_o - p_e) / (1 - p_e)
+    index = {category: i for i, category in enumerate(categories)}
+    a = np.array([index[x] for x in rater_a])
+    b = np.array([index[x] for x in rater_b])
+    agree = (a == b).astype(np.float64)
+    chance = cols[a] + rows[b] - 2 * p_e
+    return kappa, ((agree - p_o) - (1 - kappa) * chance) / (1 - p_e)
 
 
 def _chance(tables: np.ndarray) -> np.ndarray:
