@@ -14,8 +14,11 @@ from evalsite.core.stats.gate import labels_for_half_width
 from evalsite.core.stats.kappa import bootstrap_kappa_ci, case_interval, cohen_kappa
 from tests.core.stats.test_kappa_interval_gate import draw, true_kappa
 
-SETTINGS = (("30 cases x 3 correlated repeats", 30, 3, 0.8),
-            ("90 independent labels", 90, 1, 0.0), ("30 independent labels", 30, 1, 0.0))  # fmt: skip
+SETTINGS = (
+    ("30 cases x 3 correlated repeats", 30, 3, 0.8),
+    ("90 independent labels", 90, 1, 0.0),
+    ("30 independent labels", 30, 1, 0.0),
+)
 
 
 def coverage(runs: int) -> None:
