@@ -76,8 +76,8 @@ class ListTests(TestCase):
         assert "openai/gpt-4o-mini, anthropic/claude-haiku-4-5" not in line  # the run's own
         assert "fake/small, fake/large" in line
         assert "$0.5000" in line
-        assert "anthropic/claude-haiku-4-5 0.463 [0.325-0.613]" in line
-        assert "openai/gpt-4o-mini@concise 0.575 [0.400-0.750]" in line
+        assert "anthropic/claude-haiku-4-5 0.463 [0.325, 0.613]" in line
+        assert "openai/gpt-4o-mini@concise 0.575 [0.400, 0.750]" in line
 
     def test_an_uncalibrated_run_shows_the_refusal_and_why_instead_of_a_rate(self):
         line = next(line for line in _list() if line.startswith(self.uncalibrated.id))
@@ -112,7 +112,7 @@ class ListTests(TestCase):
         assert [row["id"] for row in rows] == [self.eligible.id, self.uncalibrated.id]
         eligible = rows[0]
         assert eligible["headline_eligible"] is True and eligible["cost_usd"] == "0.500000"
-        assert eligible["headline"].startswith("anthropic/claude-haiku-4-5 0.463 [0.325-0.613]")
+        assert eligible["headline"].startswith("anthropic/claude-haiku-4-5 0.463 [0.325, 0.613]")
         assert rows[1]["headline_eligible"] is False and rows[1]["simulated"] is True
         assert set(eligible) >= {"label", "suite", "status", "detail", "contestants", "partial"}
 

@@ -53,8 +53,8 @@ def test_the_card_comes_first_with_the_headline_and_each_candidates_figures(memb
     assert "Headline" in card and "UNCALIBRATED" not in card
     assert "Calibration gate <code>ok</code>" in card
     for name, rate, interval, flips, schema in (
-        (CANDIDATE, "0.463", "[0.325-0.613]", "3", "0.950 (n=40)"),
-        (CONCISE, "0.575", "[0.400-0.750]", "7", "0.900 (n=40)"),
+        (CANDIDATE, "0.463", "[0.325, 0.613]", "3", "0.950 (n=40)"),
+        (CONCISE, "0.575", "[0.400, 0.750]", "7", "0.900 (n=40)"),
     ):
         row = re.search(rf"<tr>\s*<td><code>{re.escape(name)}</code>.*?</tr>", card, re.S)
         assert row, name

@@ -56,8 +56,8 @@ def test_the_columns_are_aligned():
 def test_an_eligible_win_rate_shows_its_interval_and_the_baseline_says_so():
     baseline, candidate, concise = _table("eligible")[1:]
     assert " baseline " in baseline
-    assert " 0.463 [0.325-0.613] " in candidate
-    assert " 0.575 [0.400-0.750] " in concise
+    assert " 0.463 [0.325, 0.613] " in candidate
+    assert " 0.575 [0.400, 0.750] " in concise
 
 
 def test_an_uncalibrated_win_rate_is_not_shown_as_a_number():

@@ -146,14 +146,19 @@ def _lower_bounds(threshold: Any, candidates: list[str], rates: Mapping) -> list
                     "failed",
                     None,
                     wanted,
-                    f"{candidate}: no win-rate interval (n={rate.get('n', 0)}, an interval "
-                    f"needs 8 judged pairs); the gate needs a lower bound of {wanted:.3f}",
+                    f"{candidate}: no win-rate interval ({_no_interval(rate)}); the gate "
+                    f"needs a lower bound of {wanted:.3f}",
                 )  # fmt: skip
             )
             continue
         results.append(_at_least("min_win_rate_lower_bound", candidate, ci[0], wanted,
                                  "win-rate lower bound"))  # fmt: skip
     return results
+
+
+def _no_interval(rate: Mapping[str, Any]) -> str:
+    """Why a win-rate has no interval; a report from before cases were counted says n."""
+    return rate.get("no_interval") or f"n={rate.get('n', 0)}, an interval needs 8 judged cases"
 
 
 def _at_least(gate: str, subject: str, figure, threshold, what: str) -> GateResult:

@@ -193,10 +193,9 @@ def decision_lines(ctx: Context) -> tuple[str, ...]:
     for name in ctx.candidates:
         row = win_rates[name]
         flag = "" if ctx.eligible else " (UNCALIBRATED)"
-        interval = num.interval(row.get("ci")) or "no interval"
         evidence.append(
             f"{visible(name)} win-rate {win_rate_cell(ctx, row.get('win_rate'))}{flag} "
-            f"{interval} (n={num.count(row.get('n'))})"
+            f"{num.interval_or_reason(row)} (n={num.cases(row)})"
         )
     if not ctx.report.get("judge"):
         evidence.append("no judge: no win-rates")

@@ -25,7 +25,12 @@ from evalsite.core.report.answer_warnings import answer_counts, answer_warnings
 from evalsite.core.report.corrections import judge_figures, length_warnings
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
 from evalsite.core.report.pairing import paired_units
-from evalsite.core.scoring.aggregate import TAG_FLOOR, contestant_rates, tag_rates
+from evalsite.core.scoring.aggregate import (
+    TAG_FLOOR,
+    contestant_rates,
+    pass_k_figures,
+    tag_rates,
+)
 from evalsite.core.scoring.scorecard import Criterion, scorecard_report
 from evalsite.core.stats import (
     bootstrap_kappa_ci,
@@ -391,7 +396,10 @@ def _win_rate_entry(pairs: Sequence[PairRow], seed: int, baseline: str) -> dict[
     judged = [p for p in pairs if not p.excluded_reason and p.score is not None]
     excluded = Counter(p.excluded_reason for p in pairs if p.excluded_reason)
     rate = win_rate(
-        [p.score for p in judged], flips=sum(1 for p in judged if p.flip), seed=seed
+        [p.score for p in judged],
+        flips=sum(1 for p in judged if p.flip),
+        seed=seed,
+        clusters=[(p.task, p.case) for p in judged],
     ).to_dict()
     return (
         {"vs": baseline}
@@ -414,14 +422,12 @@ def _schema_pass(answers: Sequence[AnswerRow]) -> dict[str, tuple[float | None, 
 
 
 def _ranking(data: ReportInput, seed: int) -> list[dict[str, Any]]:
-    comparisons = [
-        (p.baseline, p.candidate, p.score)
-        for p in data.pairs
-        if not p.excluded_reason and p.score is not None
-    ]
-    if not comparisons:
+    judged = [p for p in data.pairs if not p.excluded_reason and p.score is not None]
+    if not judged:
         return []
-    return [score.to_dict() for score in bradley_terry(comparisons, seed=seed)]
+    comparisons = [(p.baseline, p.candidate, p.score) for p in judged]
+    cases = [(p.task, p.case) for p in judged]
+    return [score.to_dict() for score in bradley_terry(comparisons, seed=seed, clusters=cases)]
 
 
 # --- per contestant, task, tag --------------------------------------------------------------
@@ -438,14 +444,18 @@ def _per_contestant(data: ReportInput) -> dict[str, Any]:
     outcomes: dict[tuple, list[bool]] = defaultdict(list)
     for answer in data.answers:
         outcomes[(answer.task, answer.case), answer.contestant].append(answer.effective_pass)
-    repeats = contestant_rates(outcomes)
+    repeats = contestant_rates(outcomes, k=data.repeats)
+    seed = seed_from(data.suite_hash)
     return {
-        contestant: _contestant(by_contestant.get(contestant, []), repeats.get(contestant), data)
+        contestant: _contestant(
+            by_contestant.get(contestant, []),
+            pass_k_figures(repeats.get(contestant), data.repeats, seed=seed),
+        )
         for contestant in data.contestants
     }
 
 
-def _contestant(answers: list[AnswerRow], repeats, data: ReportInput) -> dict[str, Any]:
+def _contestant(answers: list[AnswerRow], pass_k: dict[str, Any]) -> dict[str, Any]:
     done = [a for a in answers if a.status == "done"]
     verdicts = Counter(a.schema_verdict for a in done)
     modes = Counter(a.schema_mode for a in done if a.schema_verdict == "pass")
@@ -489,16 +499,7 @@ def _contestant(answers: list[AnswerRow], repeats, data: ReportInput) -> dict[st
             "mean": (math.fsum(scores) / len(scores) - 1) / 4 if scores else None,
             "errors": len(graded) - len(scores),
         },
-        "pass_k": {
-            "k": data.repeats,
-            "cases": repeats.cases if repeats else 0,
-            "pass_all": repeats.pass_all if repeats else 0,
-            "pass_any": repeats.pass_any if repeats else 0,
-            "pass_all_rate": repeats.pass_all_rate if repeats else None,
-            "pass_any_rate": repeats.pass_any_rate if repeats else None,
-            "answers": repeats.answers if repeats else 0,
-            "answers_passed": repeats.answers_passed if repeats else 0,
-        },
+        "pass_k": pass_k,
         "latency": latency.to_dict(),
         "tokens": {
             "input": sum(a.input_tokens or 0 for a in answers),

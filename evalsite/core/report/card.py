@@ -127,13 +127,12 @@ def _labels_still(cal: Mapping[str, Any]) -> str:
 
 def _candidate(ctx: Context, name: str) -> CandidateLine:
     row = ctx.get("win_rates")[name] or {}
-    n = row.get("n") or 0
     return CandidateLine(
         name=visible(name, NAME_CHARS),
         vs=visible(row.get("vs") or ctx.baseline, NAME_CHARS),
         win_rate=win_rate_cell(ctx, row.get("win_rate")),
-        interval=num.interval(row.get("ci")) or ("none (n below 8)" if n < 8 else num.MISSING),
-        n=num.count(n),
+        interval=num.interval_or_reason(row),
+        n=num.cases(row),
         flips=num.count(row.get("flips", 0)),
         flip_warning=bool(row.get("flip_warning")),
         corrected=corrected_text(row, ctx.eligible),

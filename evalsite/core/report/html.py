@@ -129,7 +129,7 @@ def _inline(cell: Cell) -> str:
 
 
 def _td(cell: Cell) -> str:
-    # A short figure of ours ("0.880 (n=25)", "[0.434-0.724]") stays on one line; names
+    # A short figure of ours ("0.880 (n=25)", "[0.434, 0.724]") stays on one line; names
     # and prose wrap at spaces and hyphens, so no column is squeezed to a letter a line.
     if isinstance(cell, str) and len(cell) <= FIGURE_CHARS:
         return f'<td class="fig">{_inline(cell)}</td>'

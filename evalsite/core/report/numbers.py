@@ -2,16 +2,18 @@
 
 Rates with 3 decimals, kappa with 2 and its Landis–Koch band, money in dollars with 4
 decimals (6 below a cent, so a small non-zero cost never prints as $0.0000), intervals as
-``[lo-hi]``. A missing value prints as ``n/a``, never as 0.
+``[lo, hi]`` (``[-0.85, -0.15]`` reads as two numbers; ``[-0.85--0.15]`` did not). A
+missing value prints as ``n/a``, never as 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
-    "BANDS", "MISSING", "count", "interval", "kappa", "money", "rate", "rate_n", "signed_money",
-    "signed_rate",
+    "BANDS", "MISSING", "cases", "count", "interval", "interval_or_reason", "kappa", "money",
+    "rate", "rate_n", "signed_money", "signed_rate",
 ]  # fmt: skip
 
 MISSING = "n/a"
@@ -62,11 +64,33 @@ def kappa(value: float | None, band: str | None = None) -> str:
 
 
 def interval(ci: Sequence[float] | None, digits: int = 3) -> str | None:
-    """``[0.325-0.613]``, or None when there is no interval."""
+    """``[0.325, 0.613]``, or None when there is no interval."""
     if not ci or len(ci) != 2 or ci[0] is None or ci[1] is None:
         return None
     low, high = ci
-    return f"[{low:.{digits}f}-{high:.{digits}f}]"
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def interval_or_reason(row: Mapping[str, Any], digits: int = 3) -> str:
+    """A figure's ``ci`` with "few cases" beside it when it is BCa over few cases, or why
+    there is none (``no_interval``): ``[0.45, 0.90] few cases``, ``no interval (too few
+    cases …)``."""
+    shown = interval(row.get("ci"), digits)
+    if shown:
+        return f"{shown} few cases" if row.get("method") == "bca" else shown
+    reason = row.get("no_interval")
+    return f"no interval ({reason})" if reason else "no interval"
+
+
+def cases(row: Mapping[str, Any]) -> str:
+    """A figure's n as cases, with its pairs beside it when they differ:
+    ``10 cases (30 pairs)``. A report from before cases were counted shows its n alone."""
+    pairs = int(row.get("n") or 0)
+    counted = row.get("cases")
+    if counted is None:
+        return str(pairs)
+    text = f"{counted} case" if counted == 1 else f"{counted} cases"
+    return text if counted == pairs else f"{text} ({pairs} pairs)"
 
 
 def signed_interval(ci: Sequence[float] | None, digits: int = 3) -> str:

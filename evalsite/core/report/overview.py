@@ -307,8 +307,7 @@ ONE_CONTESTANT_TEXT = (
 
 
 def _win_rate_row(ctx: Context, name: str, row: Mapping[str, Any]) -> tuple[Cell, ...]:
-    n = row.get("n") or 0
-    interval = num.interval(row.get("ci")) or ("none (n below 8)" if n < 8 else num.MISSING)
+    interval = num.interval_or_reason(row)
     flip_rate = num.rate(row.get("flip_rate"))
     if row.get("flip_warning"):
         flip_rate += " \u2014 measures order, not quality"
@@ -317,7 +316,8 @@ def _win_rate_row(ctx: Context, name: str, row: Mapping[str, Any]) -> tuple[Cell
         Code(row.get("vs") or ctx.baseline),
         win_rate_cell(ctx, row.get("win_rate")),
         interval,
-        *(num.count(row.get(key, 0)) for key in ("n", "wins", "losses", "ties")),
+        num.cases(row),
+        *(num.count(row.get(key, 0)) for key in ("wins", "losses", "ties")),
         *(num.count(row.get(key, 0)) for key in ("soft_wins", "soft_losses", "flips")),
         flip_rate,
         num.count(row.get("excluded", 0)),
@@ -356,10 +356,11 @@ def _bradley_terry(ctx: Context) -> list[Block]:
         (
             Code(row.get("contestant") or ""),
             f"{row.get('strength', 0):.3f}{ctx.dagger}",
-            num.interval(row.get("ci")) or num.MISSING,
+            num.interval_or_reason(row),
             num.count(row.get("comparisons")),
+            num.count(row.get("cases")),
         )
         for row in ranking
     )
-    head: tuple[Cell, ...] = ("contestant", "log-strength", "interval", "comparisons")
+    head: tuple[Cell, ...] = ("contestant", "log-strength", "interval", "comparisons", "cases")
     return [Heading("Bradley\u2013Terry ranking"), Table(head, rows)]

@@ -116,12 +116,11 @@ def _calibration_line(ctx: Context) -> str:
 def _win_rate_line(ctx: Context, name: str) -> str:
     row = ctx.get("win_rates")[name] or {}
     flag = "" if ctx.eligible else " (UNCALIBRATED)"
-    n = row.get("n") or 0
     interval = _interval(row)
     line = (
         f"  {visible(name)} vs {visible(row.get('vs') or ctx.baseline)}: win-rate "
         f"{num.rate(row.get('win_rate'))}{flag} {interval} over schema-passing pairs only, "
-        f"n={num.count(n)} - flips {num.count(row.get('flips', 0))} - excluded "
+        f"n={num.cases(row)} - flips {num.count(row.get('flips', 0))} - excluded "
         f"{num.count(row.get('excluded', 0))}"
     )
     if row.get("flip_warning"):
@@ -130,8 +129,7 @@ def _win_rate_line(ctx: Context, name: str) -> str:
 
 
 def _interval(row: Mapping[str, Any]) -> str:
-    n = row.get("n") or 0
-    return num.interval(row.get("ci")) or ("[no interval: n<8]" if n < 8 else "[no interval]")
+    return num.interval_or_reason(row)
 
 
 # --- the one-line headline of `evalsite list` -------------------------------------------------

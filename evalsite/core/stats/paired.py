@@ -14,12 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalsite.core.stats.bootstrap import LEVEL, percentile_interval
+from evalsite.core.stats.bootstrap import (
+    LEVEL,
+    cluster_index,
+    cluster_totals,
+    percentile_interval,
+    resampled_means,
+)
 from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.record import Record
 
 PAIRED_RESAMPLES = 2000
-_CHUNK_CELLS = 4_000_000  # indices drawn at once: bounds memory on runs of many units
 
 
 @dataclass(frozen=True)
@@ -60,37 +65,12 @@ def paired_bootstrap(
     differences = b - a
     ci = None
     if n >= min_n:
-        sums, sizes = _clustered(differences, clusters)
-        ci = percentile_interval(_resampled_means(sums, sizes, seed, resamples), level)
+        sums, sizes = cluster_totals(differences, cluster_index(clusters, n))
+        ci = percentile_interval(
+            resampled_means(sums, sizes, resamples=resamples, seed=seed), level
+        )
     mean_a, mean_b = math.fsum(a) / n, math.fsum(b) / n
     return PairedDelta(n, mean_a, mean_b, math.fsum(differences) / n, ci, level)
-
-
-def _clustered(
-    differences: np.ndarray, clusters: Sequence[Hashable] | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster, in order of first appearance: the sum of its differences and its size."""
-    if clusters is None:
-        return differences, np.ones(differences.size)
-    if len(clusters) != differences.size:
-        raise ValueError(f"{len(clusters)} clusters for {differences.size} units")
-    index: dict[Hashable, int] = {}
-    labels = np.array([index.setdefault(cluster, len(index)) for cluster in clusters])
-    return (
-        np.bincount(labels, weights=differences, minlength=len(index)),
-        np.bincount(labels, minlength=len(index)).astype(float),
-    )
-
-
-def _resampled_means(sums: np.ndarray, sizes: np.ndarray, seed: int, resamples: int):
-    rng = np.random.default_rng(seed)
-    m = sums.size
-    step = max(1, _CHUNK_CELLS // m)
-    means = []
-    for done in range(0, resamples, step):
-        drawn = rng.integers(0, m, size=(min(step, resamples - done), m))
-        means.append(sums[drawn].sum(axis=1) / sizes[drawn].sum(axis=1))
-    return np.concatenate(means)
 
 
 @dataclass(frozen=True)

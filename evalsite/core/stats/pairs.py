@@ -9,17 +9,25 @@ for the baseline, averaged over the two orders. Opposite preferences cancel to �
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from evalsite.core.stats.bootstrap import percentile_interval, resample_counts
+from evalsite.core.stats.bootstrap import (
+    FEW_CLUSTERS,
+    bca_interval,
+    cluster_index,
+    cluster_totals,
+    jackknife_means,
+    percentile_interval,
+    resampled_means,
+)
 from evalsite.core.stats.record import Record
 
 CATEGORIES = ("baseline", "candidate", "tie")
 PAIR_SCORES = (0.0, 0.25, 0.5, 0.75, 1.0)
-MIN_N_FOR_INTERVAL = 8
+MIN_N_FOR_INTERVAL = 8  # cases, not pairs: copying a verdict buys no confidence
 FLIP_WARNING_RATE = 0.30
 
 _VERDICT_SCORE = {"baseline": 0.0, "candidate": 1.0, "tie": 0.5}
@@ -53,8 +61,8 @@ def pair_score(order1: str, order2: str) -> PairScore:
 @dataclass(frozen=True)
 class WinRate(Record):
     win_rate: float | None  # mean score; None without pairs
-    ci: tuple[float, float] | None  # 95% percentile bootstrap; None below the minimum n
-    n: int
+    ci: tuple[float, float] | None  # 95% bootstrap over cases; None: see no_interval
+    n: int  # pairs
     wins: int  # score 1
     losses: int  # score 0
     ties: int  # score ½ without a flip
@@ -63,6 +71,9 @@ class WinRate(Record):
     flips: int
     flip_rate: float | None
     flip_warning: bool  # flip_rate above FLIP_WARNING_RATE: the figure measures order
+    cases: int = 0  # clusters resampled: a case's repeats are one
+    method: str | None = None  # "percentile", or "bca" below FEW_CLUSTERS cases
+    no_interval: str | None = None  # why there is no interval, when there is none
 
 
 def win_rate(
@@ -70,25 +81,27 @@ def win_rate(
     *,
     flips: int = 0,
     seed: int,
+    clusters: Sequence[Hashable] | None = None,
     resamples: int = 10_000,
     min_n: int = MIN_N_FOR_INTERVAL,
 ) -> WinRate:
     """The candidate's win-rate over included pairs.
 
     ``scores`` are pair scores (each one of :data:`PAIR_SCORES`, else ValueError); ``flips``
-    is how many of the ½ scores are flips rather than ties. The interval is the 95%
-    percentile bootstrap of the mean over ``resamples`` resamples drawn with
-    ``numpy.random.default_rng(seed)``, so one seed gives one interval; None when
-    n < ``min_n``.
+    is how many of the ½ scores are flips rather than ties; ``clusters`` names each pair's
+    case (each pair its own case without it). The interval resamples cases, each with all
+    its pairs (:func:`~evalsite.core.stats.bootstrap.cluster_draws`, ``resamples`` draws
+    from ``seed``): the 95% percentile interval from :data:`FEW_CLUSTERS` cases, BCa below.
+    None, with the reason in ``no_interval``, below ``min_n`` cases or when every pair
+    scored the same (a zero-width interval would claim certainty).
     """
     counts = _score_counts(scores)
     n = len(scores)
     if not 0 <= flips <= counts[2]:
         raise ValueError(f"flips must be between 0 and the {counts[2]} scores of 0.5")
-    ci = None
-    if n and n >= min_n:
-        resampled = resample_counts(counts, resamples=resamples, rng=np.random.default_rng(seed))
-        ci = percentile_interval(resampled @ np.asarray(PAIR_SCORES) / n)
+    labels = cluster_index(clusters, n)
+    cases = len(set(labels.tolist()))
+    ci, method, reason = _interval(np.asarray(scores, dtype=float), labels, seed, resamples, min_n)
     flip_rate = flips / n if n else None
     return WinRate(
         win_rate=math.fsum(scores) / n if n else None,
@@ -102,7 +115,30 @@ def win_rate(
         flips=flips,
         flip_rate=flip_rate,
         flip_warning=flip_rate is not None and flip_rate > FLIP_WARNING_RATE,
+        cases=cases,
+        method=method,
+        no_interval=reason,
     )
+
+
+def _interval(scores: np.ndarray, labels: np.ndarray, seed: int, resamples: int, min_n: int):
+    """(interval, method, why there is none) of the mean of ``scores`` over cases."""
+    cases = len(set(labels.tolist()))
+    if cases < min_n:
+        return None, None, too_few_cases(cases, min_n)
+    if np.all(scores == scores[0]):
+        return None, None, f"every pair scored {scores[0]:g}: no spread to give an interval"
+    sums, sizes = cluster_totals(scores, labels)
+    estimates = resampled_means(sums, sizes, resamples=resamples, seed=seed)
+    if cases >= FEW_CLUSTERS:
+        return percentile_interval(estimates), "percentile", None
+    point = float(sums.sum() / sizes.sum())
+    return bca_interval(estimates, point, jackknife_means(sums, sizes)), "bca", None
+
+
+def too_few_cases(cases: int, min_n: int) -> str:
+    """Why a figure over ``cases`` cases has no interval (its repeats count once)."""
+    return f"too few cases: {cases}; an interval needs {min_n}"
 
 
 def _score_counts(scores: Sequence[float]) -> list[int]:

@@ -7,13 +7,19 @@ log-strengths log πᵢ centred to mean 0: i beats j with probability 1 / (1 + e
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from evalsite.core.stats.bootstrap import percentile_interval, resample_counts
+from evalsite.core.stats.bootstrap import (
+    FEW_CLUSTERS,
+    bca_interval,
+    cluster_draws,
+    cluster_index,
+    draw_counts,
+    percentile_interval,
+)
 from evalsite.core.stats.record import Record
 
 PRIOR = 0.1  # virtual tied comparisons between every two contestants
@@ -25,14 +31,17 @@ _MAX_ITERATIONS = 1000  # Newton needs a few dozen steps at most; this only boun
 class BTScore(Record):
     contestant: str
     strength: float  # log-strength, mean 0 over the contestants
-    ci: tuple[float, float] | None  # 95% percentile bootstrap; None without resamples
+    ci: tuple[float, float] | None  # 95% bootstrap over cases; None: see no_interval
     comparisons: int  # comparisons the contestant took part in
+    cases: int = 0  # cases those comparisons came from
+    no_interval: str | None = None  # why there is no interval, when there is none
 
 
 def bradley_terry(
     comparisons: Sequence[tuple[str, str, float]],
     *,
     seed: int,
+    clusters: Sequence[Hashable] | None = None,
     resamples: int = 1000,
     prior: float = PRIOR,
 ) -> list[BTScore]:
@@ -42,28 +51,58 @@ def bradley_terry(
     ``prior`` (> 0) virtual comparisons, all ties: a contestant that never loses (or never
     wins) keeps a finite strength, and contestants never compared with each other still
     share a scale; against hundreds of real comparisons the pull is negligible. Intervals
-    resample the comparisons with ``numpy.random.default_rng(seed)``.
+    resample cases (``clusters``: each comparison's case; its own without) with all their
+    comparisons, by :func:`~evalsite.core.stats.bootstrap.cluster_draws` from ``seed``;
+    BCa below :data:`~evalsite.core.stats.bootstrap.FEW_CLUSTERS` cases. A contestant that
+    won or lost every comparison gets no interval (its strength is held by the prior only).
     """
     if prior <= 0:
         raise ValueError("the prior must be positive, or some strengths may be infinite")
-    kinds = Counter(_checked(comparison) for comparison in comparisons)
-    if not kinds:
+    checked = [_checked(comparison) for comparison in comparisons]
+    if not checked:
         return []
+    kinds = list(dict.fromkeys(checked))
     names = sorted({name for a, b, _ in kinds for name in (a, b)})
-    design = _Design(list(kinds), names)
-    counts = np.array(list(kinds.values()), dtype=np.int64)
-    strengths = design.fit(counts[None, :].astype(float), prior)[0]
+    design = _Design(kinds, names)
+    labels = cluster_index(clusters, len(checked))
+    per_case = np.zeros((int(labels.max()) + 1, len(kinds)))
+    np.add.at(per_case, (labels, [kinds.index(c) for c in checked]), 1)
+    counts = per_case.sum(axis=0)
+    strengths = design.fit(counts[None, :], prior)[0]
     intervals: list[tuple[float, float] | None] = [None] * len(names)
     if resamples > 0:
-        resampled = resample_counts(counts, resamples=resamples, rng=np.random.default_rng(seed))
-        fits = design.fit(resampled.astype(float), prior)
-        intervals = [percentile_interval(fits[:, i]) for i in range(len(names))]
+        intervals = _intervals(design, per_case, strengths, prior, seed, resamples)
     involved = (counts @ design.pairs).reshape(len(names), len(names)).sum(axis=1)
-    scores = [
-        BTScore(name, float(strengths[i]), intervals[i], int(involved[i]))
-        for i, name in enumerate(names)
-    ]
+    present = (per_case @ design.pairs).reshape(-1, len(names), len(names)).sum(axis=2) > 0
+    wins, played = counts @ design.wins, involved
+    scores = []
+    for i, name in enumerate(names):
+        reason = _separated(name, wins[i], played[i])
+        scores.append(BTScore(name, float(strengths[i]), None if reason else intervals[i],
+                              int(involved[i]), int(present[:, i].sum()), reason))  # fmt: skip
     return sorted(scores, key=lambda score: (-score.strength, score.contestant))
+
+
+def _intervals(design, per_case: np.ndarray, strengths, prior: float, seed: int, resamples: int):
+    m = per_case.shape[0]
+    fits = np.concatenate([
+        design.fit(draw_counts(drawn, m) @ per_case, prior)
+        for drawn in cluster_draws(m, resamples=resamples, seed=seed)
+    ])  # fmt: skip
+    if m >= FEW_CLUSTERS:
+        return [percentile_interval(fits[:, i]) for i in range(design.size)]
+    jackknife = design.fit(per_case.sum(axis=0) - per_case, prior)
+    return [
+        bca_interval(fits[:, i], float(strengths[i]), jackknife[:, i]) for i in range(design.size)
+    ]
+
+
+def _separated(name: str, wins: float, played: float) -> str | None:
+    if played and wins == played:
+        return f"{name} won every comparison: its strength has no upper limit (separation)"
+    if played and wins == 0:
+        return f"{name} lost every comparison: its strength has no lower limit (separation)"
+    return None
 
 
 def _checked(comparison: tuple[str, str, float]) -> tuple[str, str, float]:

@@ -38,7 +38,7 @@ def test_cost_against_win_rate_has_a_point_and_a_bar_per_candidate():
     assert len(list(root.iter(f"{NS}circle"))) == 2
     labels = texts(root)
     assert f"1  {CANDIDATE}" in labels and "1" in labels  # the legend names point 1
-    assert any(label.startswith("win-rate 0.463 [0.325-0.613]") for label in labels)
+    assert any(label.startswith("win-rate 0.463 [0.325, 0.613]") for label in labels)
     assert "baseline openai/gpt-4o-mini (win-rate 0.5)" in labels
     assert "cost if uncached of the candidate's answers (USD)" in labels and "win-rate" in labels
     # the interval bar plus two caps per candidate, the dashed baseline line at 0.5 (and

@@ -68,7 +68,7 @@ def test_each_point_is_numbered_and_the_legend_names_it_with_its_figures():
 
     assert f"1  {CANDIDATE}" in lines and f"2  {CONCISE}" in lines
     assert (
-        "win-rate 0.463\u2020 [0.325-0.613] \u00b7 $0.0025 if uncached \u00b7 $0.0025 this run"
+        "win-rate 0.463\u2020 [0.325, 0.613] \u00b7 $0.0025 if uncached \u00b7 $0.0025 this run"
         in lines
     )
     assert f"baseline {BASELINE} (win-rate 0.5)" in lines

@@ -27,8 +27,8 @@ def test_rates_kappa_and_intervals():
     assert num.kappa(0.25, "fair") == "0.25 (fair)"
     assert num.kappa(-0.1, "<b>") == "-0.10"  # an unknown band is left out
     assert num.kappa(None, "fair") == "undefined"
-    assert num.interval([0.325, 0.6125]) == "[0.325-0.613]"
-    assert num.interval([0.02, 0.48], 2) == "[0.02-0.48]"
+    assert num.interval([0.325, 0.6125]) == "[0.325, 0.613]"
+    assert num.interval([0.02, 0.48], 2) == "[0.02, 0.48]"
     assert num.interval(None) is None and num.interval([0.1]) is None
 
 

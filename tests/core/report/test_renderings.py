@@ -70,7 +70,7 @@ def test_uncalibrated_win_rates_are_titled_and_daggered(variant):
         assert "0.400\u2020 (n=8)" in text  # per tag
         assert "0.600\u2020" in text  # movers
         assert "\u2020 UNCALIBRATED: calibration" in text
-        assert "win-rate 0.463\u2020 (UNCALIBRATED) [0.325-0.613] (n=20)" in text
+        assert "win-rate 0.463\u2020 (UNCALIBRATED) [0.325, 0.613] (n=20)" in text
 
 
 def test_eligible_win_rates_carry_no_dagger_and_no_flag():

@@ -17,9 +17,9 @@ def test_an_uncalibrated_run_prints_the_spec_shape():
         *HEAD,
         "  calibration: below_floor - kappa 0.25 (fair) over 12 labels - headline eligible: false",
         "  anthropic/claude-haiku-4-5 vs openai/gpt-4o-mini: win-rate 0.463 (UNCALIBRATED) "
-        "[0.325-0.613] over schema-passing pairs only, n=20 - flips 3 - excluded 0",
+        "[0.325, 0.613] over schema-passing pairs only, n=20 - flips 3 - excluded 0",
         "  openai/gpt-4o-mini@concise vs openai/gpt-4o-mini: win-rate 0.575 (UNCALIBRATED) "
-        "[0.400-0.750] over schema-passing pairs only, n=20 - flips 7 - excluded 2"
+        "[0.400, 0.750] over schema-passing pairs only, n=20 - flips 7 - excluded 2"
         " - flip rate 0.350 measures order, not quality",
         COST,
     ]
@@ -31,7 +31,7 @@ def test_an_eligible_run_drops_the_uncalibrated_flag():
         "  calibration: ok - kappa 0.62 (substantial) over 40 labels - headline eligible: true"
     )
     assert lines[3] == (
-        "  anthropic/claude-haiku-4-5 vs openai/gpt-4o-mini: win-rate 0.463 [0.325-0.613] "
+        "  anthropic/claude-haiku-4-5 vs openai/gpt-4o-mini: win-rate 0.463 [0.325, 0.613] "
         "over schema-passing pairs only, n=20 - flips 3 - excluded 0"
     )
     assert not any("UNCALIBRATED" in line for line in lines)
@@ -48,11 +48,15 @@ def test_undefined_kappa_and_no_labels_say_so():
 
 def test_a_small_n_has_no_interval():
     report = make_report("uncalibrated")
-    report["win_rates"][CANDIDATE] |= {"n": 5, "ci": None, "win_rate": 0.6}
+    reason = "too few cases: 2; an interval needs 8"
+    report["win_rates"][CANDIDATE] |= {
+        "n": 5, "cases": 2, "ci": None, "win_rate": 0.6, "no_interval": reason
+    }  # fmt: skip
     line = summary_lines(report)[3]
     assert line == (
         "  anthropic/claude-haiku-4-5 vs openai/gpt-4o-mini: win-rate 0.600 (UNCALIBRATED) "
-        "[no interval: n<8] over schema-passing pairs only, n=5 - flips 3 - excluded 0"
+        "no interval (too few cases: 2; an interval needs 8) over schema-passing pairs only, "
+        "n=2 cases (5 pairs) - flips 3 - excluded 0"
     )
 
 

@@ -38,7 +38,7 @@ def test_paired_bootstrap_equals_the_plain_loop(seed):
 
 
 def test_paired_bootstrap_in_chunks_draws_as_one_resample_at_a_time(monkeypatch):
-    monkeypatch.setattr("evalsite.core.stats.paired._CHUNK_CELLS", 1000)
+    monkeypatch.setattr("evalsite.core.stats.bootstrap._CHUNK_CELLS", 1000)
     before, after = np.arange(300) % 2, np.arange(300) % 3 == 0
     result = paired_bootstrap(before, after, seed=5, resamples=40)
     assert result.ci == pytest.approx(tuple(plain_paired_bootstrap(before, after, 5, 40)))
