@@ -8,9 +8,9 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Block, Cell, Code, Context, Para, Section, Table
 from evalsite.core.report.overview import uncalibrated_note, win_rate_cell
-from evalsite.core.scoring.aggregate import TAG_FLOOR
+from evalsite.core.scoring.aggregate import TAG_FLOOR, cases_text
 
-__all__ = ["per_tag_section", "per_task_section", "scorecard_section"]
+__all__ = ["pass_k_text", "per_tag_section", "per_task_section", "scorecard_section"]
 
 Row = Mapping[str, Any]
 
@@ -44,7 +44,7 @@ def _card(card: Row) -> tuple[tuple[str, Cell], ...]:
             f"{num.rate(grade.get('mean'))} (n={c(grade.get('n'))}, errors "
             f"{c(grade.get('errors'))})",
         ),
-        ("pass^k / pass@k", _pass_k(part("pass_k"))),
+        ("pass^k / pass@k", pass_k_text(part("pass_k"))),
         (
             "latency p50 / p95",
             f"{_ms(latency.get('p50'))} / {_ms(latency.get('p95'))} (n={c(latency.get('n'))})",
@@ -58,11 +58,26 @@ def _card(card: Row) -> tuple[tuple[str, Cell], ...]:
     )
 
 
-def _pass_k(row: Row) -> str:
-    return (
-        f"{num.rate(row.get('pass_all_rate'))} / {num.rate(row.get('pass_any_rate'))} "
-        f"(k={num.count(row.get('k'))}, cases {num.count(row.get('cases'))})"
-    )
+def pass_k_text(row: Row) -> str:
+    """``pass^3 0.600 [0.400, 0.800], pass@3 0.900 [0.767, 1.000] (n=30 cases; 2 cases with
+    fewer than 3 attempts left out)``: each with its interval over cases or why none."""
+    k = row.get("k") or 1
+    estimated = row.get("estimated", row.get("cases")) or 0
+    short = row.get("short") or 0
+    figures = [
+        f"pass^{k} {num.rate(row.get('pass_all_rate'))} {_ci(row, 'pass_all')}".rstrip(),
+        f"pass@{k} {num.rate(row.get('pass_any_rate'))} {_ci(row, 'pass_any')}".rstrip(),
+    ]
+    left_out = f"; {cases_text(short)} with fewer than {k} attempts left out" if short else ""
+    return f"{', '.join(figures)} (n={cases_text(estimated)}{left_out})"
+
+
+def _ci(row: Row, figure: str) -> str:
+    """The interval, or why there is none; nothing for a report from before issue 27."""
+    if f"{figure}_ci" not in row:
+        return ""
+    why = row.get(f"{figure}_why")
+    return num.interval(row[f"{figure}_ci"]) or f"no interval ({why})"
 
 
 def _ms(value: int | None) -> str:

@@ -29,6 +29,7 @@ from evalsite.core.report.matrix_section import (
 )  # fmt: skip
 from evalsite.core.report.overview import cost_text
 from evalsite.core.report.text import visible
+from evalsite.core.scoring.aggregate import cases_text
 
 __all__ = [
     "aligned", "contestant_table", "headline_text", "matrix_lines", "summary_lines",
@@ -78,12 +79,22 @@ def _pass_k_lines(report: Mapping[str, Any]) -> list[str]:
         if k < 2:
             continue
         pk = figures["pass_k"]
-        cases = num.count(pk.get("cases", 0))
-        lines.append(
-            f"  {visible(name)}: pass^{k} {num.count(pk.get('pass_all', 0))}/{cases}, "
-            f"pass@{k} {num.count(pk.get('pass_any', 0))}/{cases}"
+        cases = num.count(pk.get("estimated", pk.get("cases", 0)))
+        line = (
+            f"  {visible(name)}: pass^{k} {_cases_passed(pk.get('pass_all'))}/{cases}, "
+            f"pass@{k} {_cases_passed(pk.get('pass_any'))}/{cases}"
         )
+        if pk.get("short"):  # a stopped run: never taken for k attempts
+            line += f"; {cases_text(pk['short'])} with fewer than {k} attempts left out"
+        lines.append(line)
     return lines
+
+
+def _cases_passed(value: float | None) -> str:
+    """A count of cases; the summed estimate to 2 places where a case had more than k
+    attempts."""
+    value = value or 0
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
 def _gate_lines(gates: list) -> list[str]:

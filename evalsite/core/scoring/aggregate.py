@@ -7,25 +7,38 @@ execution check that errored (setup failed, no sandbox) is not a pass: the answe
 shown to work. An answer with a provider error has no verdicts and never passes; the
 caller counts it as not passed.
 
-With ``repeats: k`` each (case, contestant) has k booleans: **pass^k** when all k passed,
-**pass@k** when at least one did. Per contestant the rates are over cases: the share of
-cases that pass^k and that pass@k, and beside them the share of single answers that
-passed. Per-tag pass rates count answers (every repeat is one), and a tag whose rate is
-below :data:`TAG_FLOOR` is flagged.
+With ``repeats: k`` each (case, contestant) has up to k booleans. A case with n attempts,
+c of them passed, gets the unbiased estimates of the chance that k attempts drawn from its
+n all pass (**pass^k** = C(c, k)/C(n, k)) and that at least one does (**pass@k** =
+1 − C(n−c, k)/C(n, k)); with n = k they are 1 when all k passed, resp. any did. A case with
+fewer than k attempts (a stopped run) has no estimate: it is left out and counted
+(``short``), never taken for k attempts. Per contestant the rates are the mean estimate over
+the cases that have one, with a percentile bootstrap interval over cases, and beside them
+the share of single answers that passed. Per-tag pass rates count answers (every repeat is
+one), and a tag whose rate is below :data:`TAG_FLOOR` is flagged.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalsite.core.stats.bootstrap import LEVEL, percentile_interval, resample_counts
+from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 
 __all__ = [
-    "ContestantRates", "RepeatStats", "TAG_FLOOR", "TagRate", "answer_passed", "answer_tags",
-    "contestant_rates", "repeat_stats", "tag_rates",
+    "ContestantRates", "PASS_K_RESAMPLES", "RepeatStats", "TAG_FLOOR", "TagRate",
+    "answer_passed", "answer_tags", "cases_text", "contestant_rates", "pass_at_k", "pass_hat_k",
+    "pass_k_figures", "repeat_stats", "tag_rates",
 ]  # fmt: skip
 
 TAG_FLOOR = 0.70
+PASS_K_RESAMPLES = 2000
 _SCHEMA_OK = ("pass", "not_applicable")
 
 
@@ -66,22 +79,44 @@ def repeat_stats(passes: Sequence[bool]) -> RepeatStats:
     return RepeatStats(len(passes), sum(1 for passed in passes if passed))
 
 
+def pass_hat_k(attempts: int, passed: int, k: int) -> float | None:
+    """pass^k of a case with ``passed`` of ``attempts``: C(c, k)/C(n, k), the share of its
+    k-attempt subsets that all pass; None with fewer than k attempts."""
+    return None if attempts < k else math.comb(passed, k) / math.comb(attempts, k)
+
+
+def pass_at_k(attempts: int, passed: int, k: int) -> float | None:
+    """pass@k: 1 − C(n−c, k)/C(n, k), the share of k-attempt subsets with a pass (Chen et
+    al., 2021); None with fewer than k attempts."""
+    if attempts < k:
+        return None
+    return 1 - math.comb(attempts - passed, k) / math.comb(attempts, k)
+
+
 @dataclass(frozen=True)
 class ContestantRates:
     contestant: str
     cases: int
-    pass_all: int  # cases where every repeat passed
-    pass_any: int  # cases where at least one repeat passed
+    pass_all: float  # summed pass^k estimates: the cases that passed all k, when each has k
+    pass_any: float  # summed pass@k estimates
     answers: int
     answers_passed: int
+    k: int = 1
+    short: int = 0  # cases with fewer than k attempts: no estimate, left out
+    all_estimates: tuple[float, ...] = ()  # per case with an estimate
+    any_estimates: tuple[float, ...] = ()
 
     @property
-    def pass_all_rate(self) -> float:  # pass^k rate
-        return self.pass_all / self.cases
+    def estimated(self) -> int:
+        return self.cases - self.short
 
     @property
-    def pass_any_rate(self) -> float:  # pass@k rate
-        return self.pass_any / self.cases
+    def pass_all_rate(self) -> float | None:  # pass^k rate
+        return self.pass_all / self.estimated if self.estimated else None
+
+    @property
+    def pass_any_rate(self) -> float | None:  # pass@k rate
+        return self.pass_any / self.estimated if self.estimated else None
 
     @property
     def answer_rate(self) -> float:
@@ -89,23 +124,72 @@ class ContestantRates:
 
 
 def contestant_rates(
-    outcomes: Mapping[tuple[Hashable, str], Sequence[bool]],
+    outcomes: Mapping[tuple[Hashable, str], Sequence[bool]], k: int | None = None
 ) -> dict[str, ContestantRates]:
-    """Per contestant, from ``{(case_key, contestant): [passed per repeat]}``."""
+    """Per contestant, from ``{(case_key, contestant): [passed per attempt]}``, with k the
+    attempts a case should have (the suite's repeats; without it, the contestant's most
+    attempts at a case)."""
     grouped: dict[str, list[RepeatStats]] = defaultdict(list)
     for (_, contestant), passes in outcomes.items():
         grouped[contestant].append(repeat_stats(passes))
-    return {
-        contestant: ContestantRates(
-            contestant,
-            cases=len(stats),
-            pass_all=sum(s.pass_all for s in stats),
-            pass_any=sum(s.pass_any for s in stats),
-            answers=sum(s.k for s in stats),
-            answers_passed=sum(s.passed for s in stats),
-        )
-        for contestant, stats in grouped.items()
-    }
+    return {contestant: _rates(contestant, stats, k) for contestant, stats in grouped.items()}
+
+
+def _rates(contestant: str, stats: list[RepeatStats], k: int | None) -> ContestantRates:
+    k = k or max(s.k for s in stats)
+    full = [s for s in stats if s.k >= k]
+    every = tuple(pass_hat_k(s.k, s.passed, k) or 0.0 for s in full)
+    some = tuple(pass_at_k(s.k, s.passed, k) or 0.0 for s in full)
+    return ContestantRates(
+        contestant,
+        cases=len(stats),
+        pass_all=math.fsum(every),
+        pass_any=math.fsum(some),
+        answers=sum(s.k for s in stats),
+        answers_passed=sum(s.passed for s in stats),
+        k=k,
+        short=len(stats) - len(full),
+        all_estimates=every,
+        any_estimates=some,
+    )
+
+
+def pass_k_figures(
+    rates: ContestantRates | None, k: int, *, seed: int, resamples: int = PASS_K_RESAMPLES
+) -> dict[str, Any]:
+    """The report's ``pass_k`` of one contestant: the rates, each with its percentile
+    bootstrap interval over cases (the per-case estimates resampled, a case at a time), or
+    why it has none (``pass_all_why``, ``pass_any_why``)."""
+    rates = rates or ContestantRates("", 0, 0.0, 0.0, 0, 0, k)
+    figures: dict[str, Any] = {
+        "k": rates.k, "cases": rates.cases, "short": rates.short, "estimated": rates.estimated,
+        "pass_all": rates.pass_all, "pass_any": rates.pass_any,
+        "pass_all_rate": rates.pass_all_rate, "pass_any_rate": rates.pass_any_rate,
+        "answers": rates.answers, "answers_passed": rates.answers_passed, "level": LEVEL,
+    }  # fmt: skip
+    for name, estimates in (("pass_all", rates.all_estimates), ("pass_any", rates.any_estimates)):
+        ci, why = _case_interval(estimates, rates.k, seed, resamples)
+        figures[f"{name}_ci"], figures[f"{name}_why"] = ci, why
+    return figures
+
+
+def _case_interval(
+    estimates: Sequence[float], k: int, seed: int, resamples: int
+) -> tuple[tuple[float, float] | None, str | None]:
+    if not estimates:
+        return None, f"no case has {k} attempts"
+    if len(estimates) < MIN_N_FOR_INTERVAL:
+        return None, f"{cases_text(len(estimates))}; an interval needs {MIN_N_FOR_INTERVAL}"
+    values, counts = np.unique(np.asarray(estimates, dtype=float), return_counts=True)
+    if values.size == 1:
+        spread = f"no spread over {cases_text(len(estimates))}"
+        return None, f"every case has the same estimate: {spread}"
+    drawn = resample_counts(counts, resamples=resamples, rng=np.random.default_rng(seed))
+    return percentile_interval(drawn @ values / len(estimates)), None
+
+
+def cases_text(n: int) -> str:
+    return f"{n} case" if n == 1 else f"{n} cases"
 
 
 @dataclass(frozen=True)
