@@ -12,7 +12,7 @@ import pytest
 import statsmodels.api as sm
 
 from evalsite.core.pairsets import parse_pairset
-from evalsite.core.stats import Z_95, pair_score, strict_majority
+from evalsite.core.stats import pair_score, strict_majority
 from evalsite.core.stats.length import length_bias, length_scale
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
 from tests.core.stats.reference import ppi_py_stratified
@@ -76,8 +76,7 @@ def test_gpt4_length_bias_against_mt_bench_experts_equals_statsmodels(pairs):
     rows = np.r_[np.zeros(n), np.ones(n)]
     design = np.column_stack([np.ones(2 * n), np.r_[x, x], rows, rows * np.r_[x, x]])
     ref = sm.GLM(np.r_[human, judge], design, family=sm.families.Binomial()).fit(
-        cov_type="cluster", cov_kwds={"groups": np.r_[np.arange(n), np.arange(n)],
-                                      "use_correction": False}
-    )  # fmt: skip
+        cov_type="cluster", cov_kwds={"groups": np.r_[np.arange(n), np.arange(n)]}, use_t=True
+    )  # statsmodels' small-sample factor and t(G - 1), as evalsite's fits (issue 27)
     assert result.bias == pytest.approx(ref.params[3], abs=1e-6)
-    assert result.bias_ci[1] == pytest.approx(ref.params[3] + Z_95 * ref.bse[3], abs=1e-6)
+    assert result.bias_ci[1] == pytest.approx(ref.conf_int(0.05)[3][1], abs=1e-9)
