@@ -86,3 +86,33 @@ def test_one_case_in_eight_repeats_prints_no_interval(tmp_path):
     assert "n=1 case (8 pairs)" in shown.stdout
     assert shown.returncode == 1
     assert "scripted/cand: no win-rate interval (too few cases: 1" in shown.stdout
+
+
+GRADED_ONLY = """\
+suite: graded-only
+version: 1
+models: [scripted/a, scripted/b]
+judge: {model: scripted/judge}
+tasks:
+  - id: essay
+    prompt: "Explain {{topic}}"
+    judge: false
+    grade: {rubric: "Clear and correct.", threshold: 0.75}
+    cases: [{id: dns, vars: {topic: DNS}}]
+"""
+
+
+def test_a_run_without_pairwise_judging_prints_no_corrected_or_length_lines(tmp_path):
+    (tmp_path / "suite.yaml").write_text(GRADED_ONLY)
+    (tmp_path / "replies.yaml").write_text(
+        "a: {essay/dns: ['DNS maps names.']}\nb: {essay/dns: ['DNS is magic.']}\n"
+        'judge:\n  grade/essay/dns: [\'{"reasoning": "ok", "score": 5}\']\n'
+    )
+    shown = evalsite(
+        tmp_path / "data", "run", str(tmp_path / "suite.yaml"),
+        "--replies", str(tmp_path / "replies.yaml"),
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "corrected win-rate" not in shown.stdout
+    assert "length-controlled" not in shown.stdout
+    assert shown.stdout.count("no task is judged in pairs") == 1

@@ -176,7 +176,8 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     ) | {"judge_config": dict(data.judge_config) if data.judge_config else None}
     eligible = calibration["status"] == "ok"
     win_rates = _win_rates(data, seed)
-    for candidate, figures in judge_figures(data, eligible=eligible).items():
+    figures_of = judge_figures(data, eligible=eligible) if data.pairs else {}  # pairwise only
+    for candidate, figures in figures_of.items():
         if candidate in win_rates:  # corrected and length-aware (docs/judging.md)
             win_rates[candidate] |= figures
     report = {

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from evalsite.core.calibration import Item
+from evalsite.core.stats.bootstrap import seed_from
 from evalsite.core.stats.consistency import self_consistency
 from evalsite.core.stats.length import length_bias, length_preference
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
@@ -47,6 +48,8 @@ def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
             and not p.excluded_reason
             and p.score is not None
         }
+        if not pairs:  # the win-rate line says "no judged pairs"; nothing to correct
+            continue
         items = _labelled_items(data.calibration.judged, pairs)
         corrected = corrected_win_rate(_strata(pairs, items)).to_dict()
         corrected["headline"] = eligible and corrected["win_rate"] is not None
@@ -57,7 +60,10 @@ def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
         if data.judge_consistency:
             rows = [(key, first, again) for c, key, first, again in data.rechecks if c == candidate]
             figures[candidate]["consistency"] = self_consistency(
-                rows, data.judge_consistency
+                rows,
+                data.judge_consistency,
+                cases={key: (pair.task, pair.case) for key, pair in pairs.items()},
+                seed=seed_from(data.suite_hash),
             ).to_dict()
     return figures
 
@@ -88,13 +94,16 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
         human[item.task].append(_HUMAN_SCORE[consensus])
         judge[item.task].append(_mean_score(item, pairs))
     rest: dict[str, list[float]] = defaultdict(list)
+    cases: dict[str, list[str]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     for key, pair in pairs.items():
         counts[pair.task] += 1
         if key not in labelled:
             rest[pair.task].append(pair.score)
+            cases[pair.task].append(pair.case)  # its repeats are one cluster
     return {
-        task: Stratum(human[task], judge[task], rest[task], counts[task]) for task in sorted(counts)
+        task: Stratum(human[task], judge[task], rest[task], counts[task], cases[task])
+        for task in sorted(counts)
     }
 
 

@@ -28,7 +28,7 @@ def corrected_text(row: Mapping[str, Any], eligible: bool) -> str:
     flag = "" if eligible else " (UNCALIBRATED)"
     return (
         f"corrected win-rate {num.rate(corrected['win_rate'])}{flag} "
-        f"{num.interval(corrected.get('ci'))} ({counts}; judge bias "
+        f"{num.interval_or_reason(corrected)} ({counts}; judge bias "
         f"{-corrected['rectifier']:+.3f})"
     )
 
@@ -80,6 +80,7 @@ def consistency_text(row: Mapping[str, Any]) -> str:
         return f"judge self-consistency: no extra verdict was read {flips}"
     return (
         f"judge self-consistency {num.rate(consistency['agreement'])} "
+        f"{num.interval_or_reason(consistency)} "
         f"({consistency['agree']}/{consistency['verdicts']} extra verdicts agree; "
         f"{consistency['pairs']} pairs asked again {consistency['k']}x in each order) {flips}"
     )

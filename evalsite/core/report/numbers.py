@@ -71,13 +71,17 @@ def interval(ci: Sequence[float] | None, digits: int = 3) -> str | None:
     return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
+_FEW = {"bca": " few cases", "t": " few labels"}  # the small-sample methods, said beside
+
+
 def interval_or_reason(row: Mapping[str, Any], digits: int = 3) -> str:
-    """A figure's ``ci`` with "few cases" beside it when it is BCa over few cases, or why
+    """A figure's ``ci`` with "few cases" (or "few labels") beside it when a small-sample
+    method made it, or why
     there is none (``no_interval``): ``[0.45, 0.90] few cases``, ``no interval (too few
     cases …)``."""
     shown = interval(row.get("ci"), digits)
     if shown:
-        return f"{shown} few cases" if row.get("method") == "bca" else shown
+        return shown + _FEW.get(row.get("method"), "")
     reason = row.get("no_interval")
     return f"no interval ({reason})" if reason else "no interval"
 

@@ -9,7 +9,7 @@ counts are drawn directly: the same bootstrap, at k numbers a resample instead o
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from statistics import NormalDist
 
 import numpy as np
@@ -124,3 +124,37 @@ def bca_interval(
     ]
     low, high = np.percentile(finite, np.array(adjusted) * 100)
     return float(low), float(high)
+
+
+def cluster_mean_interval(
+    values: np.ndarray,
+    labels: np.ndarray,
+    *,
+    seed: int,
+    resamples: int,
+    min_n: int,
+    constant: Callable[[float], str],
+    empty: str,
+) -> tuple[tuple[float, float] | None, str | None, str | None]:
+    """(interval, method, why there is none) of the mean of ``values`` over the clusters of
+    ``labels``: the percentile interval from :data:`FEW_CLUSTERS` clusters, BCa below, none
+    below ``min_n`` clusters (``empty`` without any) or when every value is the same
+    (``constant(value)`` says so): a zero-width interval would claim certainty."""
+    cases = len(set(labels.tolist()))
+    if cases == 0:
+        return None, None, empty
+    if cases < min_n:
+        return None, None, too_few_cases(cases, min_n)
+    if np.all(values == values[0]):
+        return None, None, constant(float(values[0]))
+    sums, sizes = cluster_totals(values, labels)
+    estimates = resampled_means(sums, sizes, resamples=resamples, seed=seed)
+    if cases >= FEW_CLUSTERS:
+        return percentile_interval(estimates), "percentile", None
+    point = float(sums.sum() / sizes.sum())
+    return bca_interval(estimates, point, jackknife_means(sums, sizes)), "bca", None
+
+
+def too_few_cases(cases: int, min_n: int) -> str:
+    """Why a figure over ``cases`` cases has no interval (its repeats count once)."""
+    return f"too few cases: {cases}; an interval needs {min_n}"

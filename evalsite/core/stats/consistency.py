@@ -6,10 +6,14 @@ same question is the judge answering at random. Different failures, so both are 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from evalsite.core.judging import CONSISTENCY_SAMPLE_PAIRS
+from evalsite.core.stats.bootstrap import cluster_index, cluster_mean_interval
+from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.record import Record
 
 SAMPLE_PAIRS = CONSISTENCY_SAMPLE_PAIRS
@@ -23,6 +27,10 @@ class Consistency(Record):
     agree: int
     agreement: float | None  # agree / verdicts; None without any
     unstable_pairs: int  # pairs with at least one extra verdict that differs
+    ci: tuple[float, float] | None = None  # 95% bootstrap over cases; None: see no_interval
+    cases: int = 0  # cases the sampled pairs come from
+    method: str | None = None  # "percentile", or "bca" below 30 cases
+    no_interval: str | None = None
 
 
 def sample_pairs(keys: Sequence[int], seed: str, size: int = SAMPLE_PAIRS) -> list[int]:
@@ -31,13 +39,36 @@ def sample_pairs(keys: Sequence[int], seed: str, size: int = SAMPLE_PAIRS) -> li
     return sorted(random.Random(seed).sample(ordered, min(size, len(ordered))))
 
 
-def self_consistency(rows: Sequence[tuple[int, str, str]], k: int) -> Consistency:
+def self_consistency(
+    rows: Sequence[tuple[int, str, str]],
+    k: int,
+    *,
+    cases: Mapping[int, Hashable] | None = None,
+    seed: int = 0,
+    resamples: int = 10_000,
+) -> Consistency:
     """From (pair key, first verdict, extra verdict) rows, one per extra judgement whose
     reply was read (in either order, each against the first verdict of its own order):
-    the share of extra verdicts that agree."""
+    the share of extra verdicts that agree, with its interval over cases (``cases`` maps a
+    pair key to its case; each pair its own without it): a case's repeats and extra
+    verdicts are one cluster, resampled as the win-rate's are."""
     agree = sum(1 for _, first, again in rows if first == again)
     unstable = {pair for pair, first, again in rows if first != again}
     pairs = {pair for pair, _, _ in rows}
-    return Consistency(
-        k, len(pairs), len(rows), agree, agree / len(rows) if rows else None, len(unstable)
+    labels = cluster_index([(cases or {}).get(pair, pair) for pair, _, _ in rows], len(rows))
+    ci, method, reason = cluster_mean_interval(
+        np.array([float(first == again) for _, first, again in rows]),
+        labels,
+        seed=seed,
+        resamples=resamples,
+        min_n=MIN_N_FOR_INTERVAL,
+        constant=lambda value: (
+            f"every extra verdict {'agreed' if value else 'differed'}: no spread to give an "
+            "interval"
+        ),
+        empty="no extra verdict was read",
     )
+    return Consistency(
+        k, len(pairs), len(rows), agree, agree / len(rows) if rows else None, len(unstable),
+        ci, len(set(labels.tolist())), method, reason,
+    )  # fmt: skip

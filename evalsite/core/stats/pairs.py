@@ -14,15 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalsite.core.stats.bootstrap import (
-    FEW_CLUSTERS,
-    bca_interval,
-    cluster_index,
-    cluster_totals,
-    jackknife_means,
-    percentile_interval,
-    resampled_means,
-)
+from evalsite.core.stats.bootstrap import cluster_index, cluster_mean_interval
 from evalsite.core.stats.record import Record
 
 CATEGORIES = ("baseline", "candidate", "tie")
@@ -101,7 +93,15 @@ def win_rate(
         raise ValueError(f"flips must be between 0 and the {counts[2]} scores of 0.5")
     labels = cluster_index(clusters, n)
     cases = len(set(labels.tolist()))
-    ci, method, reason = _interval(np.asarray(scores, dtype=float), labels, seed, resamples, min_n)
+    ci, method, reason = cluster_mean_interval(
+        np.asarray(scores, dtype=float),
+        labels,
+        seed=seed,
+        resamples=resamples,
+        min_n=min_n,
+        constant=lambda value: f"every pair scored {value:g}: no spread to give an interval",
+        empty="no judged pairs",
+    )
     flip_rate = flips / n if n else None
     return WinRate(
         win_rate=math.fsum(scores) / n if n else None,
@@ -119,26 +119,6 @@ def win_rate(
         method=method,
         no_interval=reason,
     )
-
-
-def _interval(scores: np.ndarray, labels: np.ndarray, seed: int, resamples: int, min_n: int):
-    """(interval, method, why there is none) of the mean of ``scores`` over cases."""
-    cases = len(set(labels.tolist()))
-    if cases < min_n:
-        return None, None, too_few_cases(cases, min_n)
-    if np.all(scores == scores[0]):
-        return None, None, f"every pair scored {scores[0]:g}: no spread to give an interval"
-    sums, sizes = cluster_totals(scores, labels)
-    estimates = resampled_means(sums, sizes, resamples=resamples, seed=seed)
-    if cases >= FEW_CLUSTERS:
-        return percentile_interval(estimates), "percentile", None
-    point = float(sums.sum() / sizes.sum())
-    return bca_interval(estimates, point, jackknife_means(sums, sizes)), "bca", None
-
-
-def too_few_cases(cases: int, min_n: int) -> str:
-    """Why a figure over ``cases`` cases has no interval (its repeats count once)."""
-    return f"too few cases: {cases}; an interval needs {min_n}"
 
 
 def _score_counts(scores: Sequence[float]) -> list[int]:

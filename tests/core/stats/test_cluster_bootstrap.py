@@ -129,3 +129,89 @@ def test_the_n_is_cases_with_pairs_beside_it_when_they_differ():
     assert num.cases({"n": 30, "cases": 10}) == "10 cases (30 pairs)"
     assert num.cases({"n": 10, "cases": 10}) == "10 cases"
     assert num.cases({"n": 8, "cases": 1}) == "1 case (8 pairs)"
+
+
+# --- the corrected win-rate (PPI) -------------------------------------------------------------
+
+
+def test_ppi_unlabelled_term_is_cluster_robust_by_case_and_copies_buy_nothing():
+    from evalsite.core.stats.ppi import ppi_mean
+
+    human, judge = [1.0, 0.0, 0.5, 1.0, 1.0, 0.0], [1.0, 0.5, 0.5, 0.75, 1.0, 0.25]
+    rest = [1.0, 0.75, 0.5, 0.0, 0.25, 1.0, 0.75, 0.5]
+    once = ppi_mean(human, judge, rest)
+    copied, cases = repeated(rest, 5)
+    clustered = ppi_mean(human, judge, copied, clusters=cases)
+    assert clustered == pytest.approx(once, abs=1e-12)
+    # one pair a case: ppi_py's figure (ddof 0), as before
+    assert ppi_mean(human, judge, rest, clusters=range(len(rest))) == pytest.approx(once)
+
+
+def test_ppi_with_few_labels_uses_a_t_quantile_and_is_clipped_to_zero_one():
+    from evalsite.core.stats.ppi import Stratum, corrected_win_rate
+    from evalsite.core.stats.student import t_quantile
+
+    human = [1.0] * 11 + [0.5]
+    judge = [1.0] * 12
+    result = corrected_win_rate({"t": Stratum(human, judge, [1.0] * 40, 52)})
+    assert result.method == "t"
+    low = result.win_rate - t_quantile(0.95, 11) * result.se
+    assert result.ci == pytest.approx((low, 1.0))  # the upper end clipped from above 1
+    assert result.clipped is True
+    text = num.interval_or_reason(result.to_dict())
+    assert text.endswith(" few labels")
+
+
+def test_ppi_when_everything_is_one_says_why_there_is_no_interval():
+    from evalsite.core.stats.ppi import Stratum, corrected_win_rate
+
+    result = corrected_win_rate({"t": Stratum([1.0] * 12, [1.0] * 12, [1.0] * 30, 42)})
+    assert result.win_rate == 1.0 and result.ci is None
+    assert result.no_interval == (
+        "no spread: every labelled judgement and every judged pair scored 1"
+    )
+
+
+# --- judge self-consistency ---------------------------------------------------------------------
+
+
+def test_self_consistency_interval_resamples_cases_and_copies_buy_nothing():
+    from evalsite.core.stats.consistency import self_consistency
+
+    rng = np.random.default_rng(6)
+    agree = rng.random(40) < 0.8
+    rows = [(key, "candidate", "candidate" if same else "tie") for key, same in enumerate(agree)]
+    once = self_consistency(rows, 1, cases={key: key for key in range(40)}, seed=5)
+    # the same pairs' repeats: 3 copies of each pair in its case, each asked again
+    copied_rows = [(3 * key + r, first, again) for key, first, again in rows for r in range(3)]
+    copied = self_consistency(copied_rows, 1, cases={3 * k + r: k for k in range(40)
+                                                    for r in range(3)}, seed=5)  # fmt: skip
+    assert copied.agreement == pytest.approx(once.agreement)
+    assert copied.ci == pytest.approx(once.ci, abs=1e-12)
+    assert (copied.cases, once.cases) == (40, 40)
+    assert once.ci[0] < once.agreement < once.ci[1]
+
+
+def test_self_consistency_that_always_agrees_says_why_there_is_no_interval():
+    from evalsite.core.stats.consistency import self_consistency
+
+    rows = [(key, "tie", "tie") for key in range(12)]
+    result = self_consistency(rows, 1, seed=1)
+    assert result.agreement == 1.0 and result.ci is None
+    assert result.no_interval == "every extra verdict agreed: no spread to give an interval"
+
+
+def test_ppi_unlabelled_variance_equals_statsmodels_cluster_robust_mean():
+    sm = pytest.importorskip("statsmodels.api")
+    from evalsite.core.stats.ppi import ppi_mean
+
+    rng = np.random.default_rng(21)
+    cases = np.repeat(np.arange(25), rng.integers(1, 5, 25))
+    rest = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], cases.size)
+    human, judge = [1.0, 0.0, 0.5, 1.0], [0.75, 0.25, 0.5, 1.0]
+    fit = sm.OLS(rest, np.ones(rest.size)).fit(
+        cov_type="cluster", cov_kwds={"groups": cases, "use_correction": False}
+    )
+    rectifier_variance = np.var(np.subtract(human, judge)) / len(human)
+    _, se = ppi_mean(human, judge, rest, clusters=cases.tolist())
+    assert se**2 == pytest.approx(fit.bse[0] ** 2 + rectifier_variance, rel=1e-9)
