@@ -31,6 +31,7 @@ TEST_SETTINGS = (
     ("30 cases x 10 correlated repeats (70% copied)", 30, 10, 0.7),
 )
 PASS_K_SETTINGS = (
+    ("20 cases x 3 attempts (BCa)", 20, 3, 3),
     ("30 cases x 3 attempts", 30, 3, 3),
     ("100 cases x 3 attempts", 100, 3, 3),
     ("30 cases x 5 attempts, k = 3", 30, 5, 3),

@@ -73,11 +73,15 @@ def pass_k_text(row: Row) -> str:
 
 
 def _ci(row: Row, figure: str) -> str:
-    """The interval, or why there is none; nothing for a report from before issue 27."""
+    """The interval ("few cases" beside a BCa one), or why there is none; nothing for a
+    report from before issue 27."""
     if f"{figure}_ci" not in row:
         return ""
-    why = row.get(f"{figure}_why")
-    return num.interval(row[f"{figure}_ci"]) or f"no interval ({why})"
+    return num.interval_or_reason({
+        "ci": row[f"{figure}_ci"],
+        "method": row.get(f"{figure}_method"),
+        "no_interval": row.get(f"{figure}_why"),
+    })  # fmt: skip
 
 
 def _ms(value: int | None) -> str:

@@ -47,7 +47,7 @@ def length_text(row: Mapping[str, Any]) -> str:
         f"{num.interval(preference.get('controlled_ci'))}; judge length slope "
         f"{preference['slope']:+.2f} {num.signed_interval(preference.get('slope_ci'), 2)} "
         f"log-odds per typical difference ({preference['scale']:.0f} {length.get('unit')}); "
-        f"{_cases(preference)}"
+        f"n={num.cases(preference)}"
     )
     bias = length.get("bias") or {}
     if bias.get("suppressed"):
@@ -57,16 +57,6 @@ def length_text(row: Mapping[str, Any]) -> str:
         ci = num.signed_interval(bias.get("bias_ci"), 2)
         text += f"; judge minus humans {bias['bias']:+.2f} {ci}{warning}"
     return text
-
-
-def _cases(figure: Mapping[str, Any]) -> str:
-    """``n=10 cases (30 pairs)``: the intervals' unit is the case; reports written before
-    issue 27 carry pairs only."""
-    pairs = figure.get("n")
-    cases = figure.get("cases")
-    if cases is None:
-        return f"n={num.count(pairs)} pairs"
-    return f"n={cases} cases" + (f" ({num.count(pairs)} pairs)" if pairs != cases else "")
 
 
 def consistency_text(row: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ n all pass (**pass^k** = C(c, k)/C(n, k)) and that at least one does (**pass@k**
 1 − C(n−c, k)/C(n, k)); with n = k they are 1 when all k passed, resp. any did. A case with
 fewer than k attempts (a stopped run) has no estimate: it is left out and counted
 (``short``), never taken for k attempts. Per contestant the rates are the mean estimate over
-the cases that have one, with a percentile bootstrap interval over cases, and beside them
+the cases that have one, with a bootstrap interval over cases, and beside them
 the share of single answers that passed. Per-tag pass rates count answers (every repeat is
 one), and a tag whose rate is below :data:`TAG_FLOOR` is flagged.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from evalsite.core.stats.bootstrap import LEVEL, percentile_interval, resample_counts
+from evalsite.core.stats.bootstrap import LEVEL, cluster_mean_interval
 from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 
 __all__ = [
@@ -157,9 +157,9 @@ def _rates(contestant: str, stats: list[RepeatStats], k: int | None) -> Contesta
 def pass_k_figures(
     rates: ContestantRates | None, k: int, *, seed: int, resamples: int = PASS_K_RESAMPLES
 ) -> dict[str, Any]:
-    """The report's ``pass_k`` of one contestant: the rates, each with its percentile
-    bootstrap interval over cases (the per-case estimates resampled, a case at a time), or
-    why it has none (``pass_all_why``, ``pass_any_why``)."""
+    """The report's ``pass_k`` of one contestant: the rates, each with its bootstrap
+    interval over cases (the per-case estimates resampled, a case at a time; BCa below 30
+    cases, ``pass_all_method``), or why it has none (``pass_all_why``, ``pass_any_why``)."""
     rates = rates or ContestantRates("", 0, 0.0, 0.0, 0, 0, k)
     figures: dict[str, Any] = {
         "k": rates.k, "cases": rates.cases, "short": rates.short, "estimated": rates.estimated,
@@ -168,24 +168,24 @@ def pass_k_figures(
         "answers": rates.answers, "answers_passed": rates.answers_passed, "level": LEVEL,
     }  # fmt: skip
     for name, estimates in (("pass_all", rates.all_estimates), ("pass_any", rates.any_estimates)):
-        ci, why = _case_interval(estimates, rates.k, seed, resamples)
-        figures[f"{name}_ci"], figures[f"{name}_why"] = ci, why
+        ci, method, why = _case_interval(estimates, rates.k, seed, resamples)
+        figures[f"{name}_ci"], figures[f"{name}_method"], figures[f"{name}_why"] = ci, method, why
     return figures
 
 
 def _case_interval(
     estimates: Sequence[float], k: int, seed: int, resamples: int
-) -> tuple[tuple[float, float] | None, str | None]:
-    if not estimates:
-        return None, f"no case has {k} attempts"
-    if len(estimates) < MIN_N_FOR_INTERVAL:
-        return None, f"{cases_text(len(estimates))}; an interval needs {MIN_N_FOR_INTERVAL}"
-    values, counts = np.unique(np.asarray(estimates, dtype=float), return_counts=True)
-    if values.size == 1:
-        spread = f"no spread over {cases_text(len(estimates))}"
-        return None, f"every case has the same estimate: {spread}"
-    drawn = resample_counts(counts, resamples=resamples, rng=np.random.default_rng(seed))
-    return percentile_interval(drawn @ values / len(estimates)), None
+) -> tuple[tuple[float, float] | None, str | None, str | None]:
+    """The per-case estimates resampled a case at a time: (interval, method, why none)."""
+    return cluster_mean_interval(
+        np.asarray(estimates, dtype=float),
+        np.arange(len(estimates)),
+        seed=seed,
+        resamples=resamples,
+        min_n=MIN_N_FOR_INTERVAL,
+        constant=lambda value: f"every case has the same estimate, {value:.3f}: no spread",
+        empty=f"no case has {k} attempts",
+    )
 
 
 def cases_text(n: int) -> str:

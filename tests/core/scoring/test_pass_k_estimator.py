@@ -95,7 +95,7 @@ def test_no_spread_gives_no_interval_and_says_why():
     outcomes = {((f"c{i}",), "m"): [True, True] for i in range(12)}
     figures = pass_k_figures(contestant_rates(outcomes, k=2)["m"], 2, seed=1)
     assert figures["pass_all_rate"] == 1.0 and figures["pass_all_ci"] is None
-    assert figures["pass_all_why"] == "every case has the same estimate: no spread over 12 cases"
+    assert figures["pass_all_why"] == "every case has the same estimate, 1.000: no spread"
 
 
 def test_every_case_short_gives_no_rate_and_says_so():
@@ -124,8 +124,8 @@ def test_the_report_says_which_cases_had_too_few_attempts():
 def test_a_figure_without_an_interval_says_why():
     figures = pass_k_figures(contestant_rates({(("a",), "m"): [True, True]}, k=2)["m"], 2, seed=1)
     assert pass_k_text(figures) == (
-        "pass^2 1.000 no interval (1 case; an interval needs 8), pass@2 1.000 no interval "
-        "(1 case; an interval needs 8) (n=1 case)"
+        "pass^2 1.000 no interval (too few cases: 1; an interval needs 8), pass@2 1.000 no "
+        "interval (too few cases: 1; an interval needs 8) (n=1 case)"
     )
 
 
@@ -139,3 +139,10 @@ def test_one_contestants_summary_leaves_short_cases_out_and_says_so():
     assert "  m: pass^2 0/1, pass@2 1/1; 1 case with fewer than 2 attempts left out" in (
         summary_lines(report)
     )
+
+
+def test_under_thirty_cases_the_interval_is_bca_and_says_few_cases():
+    outcomes = {((f"c{i}",), "m"): [i % 3 > 0, i % 2 > 0] for i in range(12)}
+    figures = pass_k_figures(contestant_rates(outcomes, k=2)["m"], 2, seed=4)
+    assert figures["pass_all_method"] == "bca" and figures["pass_all_ci"] is not None
+    assert "few cases" in pass_k_text(figures)
