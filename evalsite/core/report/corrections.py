@@ -90,9 +90,11 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
     labelled = {key for item, _ in items for key in item.pairs}
     human: dict[str, list[float]] = defaultdict(list)
     judge: dict[str, list[float]] = defaultdict(list)
+    label_cases: dict[str, list[str]] = defaultdict(list)
     for item, consensus in items:
         human[item.task].append(_HUMAN_SCORE[consensus])
         judge[item.task].append(_mean_score(item, pairs))
+        label_cases[item.task].append(pairs[item.pairs[0]].case)
     rest: dict[str, list[float]] = defaultdict(list)
     cases: dict[str, list[str]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
@@ -102,7 +104,9 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
             rest[pair.task].append(pair.score)
             cases[pair.task].append(pair.case)  # its repeats are one cluster
     return {
-        task: Stratum(human[task], judge[task], rest[task], counts[task], cases[task])
+        task: Stratum(
+            human[task], judge[task], rest[task], counts[task], cases[task], label_cases[task]
+        )
         for task in sorted(counts)
     }
 

@@ -13,11 +13,13 @@ task**: PPI within each task, then the tasks' estimates weighted by their share 
 judged pairs (the raw win-rate's own weighting), Var = Σ w_t² Var_t. Spreads use ddof 0,
 as ``ppi_py`` does.
 
-A case's repeats share its prompt, so the unlabelled term's variance is cluster-robust by
-case: Σ_c (S_c − n_c·ȳ)² / N², which is ppi_py's ddof-0 variance at one pair a case and is
-unchanged when every verdict is copied into more repeats. Below
-:data:`~evalsite.core.stats.bootstrap.FEW_CLUSTERS` labelled judgements the interval uses
-t with n − 1 degrees of freedom instead of z; it is clipped to [0, 1].
+A case's repeats share its prompt, so the variance is cluster-robust by case: each case's
+deviations from both means (the unlabelled pairs' and the rectifier's) are summed before
+squaring. That is ppi_py's ddof-0 variance when no two values share a case, and it is
+unchanged when every verdict is copied into more repeats. The interval reads Student's t
+with min(labels, cases) − 1 degrees of freedom (z's 1.96 made 30 cases cover 92.6%); below
+:data:`~evalsite.core.stats.bootstrap.FEW_CLUSTERS` of either it says "few labels". It is
+clipped to [0, 1].
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from evalsite.core.stats.bootstrap import FEW_CLUSTERS, LEVEL, cluster_index, cluster_totals
-from evalsite.core.stats.kappa import Z_95
 from evalsite.core.stats.record import Record
 from evalsite.core.stats.student import t_quantile
 
@@ -43,26 +44,28 @@ class Stratum:
     """One task of one candidate: the human and judge score of each labelled judgement,
     and the judge score of each judged pair no label covers; ``pairs`` counts every judged
     pair of the task (labelled ones included), the task's weight; ``cases`` names each
-    unlabelled pair's case (each pair its own without it)."""
+    unlabelled pair's case and ``label_cases`` each labelled judgement's (each its own
+    without them)."""
 
     human: Sequence[float]
     judge: Sequence[float]
     unlabelled: Sequence[float]
     pairs: int
     cases: Sequence[Hashable] | None = None
+    label_cases: Sequence[Hashable] | None = None
 
 
 @dataclass(frozen=True)
 class Corrected(Record):
     win_rate: float | None  # None when suppressed
-    ci: tuple[float, float] | None  # estimate ± z·se (t below FEW_CLUSTERS labels), in [0, 1]
+    ci: tuple[float, float] | None  # estimate ± t(min(labels, cases) − 1)·se, in [0, 1]
     se: float | None
     n_labelled: int  # labelled judgements with a human consensus
     n_judged: int  # judged pairs
     rectifier: float | None  # weighted mean human-minus-judge: the judge's bias, signed
     estimator: str
     suppressed: str | None  # why there is no figure, else None
-    method: str | None = None  # "normal", or "t" with few labels
+    method: str | None = None  # "normal", or "t" below FEW_CLUSTERS labels or cases
     clipped: bool = False  # the interval reached past 0 or 1 and was cut there
     no_interval: str | None = None  # why a figure has no interval (no spread at all)
 
@@ -73,19 +76,28 @@ def ppi_mean(
     unlabelled: Sequence[float],
     *,
     clusters: Sequence[Hashable] | None = None,
+    label_clusters: Sequence[Hashable] | None = None,
 ) -> tuple[float, float]:
-    """Classical PPI for a mean: (estimate, standard error), the unlabelled term's variance
-    cluster-robust by ``clusters`` (each unlabelled pair's case). With no unlabelled pair
-    the labels alone: mean(human) and its standard error."""
+    """Classical PPI for a mean: (estimate, standard error). The variance is cluster-robust
+    by case: ``clusters`` names each unlabelled pair's case and ``label_clusters`` each
+    labelled judgement's (each its own without them). Var = Σ_c I_c², I_c a case's share
+    of both terms' deviations — ppi_py's ddof-0 variance when no two values share a case.
+    With no unlabelled pair the labels alone: mean(human) and its standard error."""
     y, f, rest = (np.asarray(values, dtype=float) for values in (human, judge, unlabelled))
     difference = y - f
     if rest.size == 0:
         return float(y.mean()), float(y.std() / math.sqrt(y.size))
     estimate = rest.mean() + difference.mean()
-    sums, sizes = cluster_totals(rest, cluster_index(clusters, rest.size))
-    unlabelled_variance = np.sum((sums - sizes * rest.mean()) ** 2) / rest.size**2
-    variance = unlabelled_variance + difference.var() / difference.size
-    return float(estimate), float(math.sqrt(variance))
+    rest_ids = list(clusters) if clusters is not None else [("u", i) for i in range(rest.size)]
+    label_ids = (
+        list(label_clusters) if label_clusters is not None else [("l", i) for i in range(y.size)]
+    )
+    labels = cluster_index(rest_ids + label_ids, rest.size + y.size)
+    influence = np.concatenate(
+        [(rest - rest.mean()) / rest.size, (difference - difference.mean()) / difference.size]
+    )
+    per_case, _ = cluster_totals(influence, labels)
+    return float(estimate), float(math.sqrt(np.sum(per_case**2)))
 
 
 def corrected_win_rate(
@@ -106,7 +118,11 @@ def corrected_win_rate(
     for stratum in strata.values():
         weight = stratum.pairs / judged
         value, se = ppi_mean(
-            stratum.human, stratum.judge, stratum.unlabelled, clusters=stratum.cases
+            stratum.human,
+            stratum.judge,
+            stratum.unlabelled,
+            clusters=stratum.cases,
+            label_clusters=stratum.label_cases,
         )
         estimate += weight * value
         variance += (weight * se) ** 2
@@ -117,11 +133,24 @@ def corrected_win_rate(
     figure = Corrected(estimate, None, se, labelled, judged, rectifier, ESTIMATOR, None)
     if se == 0:
         return replace(figure, no_interval=_no_spread(strata))
-    method = "t" if labelled < FEW_CLUSTERS else "normal"
-    half = (t_quantile(LEVEL, labelled - 1) if method == "t" else Z_95) * se
+    units = min(labelled, _cases(strata))
+    method = "t" if units < FEW_CLUSTERS else "normal"
+    half = t_quantile(LEVEL, units - 1) * se
     low, high = estimate - half, estimate + half
     clipped = low < 0 or high > 1
     return replace(figure, ci=(max(low, 0.0), min(high, 1.0)), method=method, clipped=clipped)
+
+
+def _cases(strata: Mapping[str, Stratum]) -> int:
+    """The cases (clusters) the strata's values come from; a value without one is its own."""
+    count = 0
+    for stratum in strata.values():
+        rest = stratum.cases if stratum.cases is not None else range(len(stratum.unlabelled))
+        labels = stratum.label_cases
+        if labels is None:
+            labels = [("label", i) for i in range(len(stratum.human))]
+        count += len(set(rest) | set(labels))
+    return count
 
 
 def _no_spread(strata: Mapping[str, Stratum]) -> str:
