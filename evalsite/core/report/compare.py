@@ -22,6 +22,7 @@ from evalsite.core.report.pairing import (
     significance_lines,
 )
 from evalsite.core.report.text import visible
+from evalsite.core.stats.multiple import comparisons_text, holm
 
 __all__ = ["DEFAULT_THRESHOLD", "Change", "Comparison", "Mover", "compare_reports"]
 
@@ -59,6 +60,9 @@ class Mover:
     delta: float
     ci: tuple[float, float] | None = None  # paired bootstrap of the change (pairing.py)
     paired_n: int = 0  # units both runs judged
+    p_value: float | None = None  # the paired bootstrap's, alone
+    p_holm: float | None = None  # Holm-adjusted over every task and candidate tested
+    significant: bool | None = None  # p_holm below 1 - level; None: not tested
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +73,9 @@ class Mover:
             "delta": self.delta,
             "ci": list(self.ci) if self.ci else None,
             "paired_n": self.paired_n,
+            "p_value": self.p_value,
+            "p_holm": self.p_holm,
+            "significant": self.significant,
         }
 
 
@@ -90,6 +97,7 @@ class Comparison:
     cost_total: Change | None = None
     cost: tuple[Change, ...] = ()
     significance: Mapping[str, Any] | None = None  # paired_changes(A, B); None: no units
+    comparisons: int = 0  # per-task win-rate changes tested, the family Holm corrects
 
     def regression(self, points: float, *, significant: bool = False) -> list[str]:
         """The candidates whose overall win-rate fell by more than ``points`` percentage
@@ -122,6 +130,7 @@ class Comparison:
             "cost_total": self.cost_total.to_dict() if self.cost_total else None,
             "cost": [change.to_dict() for change in self.cost],
             "significance": self.significance,
+            "comparisons": self.comparisons,
         }
 
     def lines(self) -> list[str]:
@@ -142,7 +151,10 @@ class Comparison:
             lines.append(f"  cost total: {_money(self.cost_total)}")
         lines += [f"  cost {visible(c.name)}: {_money(c)}" for c in self.cost]
         lines += [visible(line) for line in significance_lines(self.significance)]
-        movers = f"  movers (per-task win-rate change of {num.rate(self.threshold)} or more)"
+        family = f"; {comparisons_text(self.comparisons)}" if self.comparisons else ""
+        movers = (
+            f"  movers (per-task win-rate change of {num.rate(self.threshold)} or more{family})"
+        )
         if not self.movers:
             return [*lines, f"{movers}: none"]
         lines.append(f"{movers}:")
@@ -155,7 +167,13 @@ class Comparison:
 
 
 def _paired(mover: Mover) -> str:
-    return f", paired {num.signed_interval(mover.ci)} n={mover.paired_n}" if mover.paired_n else ""
+    if not mover.paired_n:
+        return ""
+    text = f", paired {num.signed_interval(mover.ci)} n={mover.paired_n}"
+    if mover.significant is None:
+        return text
+    verdict = "" if mover.significant else "not significant after Holm, "
+    return f"{text}, {verdict}Holm p={mover.p_holm:.3f}"
 
 
 def _rates(change: Change) -> str:
@@ -186,6 +204,10 @@ def compare_reports(
     both = [c for c in _contestants(b) if c in _contestants(a)]
     eligible = a.get("headline_eligible") is True and b.get("headline_eligible") is True
     paired = paired_changes(a, b, level=level)
+    tests = _task_tests(paired, candidates)
+    pvalues = list(tests.values())
+    adjusted = dict(zip(tests, zip(pvalues, holm(pvalues), strict=True), strict=True))
+    movers = _movers(a, b, candidates, threshold)
     return Comparison(
         a_id,
         b_id,
@@ -195,7 +217,7 @@ def compare_reports(
         baseline=_baseline(b),
         threshold=threshold,
         uncalibrated=not eligible,
-        movers=tuple(_interval(m, paired) for m in _movers(a, b, candidates, threshold)),
+        movers=tuple(_tested(_interval(m, paired), adjusted, level) for m in movers),
         win_rates=tuple(
             Change(c, _win_rate(a, c), _win_rate(b, c)) for c in candidates if b.get("judge")
         ),
@@ -204,6 +226,7 @@ def compare_reports(
         cost_total=Change("total", _total_cost(a), _total_cost(b)),
         cost=tuple(Change(c, _cost(a, c), _cost(b, c)) for c in both),
         significance=paired,
+        comparisons=len(tests),
     )
 
 
@@ -211,6 +234,30 @@ def _interval(mover: Mover, paired: Mapping[str, Any] | None) -> Mover:
     delta = delta_interval(paired, "win", mover.candidate, mover.task) or {}
     ci = tuple(delta["ci"]) if delta.get("ci") else None
     return replace(mover, ci=ci, paired_n=delta.get("n") or 0)
+
+
+def _task_tests(
+    paired: Mapping[str, Any] | None, candidates: list[str]
+) -> dict[tuple[str, str], float]:
+    """The family of per-task win-rate changes tested: (candidate, task) -> the paired
+    bootstrap's p, every task with an interval, moved or not (choosing the movers first
+    and correcting only those would hide the comparisons that chose them)."""
+    return {
+        (candidate, task): delta["p_value"]
+        for candidate in candidates
+        for task, delta in (
+            (((paired or {}).get("win") or {}).get(candidate) or {}).get("tasks") or {}
+        ).items()
+        if delta.get("p_value") is not None
+    }
+
+
+def _tested(mover: Mover, adjusted: Mapping[tuple[str, str], tuple], level: float) -> Mover:
+    """The mover with its p alone and after Holm; a mover with no test is left as it is."""
+    if (mover.candidate, mover.task) not in adjusted:
+        return mover
+    p_value, p_holm = adjusted[mover.candidate, mover.task]
+    return replace(mover, p_value=p_value, p_holm=p_holm, significant=p_holm < 1 - level)
 
 
 def _contestants(report: Report) -> list[str]:

@@ -110,7 +110,8 @@ def test_to_dict_and_lines():
     assert data["comparable"] is True and data["uncalibrated"] is True
     assert data["movers"] == [
         {"candidate": CANDIDATE, "task": "refund-policy", "before": 0.35, "after": 0.55,
-         "delta": 0.2, "ci": None, "paired_n": 0},
+         "delta": 0.2, "ci": None, "paired_n": 0, "p_value": None, "p_holm": None,
+         "significant": None},
     ]  # fmt: skip
     assert data["significance"] is None  # these reports have no per-unit figures
     assert data["cost_total"] == {"name": "total", "before": 0.0658, "after": 0.07, "delta": 0.0042}
