@@ -247,6 +247,8 @@ def test_a_fake_run_reports_its_summary_with_progress_and_shows_in_the_web_app(s
     assert summary["calibration"]["status"] == "below_floor"
     assert "must not be quoted" in summary["note"]
     assert all(rate["uncalibrated"] for rate in summary["win_rates"].values())
+    # the interval's unit is the case, as on every other face (issue 27)
+    assert [(rate["cases"], rate["n"]) for rate in summary["win_rates"].values()] == [(19, 19)]
     assert summary["totals"]["simulated"] is True and summary["totals"]["answers"] == 50
     assert Path(summary["report_md"]).is_file() and Path(summary["report_path"]).is_dir()
     assert summary["web_url_path"] == f"/runs/{summary['run_id']}/"

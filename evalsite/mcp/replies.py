@@ -19,7 +19,12 @@ PAGE_SIZE = 25
 MESSAGE_CHARS = 300
 CALIBRATION_KEYS = ("status", "reason", "kappa", "kappa_band", "kappa_ci", "n")
 # corrected: the label-corrected win-rate; length: length-controlled (docs/judging.md)
-WIN_RATE_KEYS = ("win_rate", "ci", "n", "flips", "flip_rate", "excluded", "corrected", "length")
+# n counts pairs, cases the cases they come from (the interval's unit); no_interval says why
+# a win-rate has none, method how it was drawn (BCa below 30 cases).
+WIN_RATE_KEYS = (
+    "win_rate", "ci", "n", "cases", "method", "no_interval", "flips", "flip_rate", "excluded",
+    "corrected", "length",
+)  # fmt: skip
 TOTAL_KEYS = ("answers", "pairs", "judge_calls", "cost_usd", "cost_if_uncached_usd", "simulated")
 REFUSAL_CODES = (
     "outside_suite_root",
