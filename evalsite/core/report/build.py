@@ -28,7 +28,6 @@ from evalsite.core.report.pairing import paired_units
 from evalsite.core.scoring.aggregate import (
     TAG_FLOOR,
     contestant_rates,
-    pass_k_figures,
     tag_rates,
 )
 from evalsite.core.scoring.scorecard import Criterion, scorecard_report
@@ -48,6 +47,7 @@ from evalsite.core.stats import (
 )
 from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
 from evalsite.core.stats.kappa import case_interval
+from evalsite.core.stats.pass_k import pass_k_figures
 from evalsite.core.stats.record import jsonable
 
 __all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report", "calibration_summary"]

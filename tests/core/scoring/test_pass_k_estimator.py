@@ -18,8 +18,8 @@ from evalsite.core.scoring.aggregate import (
     contestant_rates,
     pass_at_k,
     pass_hat_k,
-    pass_k_figures,
 )
+from evalsite.core.stats.pass_k import pass_k_figures
 from tests.core.report.test_judge_figures import BASE, generated_run
 
 
