@@ -14,7 +14,13 @@ from statistics import NormalDist
 
 import numpy as np
 
-from evalsite.core.stats.bootstrap import LEVEL, percentile_interval, resample_counts
+from evalsite.core.stats.bootstrap import (
+    LEVEL,
+    cluster_draws,
+    draw_counts,
+    percentile_interval,
+    resample_counts,
+)
 from evalsite.core.stats.pairs import CATEGORIES
 from evalsite.core.stats.record import Record
 from evalsite.core.stats.student import t_quantile
@@ -96,19 +102,22 @@ def bootstrap_kappa_ci(
     Resamples where kappa is undefined are dropped; None under 2 items (or cases) or when
     kappa is undefined in every resample."""
     k = len(categories)
-    rng = np.random.default_rng(seed)
     if cases is None:
         table = np.asarray(confusion_matrix(rater_a, rater_b, categories=categories), np.int64)
         if table.sum() < 2:
             return None
+        rng = np.random.default_rng(seed)
         cells = resample_counts(table.ravel(), resamples=resamples, rng=rng)
         return percentile_interval(_kappas(cells.reshape(resamples, k, k)))
     tables = _case_tables(rater_a, rater_b, cases, categories)
-    if len(tables) < 2:
+    m = len(tables)
+    if m < 2:
         return None
-    # how often each case is drawn: resampling C cases with replacement is Multinomial(C, 1/C)
-    drawn = resample_counts(np.ones(len(tables), np.int64), resamples=resamples, rng=rng)
-    return percentile_interval(_kappas((drawn @ tables).reshape(resamples, k, k)))
+    kappas = [
+        _kappas((draw_counts(drawn, m) @ tables).reshape(-1, k, k))
+        for drawn in cluster_draws(m, resamples=resamples, seed=seed)
+    ]
+    return percentile_interval(np.concatenate(kappas))
 
 
 def _case_tables(
