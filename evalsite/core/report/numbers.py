@@ -86,15 +86,16 @@ def interval_or_reason(row: Mapping[str, Any], digits: int = 3) -> str:
     return f"no interval ({reason})" if reason else "no interval"
 
 
-def cases(row: Mapping[str, Any]) -> str:
-    """A figure's n as cases, with its pairs beside it when they differ:
-    ``10 cases (30 pairs)``. A report from before cases were counted shows its n alone."""
+def cases(row: Mapping[str, Any], unit: str = "pairs") -> str:
+    """A figure's n as cases, with its ``unit`` count (``row["n"]``) beside it when they
+    differ: ``10 cases (30 pairs)``. A report from before cases were counted shows its n
+    alone."""
     pairs = int(row.get("n") or 0)
     counted = row.get("cases")
     if counted is None:
         return str(pairs)
     text = f"{counted} case" if counted == 1 else f"{counted} cases"
-    return text if counted == pairs else f"{text} ({pairs} pairs)"
+    return text if counted == pairs else f"{text} ({pairs} {unit})"
 
 
 def signed_interval(ci: Sequence[float] | None, digits: int = 3) -> str:

@@ -142,14 +142,6 @@ def below_zero(paired: Mapping[str, Any] | None, part: str, name: str) -> bool |
     return None if not ci else ci[1] < 0
 
 
-def _units(m: Mapping[str, Any]) -> str:
-    """``n=10 cases (30 units)``; ``n=30`` for a comparison stored before issue 27."""
-    cases = m.get("cases")
-    if cases is None:
-        return f"n={m['n']}"
-    return f"n={cases} cases" + (f" ({m['n']} units)" if cases != m["n"] else "")
-
-
 def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:
     """The terminal lines of the paired significance: per candidate the paired Δ win-rate,
     per contestant the Δ scorecard score and the Δ pass rate with its p, naming its test."""
@@ -170,6 +162,6 @@ def significance_lines(paired: Mapping[str, Any] | None) -> list[str]:
             lines.append(
                 f"    {name}: pass rate {m['delta']:+.3f} (lost {m['lost']}, gained "
                 f"{m['gained']}), p={m['p_value']:.3g} ({m.get('test', 'McNemar exact')}) "
-                f"{_units(m)}"
+                f"n={num.cases(m, unit='units')}"
             )
     return lines
