@@ -51,17 +51,21 @@ def check_output(path: Path) -> None:
         )
 
 
-def write_output(path: Path, text: str) -> None:
-    """Write `text` (UTF-8, ``\\n`` line ends) to `path`, a new path or a regular file;
-    OutputError otherwise, with nothing written."""
+def write_output(path: Path, text: str | bytes) -> None:
+    """Write `text` (UTF-8, ``\\n`` line ends; bytes as they are) to `path`, a new path or
+    a regular file; OutputError otherwise, with nothing written."""
     check_output(path)
     try:
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as error:  # a missing folder, no permission
         raise OutputError(f"{path}: cannot write: {error.strerror or error}") from None
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(handle, "wb") as raw:
+                raw.write(text)
+        else:
+            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+                out.write(text)
         os.replace(temp, path)
     except OSError as error:  # a full disk, a folder put there meanwhile
         Path(temp).unlink(missing_ok=True)

@@ -5,12 +5,11 @@ FIFO, device or folder there, by the rule every output path follows
 
 from __future__ import annotations
 
-import errno
 import os
 import pathlib
 
 from evalsite.core.importers.common import Translation
-from evalsite.core.output_files import OutputError, check_output
+from evalsite.core.output_files import OutputError, check_output, write_output
 
 __all__ = ["existing_outputs", "output_problems", "write_translation"]
 
@@ -60,19 +59,12 @@ def write_translation(
         raise FileExistsError(", ".join(str(path) for path in existing))
     written = []
     for name, content in translation.rendered().items():
-        _write(out_dir / name, content)
-        written.append(out_dir / name)
+        target = out_dir / name
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise OutputError(f"{target}: cannot write: {error.strerror or error}") from None
+        # a new file renamed into place: a link put there since the check is never followed
+        write_output(target, content)
+        written.append(target)
     return written
-
-
-def _write(target: pathlib.Path, content: bytes) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # O_NOFOLLOW: a link put there since output_problems looked is refused too
-        with open(os.open(target, flags, 0o666), "wb") as file:
-            file.write(content)
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise OutputError(f"{target}: is a symlink: {_NO_LINK}") from None
-        raise OutputError(f"{target}: cannot write: {error.strerror or error}") from None
