@@ -17,7 +17,7 @@ from evalsite.core.report.text import visible
 from runs.exports import CHUNK, checks_note
 from runs.models import Answer, Judgement, Pair, Run
 
-FAILED = Q(status=Answer.Status.ERROR) | Q(passed=False) | Q(grade_passed=False)
+FAILED = Q(status=Answer.Status.ERROR) | Q(passed=False)  # a failed grade fails the attempt
 JUDGE_FAILED = Q(status=Judgement.Status.ERROR) | Q(parse_status=Judgement.Parse.UNPARSEABLE)
 MESSAGE_CHARS = 300
 
@@ -35,8 +35,12 @@ def answer_reasons(answer: Answer) -> list[str]:
         run = answer.exec_check or {}
         tail = (run.get("output_tail") or "").strip().splitlines()[-1:]
         reasons.append(f"exec {answer.exec_verdict}: {run.get('note') or ''} {' '.join(tail)}")
+    if answer.match_passed is False:
+        reasons.append(f"weighted match {num.rate(answer.match_score)}: below its threshold")
     if answer.grade_passed is False:
         reasons.append(f"grade {num.count(answer.grade_score)}: below the pass mark")
+    if answer.passed is False and not reasons:  # every other verdict passed: the grade is due
+        reasons.append("grade: the judge gave no usable grade")
     return [visible(reason.strip(), MESSAGE_CHARS) for reason in reasons]
 
 

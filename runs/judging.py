@@ -376,6 +376,6 @@ def _copy_grades(run: Run) -> None:
         if not isinstance(threshold, int | float):
             threshold = DEFAULT_GRADE_THRESHOLD
         result = graded(grade.grade_score, float(threshold))
-        grade.answer.grade_score, grade.answer.grade_passed = result.score, result.passed
+        grade.answer.take_grade(result.score, result.passed)
         answers.append(grade.answer)
-    Answer.objects.bulk_update(answers, ["grade_score", "grade_passed"], batch_size=500)
+    Answer.objects.bulk_update(answers, ["grade_score", "grade_passed", "passed"], batch_size=500)

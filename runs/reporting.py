@@ -195,6 +195,7 @@ def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
             tags=tags.get((row["task_id"], row["case_id"]), ()),
             schema_verdict=row["schema_verdict"],
             schema_mode=row["schema_mode"],
+            has_schema=bool(task and task.answer_schema is not None),
             has_checks=bool((row["checks"] or {}).get("results")),
             checks_passed=row["checks_passed"],
             exec_verdict=row["exec_verdict"],

@@ -116,7 +116,7 @@ def score_run(run: Run) -> int:
     folders = python_path(version)
     sandbox: Sandbox | None = None
     unscored = Answer.objects.filter(run=run, status=Answer.Status.DONE, scored_at__isnull=True)
-    unscored = unscored.only("pk", "task_id", "case_id", "text").order_by("pk")
+    unscored = unscored.only("pk", "task_id", "case_id", "text", "grade_passed").order_by("pk")
 
     def score(answer: Answer) -> tuple[Answer, AnswerScore]:
         task = tasks[answer.task_id]
@@ -127,6 +127,7 @@ def score_run(run: Run) -> int:
             sandbox=sandbox,
             allow_python=version.origin in FILESYSTEM_ORIGINS,
             python_path=folders,
+            grade=answer.grade_passed,  # a graded case passes with its grade (none yet: not)
         )
 
     scored, after = 0, 0

@@ -118,6 +118,12 @@ class Task:
     params: Mapping[str, Any] = field(default_factory=dict)
     cases_from: Mapping[str, Any] | None = None  # a datasource: cases come at run time
 
+    @property
+    def answer_schema(self) -> Mapping[str, Any] | None:
+        """The JSON Schema its answers are held to; None when it has none (``schema:`` a
+        boolean holds them to nothing: their schema verdict is not_applicable)."""
+        return self.schema if isinstance(self.schema, Mapping) else None
+
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Task:
         check = as_type(raw.get("check"), dict, None)

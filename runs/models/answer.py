@@ -11,6 +11,7 @@ from django.db.models import Avg, Exists, F, OuterRef
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from evalsite.core.scoring.aggregate import answer_passed
 from runs.models.rows import update_each
 from runs.models.run import MoneyField, Run, lease_expiry
 
@@ -215,6 +216,21 @@ class Answer(Call):
     @property
     def model(self) -> str:
         return self.contestant.partition("@")[0]
+
+    def take_grade(self, score: int, passed: bool) -> None:
+        """The judge's grade of this (graded) answer, and with it the attempt's pass, by the
+        one rule (:func:`~evalsite.core.scoring.aggregate.answer_passed`): a failed grade
+        fails the attempt. An answer not scored yet gets its pass when it is scored."""
+        self.grade_score, self.grade_passed = score, passed
+        if self.scored_at is not None:
+            self.passed = answer_passed(
+                self.schema_verdict,
+                self.checks_passed,
+                self.exec_verdict,
+                self.match_passed,
+                graded=True,
+                grade=passed,
+            )
 
 
 class CachedResponseQuerySet(models.QuerySet):

@@ -74,6 +74,7 @@ class AnswerRow:
     tags: tuple[str, ...] = ()
     schema_verdict: str = ""
     schema_mode: str = ""
+    has_schema: bool = False  # its task holds answers to a JSON Schema
     has_checks: bool = False
     checks_passed: bool | None = None
     exec_verdict: str = ""
@@ -96,11 +97,17 @@ class AnswerRow:
     finish_reason: str = ""
 
     @property
+    def had_schema(self) -> bool:
+        """Whether the answer was held to a schema: its task has one (an answer that errored
+        fails it), or it has a schema verdict."""
+        return self.has_schema or self.schema_verdict in ("pass", "parse_fail", "schema_fail")
+
+    @property
     def effective_pass(self) -> bool:
-        """Passed every verdict it has, a grade included when the task is graded."""
-        if self.status != "done" or not self.passed:
-            return False
-        return self.grade_passed is True if self.graded else True
+        """The attempt passed: ``passed`` is its stored pass, decided by the one rule
+        (:func:`~evalsite.core.scoring.aggregate.answer_passed`: schema, checks, execution,
+        match and, on a graded case, the grade), so an answer that errored never passes."""
+        return self.status == "done" and self.passed is True
 
 
 @dataclass(frozen=True)
@@ -380,15 +387,16 @@ def _curve(humans: list[str], judges: list[str]) -> list[dict[str, Any]]:
 def _win_rates(data: ReportInput, seed: int) -> dict[str, Any]:
     if not data.judge_model:
         return {}
-    schema = _schema_pass(data.answers)
     rates = {}
     for candidate in data.contestants[1:]:
         pairs = [
             p for p in data.pairs if p.candidate == candidate and p.baseline == data.contestants[0]
         ]
         rates[candidate] = _win_rate_entry(pairs, seed, data.contestants[0])
-        rates[candidate]["schema_pass_rate"], rates[candidate]["schema_n"] = schema.get(
-            candidate, (None, 0)
+        schema = schema_figures([a for a in data.answers if a.contestant == candidate])
+        rates[candidate]["schema_pass_rate"], rates[candidate]["schema_n"] = (
+            schema["rate"],
+            schema["n"],
         )
     return rates
 
@@ -412,14 +420,23 @@ def _win_rate_entry(pairs: Sequence[PairRow], seed: int, baseline: str) -> dict[
     )
 
 
-def _schema_pass(answers: Sequence[AnswerRow]) -> dict[str, tuple[float | None, int]]:
-    """Per contestant: the share of answers whose schema verdict passed (not_applicable
-    counts as passing), over every answer (errors included), and that n."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for answer in answers:
-        counts[answer.contestant][1] += 1
-        counts[answer.contestant][0] += answer.schema_verdict in ("pass", "not_applicable")
-    return {c: (passed / n if n else None, n) for c, (passed, n) in counts.items()}
+def schema_figures(answers: Sequence[AnswerRow]) -> dict[str, Any]:
+    """One contestant's schema figures: its pass rate over the answers that had a schema
+    (an answer that errored on a task with a schema fails it; an answer with no schema is
+    not counted), so with no schema there is no rate; and how each schema verdict went."""
+    held = [a for a in answers if a.had_schema]
+    verdicts = Counter(a.schema_verdict for a in held)
+    modes = Counter(a.schema_mode for a in held if a.schema_verdict == "pass")
+    return {
+        "n": len(held),
+        "pass": verdicts["pass"],
+        "rate": _rate(verdicts["pass"], len(held)),
+        "native": modes["native"],
+        "prompted": modes["prompted"],
+        "parse_fail": verdicts["parse_fail"],
+        "schema_fail": verdicts["schema_fail"],
+        "not_applicable": sum(1 for a in answers if a.status == "done" and not a.had_schema),
+    }
 
 
 def _ranking(data: ReportInput, seed: int) -> list[dict[str, Any]]:
@@ -458,8 +475,6 @@ def _per_contestant(data: ReportInput) -> dict[str, Any]:
 
 def _contestant(answers: list[AnswerRow], pass_k: dict[str, Any]) -> dict[str, Any]:
     done = [a for a in answers if a.status == "done"]
-    verdicts = Counter(a.schema_verdict for a in done)
-    modes = Counter(a.schema_mode for a in done if a.schema_verdict == "pass")
     checked = [a for a in done if a.has_checks]
     executed = [a for a in done if a.exec_verdict]
     exec_verdicts = Counter(a.exec_verdict for a in executed)
@@ -469,18 +484,8 @@ def _contestant(answers: list[AnswerRow], pass_k: dict[str, Any]) -> dict[str, A
     cost = math.fsum(a.cost_usd or 0 for a in answers)
     uncached = math.fsum(a.cost_if_uncached_usd or 0 for a in answers)
     calls = sum(1 for a in done if not a.cached) + sum(1 for a in answers if a.status != "done")
-    schema_pass = verdicts["pass"] + verdicts["not_applicable"]
     return {
-        "schema": {
-            "n": len(answers),
-            "pass": schema_pass,
-            "rate": _rate(schema_pass, len(answers)),
-            "native": modes["native"],
-            "prompted": modes["prompted"],
-            "parse_fail": verdicts["parse_fail"],
-            "schema_fail": verdicts["schema_fail"],
-            "not_applicable": verdicts["not_applicable"],
-        },
+        "schema": schema_figures(answers),
         "checks": {
             "n": len(checked),
             "pass": sum(1 for a in checked if a.checks_passed),

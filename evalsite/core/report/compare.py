@@ -9,7 +9,7 @@ task) win-rates that changed by at least a threshold, largest change first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -221,8 +221,8 @@ def compare_reports(
         win_rates=tuple(
             Change(c, _win_rate(a, c), _win_rate(b, c)) for c in candidates if b.get("judge")
         ),
-        schema_pass=tuple(Change(c, _rate(a, c, "schema"), _rate(b, c, "schema")) for c in both),
-        check_pass=tuple(Change(c, _rate(a, c, "checks"), _rate(b, c, "checks")) for c in both),
+        schema_pass=_rate_changes(a, b, both, "schema"),
+        check_pass=_rate_changes(a, b, both, "checks"),
         cost_total=Change("total", _total_cost(a), _total_cost(b)),
         cost=tuple(Change(c, _cost(a, c), _cost(b, c)) for c in both),
         significance=paired,
@@ -317,6 +317,13 @@ def _price_table(report: Report) -> str:
 
 def _win_rate(report: Report, candidate: str) -> float | None:
     return ((report.get("win_rates") or {}).get(candidate) or {}).get("win_rate")
+
+
+def _rate_changes(a: Report, b: Report, names: Iterable[str], part: str) -> tuple[Change, ...]:
+    """Each contestant's change of one rate; none for a contestant with no rate in either run
+    (no answer had a schema, or a check)."""
+    changes = (Change(c, _rate(a, c, part), _rate(b, c, part)) for c in names)
+    return tuple(c for c in changes if c.before is not None or c.after is not None)
 
 
 def _rate(report: Report, contestant: str, part: str) -> float | None:

@@ -124,10 +124,12 @@ def _scorecard_score(row: Mapping[str, Any]) -> dict[str, Any]:
 def _pass_rate_score(card: Mapping[str, Any]) -> dict[str, Any]:
     """Passed every verdict, over the answers that were scored: an answer that errored, or
     whose grade had no usable score, is an error and not in the denominator."""
-    answers = int((card.get("schema") or {}).get("n") or 0)
+    pass_k = card.get("pass_k") or {}
+    # every answer (a report from before pass_k counted them: its schema n, then every answer)
+    answers = int(pass_k.get("answers", (card.get("schema") or {}).get("n")) or 0)
     failed = int(card.get("errors") or 0)
     grade_errors = int((card.get("grade") or {}).get("errors") or 0)
-    passed = (card.get("pass_k") or {}).get("answers_passed")
+    passed = pass_k.get("answers_passed")
     scored = max(answers - failed - grade_errors, 0)
     return {
         "score": passed / scored if scored and passed is not None else None,

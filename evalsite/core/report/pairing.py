@@ -2,7 +2,7 @@
 significance of ``compare A B`` and the regression gate (§15).
 
 A unit is a (task, case, repeat). Each report keeps, per unit, each candidate's pair score
-and each contestant's scorecard score and pass (``paired``); comparing two reports pairs
+and each contestant's scorecard score and attempt pass (``paired``); comparing two reports pairs
 the units both have, so a case that is hard in both runs cancels out of the change.
 Reports written before this key have no units and get no significance (said so).
 """
@@ -30,7 +30,9 @@ Unit = tuple[str, str, int]
 def paired_units(data: Any) -> dict[str, Any]:
     """The ``paired`` key of a report built from ``data`` (a ReportInput): ``units`` lists
     every (task, case, repeat) answered; ``win``, ``score`` and ``passed`` hold, per
-    candidate or contestant, one value per unit (None where it has none)."""
+    candidate or contestant, one value per unit (None where it has none). ``passed`` is the
+    attempt's pass (an answer that errored is a failed attempt), as pass^k, the pass rate
+    and the per-case diff count it; ``score`` is the scorecard's."""
     keys = sorted({(a.task, a.case, a.repeat) for a in data.answers})
     index = {key: i for i, key in enumerate(keys)}
 
@@ -46,10 +48,11 @@ def paired_units(data: Any) -> dict[str, Any]:
     score: dict[str, list] = defaultdict(column)
     passed: dict[str, list] = defaultdict(column)
     for answer in data.answers:
+        at = index[answer.task, answer.case, answer.repeat]
+        passed[answer.contestant][at] = answer.effective_pass  # the one rule; an error fails
         case = score_answer(data.scorecard, answer)
         if case.score is not None:
-            at = index[answer.task, answer.case, answer.repeat]
-            score[answer.contestant][at], passed[answer.contestant][at] = case.score, case.passed
+            score[answer.contestant][at] = case.score
     return {
         "units": [list(key) for key in keys],
         "win": dict(win),

@@ -1,11 +1,14 @@
 """Pass/fail of one answer, and the pure aggregates over answers (SPEC §7.4, §7.5).
 
-An answer **passes** when its schema verdict is ``pass`` or ``not_applicable``, its
-deterministic checks all pass, its execution check, if it has one, passes, and its weighted
-match, if its task has one, passes. An
-execution check that errored (setup failed, no sandbox) is not a pass: the answer was not
-shown to work. An answer with a provider error has no verdicts and never passes; the
-caller counts it as not passed.
+An answer **passes** (a passed attempt) when its schema verdict is ``pass`` or
+``not_applicable``, its deterministic checks all pass, its execution check, if it has one,
+passes, its weighted match, if its task has one, passes, and its grade, if its case is
+graded, passes. :func:`answer_passed` is that rule, written once: the stored ``passed`` of an
+answer, the per-case diff, pass^k, McNemar, the matrix, the answers export and every pass
+rate read it. An execution check that errored (setup failed, no sandbox) is not a pass: the
+answer was not shown to work; a graded answer with no usable grade (yet) is not a pass
+either. An answer with a provider error has no verdicts and never passes; the caller counts
+it as not passed.
 
 With ``repeats: k`` each (case, contestant) has up to k booleans. A case with n attempts,
 c of them passed, gets the unbiased estimates of the chance that k attempts drawn from its
@@ -36,16 +39,25 @@ _SCHEMA_OK = ("pass", "not_applicable")
 
 
 def answer_passed(
-    schema: str, checks_passed: bool, execution: str | None = None, match: bool | None = None
+    schema: str,
+    checks_passed: bool | None,
+    execution: str | None = None,
+    match: bool | None = None,
+    *,
+    graded: bool = False,
+    grade: bool | None = None,
 ) -> bool:
-    """``schema``: the schema verdict; ``execution``: the execution verdict, None if the
+    """Whether one attempt passed. ``schema``: the schema verdict (empty for an answer that
+    errored or was not scored); ``execution``: the execution verdict, None or empty if the
     case has no execution check; ``match``: the weighted match's pass, None if the task has
-    no weighted match."""
-    return (
+    no weighted match; ``graded``: whether the case is graded, and ``grade`` its grade's pass
+    (None: no usable grade, or none yet)."""
+    return bool(
         schema in _SCHEMA_OK
-        and checks_passed
-        and execution in (None, "pass")
+        and checks_passed is True
+        and execution in (None, "", "pass")
         and match is not False
+        and (grade is True if graded else True)
     )
 
 

@@ -33,15 +33,17 @@ def score_answer(
     sandbox: Sandbox | None,
     allow_python: bool,
     python_path: Sequence[str] = (),
+    grade: bool | None = None,
 ) -> AnswerScore:
     """Every verdict for `text` as an answer to `case`; the execution check needs `sandbox`.
 
     Task checks run before the case's own; all must pass. An execution check with no
     sandbox available is an error result, never a pass. A task with ``weighted_match``
-    scores the case's ``expected`` list; its pass is part of the answer's.
+    scores the case's ``expected`` list; its pass is part of the answer's. A graded case
+    passes only with its ``grade`` (the grade's pass when the judge has given it, else
+    None: not passed until it has).
     """
-    schema = task.schema if isinstance(task.schema, Mapping) else None
-    verdict = schema_verdict(text, schema)
+    verdict = schema_verdict(text, task.answer_schema)
     checks = run_checks(
         text,
         [*task.checks, *case.checks],
@@ -56,6 +58,8 @@ def score_answer(
         checks.passed,
         execution.verdict if execution else None,
         match.passed if match else None,
+        graded=task.case_grade(case) is not None,
+        grade=grade,
     )
     return AnswerScore(verdict, checks, execution, passed, match)
 
