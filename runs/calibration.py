@@ -68,12 +68,21 @@ def pair_view(row: dict) -> PairView:
 
 
 def run_calibration(
-    run: Run, suite: CoreSuite | None = None, *, keep: Callable[[LabelView], bool] | None = None
+    run: Run,
+    suite: CoreSuite | None = None,
+    *,
+    keep: Callable[[LabelView], bool] | None = None,
+    rows: list[dict] | None = None,
 ) -> Calibration:
     """The labels that apply to `run`'s pairs, matched (SPEC §10.1): each judgement once;
-    with `keep`, only the labels it keeps (what one member may see)."""
+    with `keep`, only the labels it keeps (what one member may see). The one builder of a
+    run's calibration set: the report (which passes the pair `rows` it has just read), the
+    pages, the queue and MCP all call it."""
     suite = suite or stored_suite(run.suite_version)
-    index = _INDEXES.get(run, lambda: PairIndex(pair_view(row) for row in pair_rows(run)))
+    if rows is not None:
+        index = PairIndex(pair_view(row) for row in rows)
+    else:
+        index = _INDEXES.get(run, lambda: PairIndex(pair_view(row) for row in pair_rows(run)))
     labels = run_labels(run, suite)
     return match_labels(index, labels if keep is None else filter(keep, labels))
 

@@ -1,7 +1,8 @@
 """Writing a run's report (SPEC §11): rows in, the pure core builds the dict once, the dict is
 stored on the run and rendered to files under ``REPORTS_DIR/<suite>/<run-id>/``. The
-calibration section comes from :mod:`runs.calibration` (the suite file's labels and the
-members' labels matched to the run's pairs).
+calibration section comes from :func:`runs.calibration.run_calibration`, the one builder
+of a run's calibration set (the suite file's labels and the members' labels matched to the
+run's pairs), as the pages and MCP have it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from evalsite.core.calibration import match_labels
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.providers.base import ErrorKind
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
@@ -28,7 +28,7 @@ from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
-from runs.calibration import PAIR_FIELDS, pair_view, run_labels, store_human
+from runs.calibration import PAIR_FIELDS, run_calibration, store_human
 from runs.consistency import recheck_rows
 from runs.media import report_attachments
 from runs.models import Answer, Judgement, Pair, Run
@@ -71,7 +71,7 @@ def compute_report(
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
     judge = suite.judge
-    calibration = match_labels([pair_view(row) for row in rows], run_labels(run, suite))
+    calibration = run_calibration(run, suite, rows=rows)
     if store_consensus:
         store_human(run, calibration)
     judge_calls = Judgement.objects.filter(run=run).aggregate(

@@ -13,13 +13,16 @@ Two kinds of label reach a run:
   **ignored**.
 
 **One judgement counts once.** A label covers a set of pairs (a suite-file label: every
-repeat of its case; a content label: every pair with its answers). Labels that cover the
-same set of pairs are judgements of one *item*; each labeller counts once per item (their
-latest label), and the item's human preference is the strict majority of its labellers
-(more than half); with no majority it is left out and counted. The item is compared once
-with the judge: the judge's mean pair score over the item's judged pairs, read as a
-category by the rule of SPEC §8 (above ½ candidate, below ½ baseline, ½ tie). So repeats
-never multiply a label, and calibration's n counts human judgements, never pairs.
+repeat of its case; a content label: every pair with its answers, one repeat or several).
+Every label about one case and one pair of contestants, whichever repeats it covers and
+wherever it comes from (the suite file, the browser, an import), is a judgement of one
+*item*, the case; each labeller counts once per item (their latest label), and the item's
+human preference is the strict majority of its labellers (more than half); with no
+majority it is left out and counted. The item is compared once with the judge: the judge's
+mean pair score over the judged pairs its labels cover, read as a category by the rule of
+SPEC §8 (above ½ candidate, below ½ baseline, ½ tie). So repeats never multiply a label,
+and calibration's n counts judgements about cases, never pairs: the same labels give the
+same n at 1 repeat or 3.
 
 Targeted-review labels are kept out of the consensus that the headline kappa uses.
 """
@@ -41,8 +44,9 @@ _MIRROR = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
 SUITE_FILE = "suite_file"
 UNNAMED = "suite file"  # the labeller of a suite-file label that names none
 REPEATS_RULE = (
-    "a label covering several repeats is one judgement, compared once with the judge's mean "
-    "score over those repeats (above 0.5 candidate, below 0.5 baseline, 0.5 tie)"
+    "the labels about a case are one judgement per labeller, whichever repeats they cover, "
+    "compared once with the judge's mean score over the repeats they cover (above 0.5 "
+    "candidate, below 0.5 baseline, 0.5 tie)"
 )
 
 
@@ -77,8 +81,9 @@ class LabelView:
 
 @dataclass
 class Item:
-    """One thing the humans judged: the judged pairs a set of labels covers, their votes
-    (labeller → preference in the pairs' orientation) and the judge's combined category."""
+    """One thing the humans judged, a case (for one pair of contestants): the judged pairs
+    its labels cover, their votes (labeller → preference in the pairs' orientation) and the
+    judge's combined category over those pairs."""
 
     pair: int  # the first of its judged pairs: where the pages link to
     pairs: tuple[int, ...]  # every judged pair it covers (its repeats)
@@ -150,17 +155,14 @@ class Calibration:
 
     @property
     def human_by_pair(self) -> dict[int, str]:
-        """Each judged pair's human consensus; a pair covered by several items takes the
-        most specific one's (the fewest pairs: a label on its own answers)."""
-        out: dict[int, str] = {}
-        for item in sorted(self.judged, key=lambda item: -len(item.pairs)):
-            human = item.human
-            for key in item.pairs:
-                if human is None:
-                    out.pop(key, None)
-                else:
-                    out[key] = human
-        return out
+        """Each judged pair's human consensus: its item's (a pair is in one item, its
+        case's)."""
+        return {
+            key: human
+            for item in self.judged
+            if (human := item.human) is not None
+            for key in item.pairs
+        }
 
     @property
     def labels_used(self) -> dict[str, int]:
@@ -203,10 +205,11 @@ class PairIndex:
 
 
 def match_labels(pairs: Sequence[PairView] | PairIndex, labels: Iterable[LabelView]) -> Calibration:
-    """The run's calibration set: the items its labels judge, each compared once."""
+    """The run's calibration set: the items (cases) its labels judge, each compared once."""
     index = pairs if isinstance(pairs, PairIndex) else PairIndex(pairs)
     result = Calibration()
-    items: dict[tuple[int, ...], Item] = {}
+    items: dict[tuple[str, str, frozenset[str]], Item] = {}
+    covered: dict[tuple[str, str, frozenset[str]], dict[int, PairView]] = defaultdict(dict)
     for label in sorted(labels, key=lambda lab: lab.at):
         if label.mode != "sample":
             result.targeted += 1
@@ -215,20 +218,27 @@ def match_labels(pairs: Sequence[PairView] | PairIndex, labels: Iterable[LabelVi
         if not matches:
             _set_aside(result, index, label)
             continue
-        judged = sorted((pair for pair, _ in matches if pair.judge is not None), key=_order)
+        judged = [pair for pair, _ in matches if pair.judge is not None]
         if not judged:
             result.on_excluded += 1
             continue
-        keys = tuple(pair.key for pair in judged)
-        item = items.get(keys)
+        first = judged[0]
+        key = (first.task, first.case, frozenset((first.baseline, first.candidate)))
+        item = items.get(key)
         if item is None:
-            item = items[keys] = Item(
-                judged[0].key, keys, judged[0].task, _combined(judged), case=judged[0].case
-            )
+            item = items[key] = Item(first.key, (), first.task, "", case=first.case)
             result.judged.append(item)
+        covered[key].update((pair.key, pair) for pair in judged)
         mirrored = matches[0][1]  # a run orients every pair of two contestants one way
         item.votes[label.labeller] = _MIRROR[label.prefer] if mirrored else label.prefer
         item.sources[label.labeller] = label.source
+    for key, item in items.items():  # the judge over every repeat the item's labels cover
+        judged = sorted(covered[key].values(), key=_order)
+        item.pair, item.pairs, item.judge = (
+            judged[0].key,
+            tuple(p.key for p in judged),
+            _combined(judged),
+        )
     return result
 
 
