@@ -36,10 +36,12 @@ class SideError(ValueError):
 
 
 def run_attempts(run: Run, *, by_case_id: bool = False) -> dict[str, Attempts]:
-    """Each case's passed and total attempts (answers; an error is a failed attempt), in the
-    order the run planned them."""
+    """Each case's passed and total attempts, in the order the run planned them: the
+    attempts pass^k counts (an error is a failed attempt; an answer a stopped run never
+    asked for is none), passed by the stored one rule (a failed grade fails it)."""
     rows = (
         Answer.objects.filter(run=run)
+        .finished()
         .values("contestant", "task_id", "case_id")
         .annotate(passed=Count("pk", filter=Q(passed=True)), total=Count("pk"), first=Min("pk"))
         .order_by("first")

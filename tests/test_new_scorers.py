@@ -14,7 +14,7 @@ from django.core.management import call_command
 from evalsite.core.suites import load_suite
 from runs.models import Answer, Judgement
 from runs.planner import RunOptions, make_plan
-from tests.factories import write_scripted_suite
+from tests.factories import run_command, write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -119,12 +119,13 @@ def test_a_scripted_run_stores_the_hand_counted_verdicts(suite_path):
         ("sloppy", "lost-order"): (False, False, exact_note, None, None, None, None),
         ("good", "as-json"): (True, True, None, None, None, None, None),
         ("sloppy", "as-json"): (False, False, json_note, None, None, None, None),
-        ("good", "plan"): (True, True, None, None, None, 3, False),
-        ("sloppy", "plan"): (True, True, None, None, None, 3, False),
+        # a failed grade, or no usable grade, fails the attempt (issue 28 item 6)
+        ("good", "plan"): (False, True, None, None, None, 3, False),
+        ("sloppy", "plan"): (False, True, None, None, None, 3, False),
         ("good", "kind"): (True, True, None, None, None, 3, True),
         ("sloppy", "kind"): (True, True, None, None, None, 3, True),
-        ("good", "broken"): (True, True, None, None, None, None, None),
-        ("sloppy", "broken"): (True, True, None, None, None, None, None),
+        ("good", "broken"): (False, True, None, None, None, None, None),
+        ("sloppy", "broken"): (False, True, None, None, None, None, None),
     }
     sloppy = Answer.objects.get(contestant="scripted/sloppy", case_id="two-uses")
     assert sloppy.match_detail == {
@@ -154,3 +155,17 @@ def test_the_estimate_counts_one_grade_call_per_answer_of_a_graded_case(suite_pa
     plan = make_plan(None, load_suite(suite_path), RunOptions(dry_run=True))
     assert plan.estimate["judge"]["calls"] == 3 * 2  # three graded cases, two contestants
     assert plan.estimate["calls"] == 6 * 2 + 6
+
+
+def test_report_failures_names_a_failed_match_and_a_missing_grade(suite_path):
+    with pytest.raises(SystemExit):
+        call_command("run", str(suite_path), "--json")
+    code, out, _ = run_command("report", "latest", "--failures")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].endswith("7 of 12 answers failed")  # with the 4 of a failed grade
+    # a failed weighted match and a grade the judge never gave fail the attempt: both say why
+    at = lines.index("  usage/two-uses #0  scripted/sloppy")
+    assert lines[at + 1] == "    weighted match 0.375: below its threshold"
+    at = lines.index("  classify/broken #0  scripted/good")
+    assert lines[at + 1] == "    grade: the judge gave no usable grade"

@@ -155,3 +155,16 @@ def test_with_no_schema_in_the_run_there_is_no_schema_pass_rate(tmp_path):
     assert (schema["n"], schema["rate"]) == (0, None)
     code, out, _ = run_command("compare", first.id, first.id)
     assert "schema pass scripted/a" not in out
+
+
+def test_the_diff_counts_attempts_as_pass_k_does_never_an_answer_not_asked_for():
+    from evalsite.core.report.case_diff import Attempts
+    from runs.case_diff import run_attempts
+    from tests.factories import make_answer, make_run
+
+    run = make_run(contestants=["fake/small"], repeats=3, status=Run.Status.CANCELLED)
+    make_answer(run, "greet", "one", "fake/small", repeat=0, passed=True)
+    make_answer(run, "greet", "one", "fake/small", repeat=1, status="error", passed=None)
+    make_answer(run, "greet", "one", "fake/small", repeat=2, status="pending", passed=None)
+    # the stopped run answered 2 of 3: an error is a failed attempt, a pending one is none
+    assert run_attempts(run) == {"greet/one": Attempts(1, 2)}
