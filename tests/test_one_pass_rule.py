@@ -168,3 +168,31 @@ def test_the_diff_counts_attempts_as_pass_k_does_never_an_answer_not_asked_for()
     make_answer(run, "greet", "one", "fake/small", repeat=2, status="pending", passed=None)
     # the stopped run answered 2 of 3: an error is a failed attempt, a pending one is none
     assert run_attempts(run) == {"greet/one": Attempts(1, 2)}
+
+
+def test_the_migration_fails_old_rows_that_kept_passed_beside_a_failed_or_missing_grade():
+    import importlib
+
+    from django.apps import apps
+
+    from runs.models import Judgement
+    from tests.factories import make_answer, make_run
+
+    migration = importlib.import_module("runs.migrations.0015_graded_answers_pass_with_their_grade")
+    run = make_run(contestants=["fake/small"])
+    rows = {
+        "failed": make_answer(run, "t", "a", "fake/small", passed=True, grade_passed=False),
+        "unusable": make_answer(run, "t", "b", "fake/small", passed=True, grade_passed=None),
+        "passed": make_answer(run, "t", "c", "fake/small", passed=True, grade_passed=True),
+        "ungraded": make_answer(run, "t", "d", "fake/small", passed=True),
+    }
+    for name in ("failed", "unusable", "passed"):
+        answer = rows[name]
+        Judgement.objects.create(
+            run=run, kind="grade", answer=answer, judge_model="fake/large", request={},
+            request_hash=f"g-{name}", task_id="t", case_id=answer.case_id,
+        )  # fmt: skip
+    migration.graded_pass(apps, None)
+    assert {name: Answer.objects.get(pk=a.pk).passed for name, a in rows.items()} == {
+        "failed": False, "unusable": False, "passed": True, "ungraded": True,
+    }  # fmt: skip
