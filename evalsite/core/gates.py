@@ -10,8 +10,10 @@ from.
 The scorecard gates (`min_score`, `min_pass_rate`) apply to every contestant, the baseline
 included: a scorecard score is absolute, not a comparison with the baseline, and a run of
 one model has no candidate. Like every other rate gate they take a fraction 0-1.
-`max_regression_points` also compares each contestant's scorecard score with the pinned
-run's, in percentage points, when both runs have a score for it under the same scorecard.
+`max_regression_points` compares every measure of the run with the pinned run's by the one
+regression rule of `compare --fail-on-regression` (report/compare.py): win-rates, scorecard
+scores, pass rates, pass^k, schema and check pass rates in points, cost per answer (if
+uncached) in percent.
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from typing import Any
 
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.document import one_contestant
-from evalsite.core.report.numbers import signed_interval
-from evalsite.core.report.pairing import below_zero, delta_interval
 
 __all__ = ["GateResult", "check_gates"]
 
@@ -36,6 +36,7 @@ class GateResult:
     figure: float | bool | None
     threshold: float | bool | None
     message: str
+    measure: str = ""  # what a regression compared: win-rate, pass rate, cost per answer …
 
     @property
     def failed(self) -> bool:
@@ -182,6 +183,8 @@ def _at_most(gate: str, subject: str, figure, threshold, what: str) -> GateResul
 
 
 def _regression(report, pinned, points: float, alpha: float | None = None) -> list[GateResult]:
+    """Every measure of the run against the pinned run's, by the one regression rule that
+    `compare --fail-on-regression` applies (Comparison.regressions)."""
     if pinned is None:
         return [
             GateResult("max_regression_points", "run", "skipped", None, points,
@@ -191,96 +194,29 @@ def _regression(report, pinned, points: float, alpha: float | None = None) -> li
         return [GateResult("max_regression_points", "run", "skipped", None, points,
                            "this run is the pinned baseline")]  # fmt: skip
     comparison = compare_reports(pinned, report, level=1 - (alpha or 0.05))
-    significant = _significance(comparison.significance, alpha)
-    scores = _score_regression(report, pinned, points, significant)
+    against = f" against the pinned baseline {pinned.get('run_id')}"
+    results = [
+        GateResult("max_regression_points", r.measure.subject,
+                   "failed" if r.regressed else "passed", round(r.measure.worse(), 6), points,
+                   r.text(against), r.measure.measure)
+        for r in comparison.regressions(points, alpha)
+    ]  # fmt: skip
+    results += [
+        GateResult("max_regression_points", "run", "skipped", None, points,
+                   f"not compared with the pinned baseline {pinned.get('run_id')}: {why}")
+        for why in comparison.not_compared
+    ]  # fmt: skip
+    why = f"the pinned baseline {pinned.get('run_id')}"
     if not comparison.comparable:
-        why = f"the pinned baseline {pinned.get('run_id')}: {comparison.reason}"
-        if any(result.subject != "run" for result in scores):  # only win-rates were not
+        if any(r.subject != "run" for r in results):  # only the win-rates were not
             return [GateResult("max_regression_points", "run", "skipped", None, points,
-                               f"win-rates not compared with {why}"), *scores]  # fmt: skip
+                               f"win-rates not compared with {why}: {comparison.reason}"),
+                    *results]  # fmt: skip
         return [GateResult("max_regression_points", "run", "failed", None, points,
-                           f"cannot compare with {why}"), *scores]  # fmt: skip
+                           f"cannot compare with {why}: {comparison.reason}"),
+                *results]  # fmt: skip
     if one_contestant(report):  # nothing to pair: no win-rate to compare
-        why = f"the pinned baseline {pinned.get('run_id')}: one contestant, no win-rates"
         return [GateResult("max_regression_points", "run", "skipped", None, points,
-                           f"win-rates not compared with {why}"), *scores]  # fmt: skip
-    return _win_rate_regression(comparison, pinned, points, significant) + scores
-
-
-def _significance(paired, alpha: float | None):
-    """With `significance: alpha`, a function of (part, name) giving whether the paired
-    interval at 1 - alpha lies below 0 (True / False) and the words saying so; without it,
-    None: a drop past the points fails on its own."""
-    if alpha is None:
-        return None
-
-    def significant(part: str, name: str) -> tuple[bool, str]:
-        below = below_zero(paired, part, name)
-        if below is None:
-            return True, "; no paired interval, so significance is not tested"
-        ci = delta_interval(paired, part, name)["ci"]
-        words = "excludes 0" if below or ci[0] > 0 else "includes 0: not significant"
-        return below, f"; paired {1 - alpha:.0%} interval {signed_interval(ci)} {words}"
-
-    return significant
-
-
-def _win_rate_regression(comparison, pinned, points: float, significant=None) -> list[GateResult]:
-    regressed = set(comparison.regression(points, significant=significant is not None))
-    results = []
-    for change in comparison.win_rates:
-        if change.delta is None:
-            continue
-        fell = -change.delta * 100
-        note = significant("win", change.name)[1] if significant else ""
-        failed = change.name in regressed
-        results.append(
-            GateResult(
-                "max_regression_points",
-                change.name,
-                "failed" if failed else "passed",
-                round(fell, 6),
-                points,
-                f"{change.name}: win-rate {change.before:.3f} -> {change.after:.3f} against the "
-                f"pinned baseline {pinned.get('run_id')}, "
-                f"{'down' if fell > 0 else 'up'} {abs(fell):.1f} points "
-                f"({'more than' if round(fell, 9) > points else 'within'} {points:g}){note}",
-            )  # fmt: skip
-        )
-    return results
-
-
-def _score_regression(report, pinned, points: float, significant=None) -> list[GateResult]:
-    """Each contestant's scorecard score against the pinned run's, when both have one under
-    the same scorecard (another scorecard scores something else). Without a scorecard the
-    cell score is the pass share, which this gate has never compared: nothing to do."""
-    now, before = report.get("scorecard") or {}, pinned.get("scorecard") or {}
-    if not now.get("criteria") or not before:
-        return []
-    if now.get("criteria") != before.get("criteria"):
-        return [GateResult("max_regression_points", "run", "skipped", None, points,
-                           f"scorecard scores not compared: the pinned baseline "
-                           f"{pinned.get('run_id')} has another scorecard")]  # fmt: skip
-    results = []
-    for contestant, cell in (now.get("cells") or {}).items():
-        old = ((before.get("cells") or {}).get(contestant) or {}).get("score")
-        new = cell.get("score")
-        if old is None or new is None:
-            continue
-        fell = round((old - new) * 100, 9)
-        below, note = significant("score", contestant) if significant else (True, "")
-        failed = fell > points and below
-        results.append(
-            GateResult(
-                "max_regression_points",
-                contestant,
-                "failed" if failed else "passed",
-                round(fell, 6),
-                points,
-                f"{contestant}: scorecard score {old:.3f} -> {new:.3f} against the pinned "
-                f"baseline {pinned.get('run_id')}, {'down' if fell > 0 else 'up'} "
-                f"{abs(fell):.1f} points ({'more than' if fell > points else 'within'} "
-                f"{points:g}){note}",
-            )  # fmt: skip
-        )
+                           f"win-rates not compared with {why}: one contestant, no win-rates"),
+                *results]  # fmt: skip
     return results

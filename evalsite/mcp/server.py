@@ -23,6 +23,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, PlainValidator
 
+from evalsite.core.report.compare import REGRESSION_POINTS
 from evalsite.mcp import cases, history, replies, tools
 from runs import sealed
 from runs.runner import execute
@@ -100,10 +101,25 @@ def last_report(suite_path: SuitePath) -> CallToolResult:
     return _answer(tools.last_report, suite_path)
 
 
-def compare(run_a: RunReference, run_b: RunReference) -> CallToolResult:
+def compare(
+    run_a: RunReference,
+    run_b: RunReference,
+    regression_points: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=100,
+            strict=True,
+            description="The regression threshold of `compare --fail-on-regression`: a rate "
+            "or score down more than this many points (0-100), or a cost per answer if "
+            "uncached up more than this percent, is a regression.",
+        ),
+    ] = REGRESSION_POINTS,
+) -> CallToolResult:
     """What moved from run A to run B of a suite: win-rates, movers by task, schema and
-    check pass rates, cost; with each run's calibration."""
-    return _answer(tools.compare_runs, run_a, run_b)
+    check pass rates, cost if uncached and spend, and every regression (the rule of
+    `compare --fail-on-regression` and the regression gate); with each run's calibration."""
+    return _answer(tools.compare_runs, run_a, run_b, regression_points)
 
 
 def get_run(

@@ -19,7 +19,7 @@ from django.urls import reverse
 from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.keys import held_secrets
 from evalsite.core.money import MoneyError, parse_cap
-from evalsite.core.report.compare import compare_reports
+from evalsite.core.report.compare import REGRESSION_POINTS, compare_reports
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.core.suites import SuiteError, load_suite
 from evalsite.mcp import replies
@@ -238,10 +238,17 @@ def last_report(suite_path: str) -> dict[str, Any]:
     return run_reply(run)
 
 
-def compare_runs(run_a: str, run_b: str) -> dict[str, Any]:
-    """`evalsite compare A B --json`, with each run's calibration beside it."""
+def compare_runs(run_a: str, run_b: str, points: float = REGRESSION_POINTS) -> dict[str, Any]:
+    """`evalsite compare A B --fail-on-regression POINTS --json`, with each run's
+    calibration beside it."""
     a, b = find_run(run_a, with_report=True), find_run(run_b, with_report=True)
-    comparison = compare_reports(a.report, b.report).to_dict()
+    compared = compare_reports(a.report, b.report)
+    checked = compared.regressions(points)
+    comparison = compared.to_dict() | {
+        "regression_points": points,
+        "regressions": [regression.to_dict() for regression in checked],
+        "regressed": any(regression.regressed for regression in checked),
+    }
     sides = {
         side: {
             "run_id": run.id,

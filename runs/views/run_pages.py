@@ -23,7 +23,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.report.card import summary_card
 from evalsite.core.report.case_diff import counts, diff_cases
-from evalsite.core.report.compare import compare_reports
+from evalsite.core.report.compare import compare_reports, regression_points
 from evalsite.core.report.html import render_sections
 from runs.case_diff import run_attempts
 from runs.forms import DecisionForm
@@ -245,10 +245,17 @@ def compare(request: HttpRequest) -> HttpResponse:
         b = get_object_or_404(runs, pk=b_id)
         changes = diff_cases(run_attempts(a), run_attempts(b))
         show = "all" if request.GET.get("show") == "all" else "changes"
+        comparison = compare_reports(a.report, b.report)
+        points, points_error = regression_points(request.GET.get("points"))
+        checked = [r.to_dict() for r in comparison.regressions(points)]
         context |= {
             "run_a": a,
             "run_b": b,
-            "comparison": compare_reports(a.report, b.report).to_dict(),
+            "comparison": comparison.to_dict(),
+            "points": points,
+            "points_error": points_error,
+            "regressions": checked,
+            "regressed": [r for r in checked if r["regressed"]],
             "cases": [c for c in changes if show == "all" or c.status != "same"],
             "case_counts": counts(changes),
             "show": show,

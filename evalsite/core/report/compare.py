@@ -3,8 +3,15 @@
 Two runs are comparable when they ran the same suite (by name; a changed suite file is
 allowed and noted) against the same baseline and share at least one candidate. The
 comparison lists, from A to B: each common candidate's overall win-rate, each common
-contestant's schema and check pass rates and cost, and the *movers*: per (candidate,
-task) win-rates that changed by at least a threshold, largest change first.
+contestant's schema and check pass rates and cost (if uncached: the price of the run's work,
+with the spend beside it, so a cached rerun costs what its first run did), and the *movers*:
+per (candidate, task) win-rates that changed by at least a threshold, largest change first.
+
+The regression rule (:meth:`Comparison.regressions`) is the one check that ``compare
+--fail-on-regression``, the compare page, MCP's compare and the run's
+``max_regression_points`` gate apply: every measure both runs have (:class:`Measure`), a
+rate that fell by more than the threshold in points (0-100) or a cost per answer that rose
+by more than it in percent.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import one_contestant
+from evalsite.core.report.matrix import matrix_of
 from evalsite.core.report.pairing import (
     below_zero,
     delta_interval,
@@ -24,9 +32,14 @@ from evalsite.core.report.pairing import (
 from evalsite.core.report.text import visible
 from evalsite.core.stats.multiple import comparisons_text, holm
 
-__all__ = ["DEFAULT_THRESHOLD", "Change", "Comparison", "Mover", "compare_reports"]
+__all__ = [
+    "DEFAULT_THRESHOLD", "REGRESSION_POINTS", "Change", "Comparison", "Measure", "Mover",
+    "Regression", "compare_reports", "regression_points",
+]  # fmt: skip
 
 DEFAULT_THRESHOLD = 0.15
+DIFFERENT_SUITES = "different suites"
+REGRESSION_POINTS = 5.0  # the compare page's and MCP's threshold when none is given
 Report = Mapping[str, Any]
 
 
@@ -79,6 +92,76 @@ class Mover:
         }
 
 
+COST = "cost per answer if uncached"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One figure of one subject (a candidate's win-rate, a contestant's pass rate, score,
+    pass^k, schema or check pass rate, or cost per answer if uncached) in A and in B.
+    ``paired`` names its part of the paired figures (``win``, ``score``, ``passed``) when
+    it has a significance test."""
+
+    measure: str
+    subject: str
+    before: float
+    after: float
+    paired: str = ""
+
+    @property
+    def is_cost(self) -> bool:
+        return self.measure == COST
+
+    def worse(self) -> float:
+        """How much worse B is: points fallen (0-100) for a rate or score, percent risen for
+        a cost; negative when it got better."""
+        if self.is_cost:
+            return round((self.after - self.before) / self.before * 100, 9)
+        return round((self.before - self.after) * 100, 9)
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A measure checked against the threshold: ``regressed`` when it got worse by more
+    than ``threshold`` (and, with a significance level, its paired test says so too)."""
+
+    measure: Measure
+    threshold: float
+    regressed: bool
+    note: str = ""  # what the significance test said, "" without one
+
+    def figures(self) -> str:
+        m = self.measure
+        if m.is_cost:
+            return f"{m.measure} {num.money(m.before)} -> {num.money(m.after)}"
+        return f"{m.measure} {m.before:.3f} -> {m.after:.3f}"
+
+    def verdict(self) -> str:
+        worse, limit = self.measure.worse(), f"{self.threshold:g}"
+        past = "more than" if worse > self.threshold else "within"
+        if self.measure.is_cost:
+            return f"{'up' if worse > 0 else 'down'} {abs(worse):.1f}% ({past} {limit}%)"
+        return f"{'down' if worse > 0 else 'up'} {abs(worse):.1f} points ({past} {limit})"
+
+    def text(self, against: str = "") -> str:
+        """``subject: measure before -> after[ against], down X points (more than N)``."""
+        return f"{self.measure.subject}: {self.figures()}{against}, {self.verdict()}{self.note}"
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.measure
+        return {
+            "measure": m.measure,
+            "subject": m.subject,
+            "before": m.before,
+            "after": m.after,
+            "worse": m.worse(),
+            "unit": "percent" if m.is_cost else "points",
+            "threshold": self.threshold,
+            "regressed": self.regressed,
+            "text": self.text(),
+        }
+
+
 @dataclass(frozen=True)
 class Comparison:
     a: str  # run ids
@@ -94,23 +177,47 @@ class Comparison:
     win_rates: tuple[Change, ...] = ()
     schema_pass: tuple[Change, ...] = ()
     check_pass: tuple[Change, ...] = ()
-    cost_total: Change | None = None
+    cost_total: Change | None = None  # if uncached: the price of the run's work
     cost: tuple[Change, ...] = ()
+    spend_total: Change | None = None  # what the run spent (a cache hit spends nothing)
+    spend: tuple[Change, ...] = ()
     significance: Mapping[str, Any] | None = None  # paired_changes(A, B); None: no units
     comparisons: int = 0  # per-task win-rate changes tested, the family Holm corrects
+    measures: tuple[Measure, ...] = ()  # every figure the regression rule checks
+    not_compared: tuple[str, ...] = ()  # measures left out, and why
 
-    def regression(self, points: float, *, significant: bool = False) -> list[str]:
-        """The candidates whose overall win-rate fell by more than ``points`` percentage
-        points (0–100) from A to B. Empty when the runs are not comparable. With
-        ``significant``, only those whose paired interval (at this comparison's level) lies
-        below 0; where there is no interval the points decide alone."""
-        return [
-            change.name
-            for change in self.win_rates
-            if change.delta is not None
-            and round(-change.delta * 100, 9) > points
-            and not (significant and below_zero(self.significance, "win", change.name) is False)
-        ]
+    def regressions(self, points: float, alpha: float | None = None) -> list[Regression]:
+        """Every measure both runs have, checked against ``points``: a rate or score that
+        fell by more than ``points`` percentage points (0-100), or a cost per answer (if
+        uncached) that rose by more than ``points`` percent. With ``alpha``, a drop with a
+        paired test fails only when the test says it is significant at that level (the
+        win-rate's and score's paired interval wholly below 0, the pass rate's p below
+        ``alpha``); a measure without one is decided by the points alone, and says so."""
+        results = []
+        for measure in self.measures:
+            past = measure.worse() > points
+            significant, note = self._significant(measure, alpha)
+            results.append(Regression(measure, points, past and significant, note))
+        return results
+
+    def _significant(self, measure: Measure, alpha: float | None) -> tuple[bool, str]:
+        if alpha is None:
+            return True, ""
+        if measure.paired == "passed":
+            test = delta_interval(self.significance, "passed", measure.subject) or {}
+            p_value = test.get("p_value")
+            if not test.get("n") or p_value is None:
+                return True, "; no paired test, so significance is not tested"
+            ok = p_value < alpha and (test.get("delta") or 0) < 0
+            words = f"< {alpha:g}" if ok else f">= {alpha:g} or no drop: not significant"
+            return ok, f"; p={p_value:.3g} ({test.get('test', 'McNemar exact')}) {words}"
+        below = below_zero(self.significance, measure.paired, measure.subject)
+        if not measure.paired or below is None:
+            what = "interval" if measure.paired else "test"
+            return True, f"; no paired {what}, so significance is not tested"
+        ci = delta_interval(self.significance, measure.paired, measure.subject)["ci"]
+        words = "excludes 0" if below or ci[0] > 0 else "includes 0: not significant"
+        return below, f"; paired {1 - alpha:.0%} interval {num.signed_interval(ci)} {words}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +236,8 @@ class Comparison:
             "check_pass": [change.to_dict() for change in self.check_pass],
             "cost_total": self.cost_total.to_dict() if self.cost_total else None,
             "cost": [change.to_dict() for change in self.cost],
+            "spend_total": self.spend_total.to_dict() if self.spend_total else None,
+            "spend": [change.to_dict() for change in self.spend],
             "significance": self.significance,
             "comparisons": self.comparisons,
         }
@@ -147,9 +256,11 @@ class Comparison:
             )
         lines += [f"  schema pass {visible(c.name)}: {_rates(c)}" for c in self.schema_pass]
         lines += [f"  check pass {visible(c.name)}: {_rates(c)}" for c in self.check_pass]
+        spent = {change.name: change for change in self.spend}
         if self.cost_total:
-            lines.append(f"  cost total: {_money(self.cost_total)}")
-        lines += [f"  cost {visible(c.name)}: {_money(c)}" for c in self.cost]
+            lines.append(f"  cost total: {_money(self.cost_total, self.spend_total)}")
+        lines += [f"  cost {visible(c.name)}: {_money(c, spent.get(c.name))}" for c in self.cost]
+        lines += [f"  not compared: {visible(why)}" for why in self.not_compared]
         lines += [visible(line) for line in significance_lines(self.significance)]
         family = f"; {comparisons_text(self.comparisons)}" if self.comparisons else ""
         movers = (
@@ -181,9 +292,13 @@ def _rates(change: Change) -> str:
     return f"{before} \u2192 {after} ({num.signed_rate(change.delta)})"
 
 
-def _money(change: Change) -> str:
-    before, after = num.money(change.before), num.money(change.after)
-    return f"{before} \u2192 {after} ({num.signed_money(change.delta)})"
+def _money(cost: Change, spend: Change | None = None) -> str:
+    """The cost if uncached and its change; the spend beside it."""
+    before, after = num.money(cost.before), num.money(cost.after)
+    text = f"if uncached {before} \u2192 {after} ({num.signed_money(cost.delta)})"
+    if spend is None:
+        return text
+    return f"{text}; spent {num.money(spend.before)} \u2192 {num.money(spend.after)}"
 
 
 def compare_reports(
@@ -198,12 +313,18 @@ def compare_reports(
     threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
     a_id, b_id, name = str(a.get("run_id") or ""), str(b.get("run_id") or ""), suite.get("name")
     reason = _not_comparable(a, b)
-    if reason:
+    if reason.startswith(DIFFERENT_SUITES):
         return Comparison(a_id, b_id, str(name or ""), False, reason, threshold=threshold)
     candidates = [c for c in _candidates(b) if c in _candidates(a)]
     both = [c for c in _contestants(b) if c in _contestants(a)]
-    eligible = a.get("headline_eligible") is True and b.get("headline_eligible") is True
     paired = paired_changes(a, b, level=level)
+    measures, not_compared = _measures(a, b, [] if reason else candidates, both)
+    if reason:  # the win-rates are not comparable; each contestant's own measures are
+        return Comparison(
+            a_id, b_id, str(name or ""), False, reason, threshold=threshold,
+            significance=paired, measures=measures, not_compared=not_compared,
+        )  # fmt: skip
+    eligible = a.get("headline_eligible") is True and b.get("headline_eligible") is True
     tests = _task_tests(paired, candidates)
     pvalues = list(tests.values())
     adjusted = dict(zip(tests, zip(pvalues, holm(pvalues), strict=True), strict=True))
@@ -223,11 +344,106 @@ def compare_reports(
         ),
         schema_pass=_rate_changes(a, b, both, "schema"),
         check_pass=_rate_changes(a, b, both, "checks"),
-        cost_total=Change("total", _total_cost(a), _total_cost(b)),
-        cost=tuple(Change(c, _cost(a, c), _cost(b, c)) for c in both),
+        cost_total=Change(
+            "total", _total(a, "cost_if_uncached_usd"), _total(b, "cost_if_uncached_usd")
+        ),
+        cost=tuple(
+            Change(c, _cost(a, c, "if_uncached_usd"), _cost(b, c, "if_uncached_usd")) for c in both
+        ),
+        spend_total=Change("total", _total(a, "cost_usd"), _total(b, "cost_usd")),
+        spend=tuple(Change(c, _cost(a, c, "usd"), _cost(b, c, "usd")) for c in both),
         significance=paired,
         comparisons=len(tests),
+        measures=measures,
+        not_compared=not_compared,
     )
+
+
+def _measures(
+    a: Report, b: Report, candidates: list[str], both: list[str]
+) -> tuple[tuple[Measure, ...], tuple[str, ...]]:
+    """Every figure both runs have, a measure at a time: each common candidate's win-rate,
+    then each common contestant's scorecard score (the matrix cell's score, when a
+    scorecard weighs it), pass rate (passed / scored, the matrix's), pass^k (with repeats,
+    the same k in both), schema and check pass rates and cost per answer if uncached (when
+    A's is priced). Scores and pass rates under another scorecard measure something else:
+    left out, and said so."""
+    found: list[Measure] = []
+
+    def add(measure: str, subject: str, before: Any, after: Any, paired: str = "") -> None:
+        if before is not None and after is not None:
+            found.append(Measure(measure, subject, float(before), float(after), paired))
+
+    if b.get("judge"):
+        for candidate in candidates:
+            add("win-rate", candidate, _win_rate(a, candidate), _win_rate(b, candidate), "win")
+    cells_a, cells_b = _cells(a), _cells(b)
+    same_scorecard = _criteria(a) == _criteria(b)
+    not_compared = () if same_scorecard else (
+        "scorecard scores and pass rates: the earlier run has another scorecard",
+    )  # fmt: skip
+    if same_scorecard and _criteria(b):
+        for c in both:
+            add("scorecard score", c, cells_a[c].get("score"), cells_b[c].get("score"), "score")
+    if same_scorecard:
+        for c in both:
+            add("pass rate", c, _share(cells_a[c]), _share(cells_b[c]), "passed")
+    for c in both:
+        k_a, k_b = (_pass_k(r, c) for r in (a, b))
+        if k_a.get("k") == k_b.get("k") and (k_a.get("k") or 0) > 1:
+            add(f"pass^{k_b['k']}", c, k_a.get("pass_all_rate"), k_b.get("pass_all_rate"))
+    for part, what in (("schema", "schema pass"), ("checks", "check pass")):
+        for c in both:
+            add(what, c, _rate(a, c, part), _rate(b, c, part))
+    for c in both:
+        before = _cost(a, c, "per_1k_calls_usd")
+        if before:  # a cost that was 0 (unpriced) has no percent to rise by
+            add(COST, c, before / 1000, _per_answer(b, c))
+    return tuple(found), not_compared
+
+
+def _cells(report: Report) -> dict[str, dict[str, Any]]:
+    cells = {cell["contestant"]: cell for cell in matrix_of(report)[0].get("cells") or ()}
+    return {c: cells.get(c) or {} for c in _contestants(report)}
+
+
+def _criteria(report: Report) -> Any:
+    return (report.get("scorecard") or {}).get("criteria") or None
+
+
+def _share(cell: Mapping[str, Any]) -> float | None:
+    return (
+        cell["passed"] / cell["scored"]
+        if cell.get("scored") and cell.get("passed") is not None
+        else None
+    )
+
+
+def _pass_k(report: Report, contestant: str) -> Mapping[str, Any]:
+    card = (report.get("per_contestant") or {}).get(contestant) or {}
+    return card.get("pass_k") or {}
+
+
+def _per_answer(report: Report, contestant: str) -> float | None:
+    per_1k = _cost(report, contestant, "per_1k_calls_usd")
+    return None if per_1k is None else per_1k / 1000
+
+
+def regression_points(given: Any) -> tuple[float, str]:
+    """The regression threshold a page or tool was given (points 0-100), else
+    :data:`REGRESSION_POINTS`; and what is wrong with what was given ("" when nothing)."""
+    if given is None or given == "":
+        return REGRESSION_POINTS, ""
+    try:
+        points = float(given)
+    except (TypeError, ValueError):
+        points = -1.0
+    if not 0 <= points <= 100:  # also NaN
+        return REGRESSION_POINTS, (
+            f"the regression threshold takes points from 0 to 100, not {str(given)[:40]!r}; "
+            f"showing {REGRESSION_POINTS:g}"
+        )
+    return points, ""
 
 
 def _interval(mover: Mover, paired: Mapping[str, Any] | None) -> Mover:
@@ -277,7 +493,7 @@ def _not_comparable(a: Report, b: Report) -> str:
     name_a = (a.get("suite") or {}).get("name")
     name_b = (b.get("suite") or {}).get("name")
     if name_a != name_b:
-        return f"different suites: {name_a} vs {name_b}"
+        return f"{DIFFERENT_SUITES}: {name_a} vs {name_b}"
     if _baseline(a) != _baseline(b):
         return f"different baselines: {_baseline(a)} vs {_baseline(b)}"
     single = one_contestant(a) and one_contestant(b)  # the baseline is compared
@@ -331,13 +547,13 @@ def _rate(report: Report, contestant: str, part: str) -> float | None:
     return (card.get(part) or {}).get("rate")
 
 
-def _cost(report: Report, contestant: str) -> float | None:
+def _cost(report: Report, contestant: str, key: str) -> float | None:
     card = (report.get("per_contestant") or {}).get(contestant) or {}
-    return (card.get("cost") or {}).get("usd")
+    return (card.get("cost") or {}).get(key)
 
 
-def _total_cost(report: Report) -> float | None:
-    return (report.get("totals") or {}).get("cost_usd")
+def _total(report: Report, key: str) -> float | None:
+    return (report.get("totals") or {}).get(key)
 
 
 def _task_win_rates(report: Report) -> dict[str, Mapping[str, Any]]:

@@ -28,7 +28,9 @@ class Command(EvalsiteCommand):
             "--fail-on-regression",
             type=float,
             metavar="POINTS",
-            help="Exit 1 when a candidate's win-rate fell by more than POINTS (0-100).",
+            help="Exit 1 when a measure regressed: a win-rate, score or pass rate fell by more "
+            "than POINTS (0-100), or a cost per answer (if uncached) rose by more than POINTS "
+            "percent (docs/ci.md).",
         )
         parser.add_argument(
             "--significance",
@@ -71,8 +73,12 @@ class Command(EvalsiteCommand):
         comparison = compare_reports(
             a.report, b.report, threshold=opts["threshold"], level=1 - (alpha or 0.05)
         )
+        checked = comparison.regressions(points, alpha) if points is not None else []
         if opts["json"]:
-            self.stdout.write(json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False))
+            found = comparison.to_dict()
+            if points is not None:
+                found["regressions"] = [regression.to_dict() for regression in checked]
+            self.stdout.write(json.dumps(found, indent=2, ensure_ascii=False))
         else:
             for line in comparison.lines():
                 self.stdout.write(line)
@@ -82,17 +88,11 @@ class Command(EvalsiteCommand):
         if opts["cases"]:
             changes = diff_cases(run_attempts(a), run_attempts(b))
             worse = self._print_cases(changes, opts, heading=not opts["json"])
-        if points is not None:
-            regressed = set(comparison.regression(points, significant=alpha is not None))
-            for change in comparison.win_rates:
-                if change.name in regressed:
-                    self.stderr.write(
-                        f"regression: {change.name} win-rate {change.before:.3f} -> "
-                        f"{change.after:.3f}, down {-change.delta * 100:.1f} points "
-                        f"(more than {points:g})"
-                    )
-            if regressed:
-                sys.exit(ExitCode.GATE_FAILED)
+        regressed = [regression for regression in checked if regression.regressed]
+        for regression in regressed:
+            self.stderr.write(f"regression: {visible(regression.text())}")
+        if regressed:
+            sys.exit(ExitCode.GATE_FAILED)
         if worse:
             sys.exit(ExitCode.GATE_FAILED)
 

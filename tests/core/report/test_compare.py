@@ -1,5 +1,5 @@
 """compare_reports: when two runs are comparable, the movers above the threshold largest
-first, the figure changes, and regression(points) for CI."""
+first, the figure changes, and regressions(points) for CI."""
 
 from __future__ import annotations
 
@@ -9,6 +9,14 @@ import pytest
 
 from evalsite.core.report import Comparison, compare_reports
 from tests.core.report.conftest import BASELINE, CANDIDATE, CONCISE, make_report
+
+
+def _regressed(comparison: Comparison, points: float) -> list[tuple[str, str]]:
+    return [
+        (r.measure.measure, r.measure.subject)
+        for r in comparison.regressions(points)
+        if r.regressed
+    ]
 
 
 def later(**task_rates: tuple[float, float]) -> dict:
@@ -28,7 +36,7 @@ def test_a_run_is_comparable_with_itself_and_nothing_moved():
     assert comparison.comparable and comparison.reason == ""
     assert comparison.movers == ()
     assert [c.delta for c in comparison.win_rates] == [0.0, 0.0]
-    assert comparison.regression(0) == []
+    assert _regressed(comparison, 0) == []
 
 
 @pytest.mark.parametrize(
@@ -45,7 +53,7 @@ def test_runs_that_cannot_be_compared_say_why(change, reason):
     assert not comparison.comparable and comparison.reason == reason
     assert comparison.movers == () and comparison.win_rates == ()
     assert comparison.lines()[-1] == f"  not comparable: {reason}"
-    assert comparison.regression(0) == []
+    assert _regressed(comparison, 0) == []
 
 
 def test_a_changed_suite_file_is_comparable_with_a_note():
@@ -81,14 +89,17 @@ def test_figure_changes_cover_win_rate_schema_checks_and_cost():
     b["win_rates"][CANDIDATE]["win_rate"] = 0.3625
     b["per_contestant"][CONCISE]["schema"]["rate"] = 0.8
     b["per_contestant"][BASELINE]["checks"]["rate"] = 0.9
-    b["per_contestant"][CANDIDATE]["cost"]["usd"] = 0.0035
-    b["totals"]["cost_usd"] = 0.0668
+    b["per_contestant"][CANDIDATE]["cost"]["if_uncached_usd"] = 0.0035
+    b["totals"]["cost_if_uncached_usd"] = 0.0668
+    b["per_contestant"][CANDIDATE]["cost"]["usd"] = 0.0  # from the cache
+    b["totals"]["cost_usd"] = 0.0
     comparison = compare_reports(make_report(), b)
     assert [(c.name, c.delta) for c in comparison.win_rates] == [(CANDIDATE, -0.1), (CONCISE, 0.0)]
     assert [c.name for c in comparison.schema_pass] == [BASELINE, CANDIDATE, CONCISE]
     assert comparison.schema_pass[2].delta == -0.1
     assert comparison.check_pass[0].delta == 0.05
     assert comparison.cost[1].delta == 0.001 and comparison.cost_total.delta == 0.001
+    assert comparison.spend[1].delta == -0.0025 and comparison.spend_total.after == 0.0
 
 
 def test_regression_names_candidates_that_fell_by_more_than_the_points():
@@ -96,14 +107,33 @@ def test_regression_names_candidates_that_fell_by_more_than_the_points():
     b["win_rates"][CANDIDATE]["win_rate"] = 0.3625  # -10 points
     b["win_rates"][CONCISE]["win_rate"] = 0.625  # +5 points
     comparison = compare_reports(make_report(), b)
-    assert comparison.regression(5) == [CANDIDATE]
-    assert comparison.regression(10) == []  # fell by exactly 10, not more
-    assert comparison.regression(9.99) == [CANDIDATE]
+    assert _regressed(comparison, 5) == [("win-rate", CANDIDATE)]
+    assert _regressed(comparison, 10) == []  # fell by exactly 10, not more
+    assert _regressed(comparison, 9.99) == [("win-rate", CANDIDATE)]
+
+
+def test_every_measure_regresses_by_the_one_rule_and_cost_in_percent():
+    b = copy.deepcopy(make_report())
+    b["per_contestant"][CONCISE]["schema"]["rate"] = 0.8  # 0.900 -> 0.800: 10 points
+    b["per_contestant"][BASELINE]["checks"]["rate"] = 0.79  # 0.850 -> 0.790: 6 points
+    cost = b["per_contestant"][CANDIDATE]["cost"]
+    cost["per_1k_calls_usd"] *= 1.08  # 8% more per answer, if uncached
+    cost["usd"] = 0.0  # the spend never counts: a cached rerun is no cheaper
+    comparison = compare_reports(make_report(), b)
+    assert _regressed(comparison, 5) == [
+        ("schema pass", CONCISE),
+        ("check pass", BASELINE),
+        ("cost per answer if uncached", CANDIDATE),
+    ]
+    assert _regressed(comparison, 8) == [("schema pass", CONCISE)]
+    (rise,) = [r for r in comparison.regressions(5) if r.measure.subject == CANDIDATE
+               and r.measure.is_cost]  # fmt: skip
+    assert rise.text().endswith("up 8.0% (more than 5%)")
 
 
 def test_to_dict_and_lines():
     b = later(**{"refund-policy": (0.55, 0.55)})
-    b["totals"]["cost_usd"] = 0.07
+    b["totals"]["cost_if_uncached_usd"] = 0.07
     comparison = compare_reports(make_report(), b)
     data = comparison.to_dict()
     assert isinstance(comparison, Comparison)
@@ -127,10 +157,14 @@ def test_to_dict_and_lines():
         f"  check pass {BASELINE}: 0.850 \u2192 0.850 (+0.000)",
         f"  check pass {CANDIDATE}: 0.850 \u2192 0.850 (+0.000)",
         f"  check pass {CONCISE}: 0.850 \u2192 0.850 (+0.000)",
-        "  cost total: $0.0658 \u2192 $0.0700 (+$0.004200)",
-        f"  cost {BASELINE}: $0.003000 \u2192 $0.003000 (+$0.0000)",
-        f"  cost {CANDIDATE}: $0.002500 \u2192 $0.002500 (+$0.0000)",
-        f"  cost {CONCISE}: $0.002500 \u2192 $0.002500 (+$0.0000)",
+        "  cost total: if uncached $0.0658 \u2192 $0.0700 (+$0.004200); "
+        "spent $0.0658 \u2192 $0.0658",
+        f"  cost {BASELINE}: if uncached $0.003000 \u2192 $0.003000 (+$0.0000); "
+        "spent $0.003000 \u2192 $0.003000",
+        f"  cost {CANDIDATE}: if uncached $0.002500 \u2192 $0.002500 (+$0.0000); "
+        "spent $0.002500 \u2192 $0.002500",
+        f"  cost {CONCISE}: if uncached $0.002500 \u2192 $0.002500 (+$0.0000); "
+        "spent $0.002500 \u2192 $0.002500",
         "  paired significance: none (a report predates per-unit figures)",
         "  movers (per-task win-rate change of 0.150 or more):",
         f"    {CANDIDATE} / refund-policy: 0.350 \u2192 0.550 (+0.200) (UNCALIBRATED)",

@@ -163,17 +163,20 @@ def test_compare_pairs_units_and_matches_a_plain_bootstrap_and_a_test_over_cases
     assert set(significance["win"][CAND]["tasks"]) == set(TASKS)
 
 
+WIN = (CAND, "win-rate")
+
+
 def test_the_significance_gate_fails_a_real_drop_and_passes_noise():
     a, worse = reports(6, 7, -0.6)
     gate = {"max_regression_points": 5, "significance": 0.05}
-    (result,) = [r for r in check_gates(worse, gate, a) if r.subject == CAND]
+    (result,) = [r for r in check_gates(worse, gate, a) if (r.subject, r.measure) == WIN]
     assert result.status == "failed" and "excludes 0" in result.message
     a, noisy = reports(8, 9, 0.2)  # the same judge, other draws: a small change
     drop = (a["win_rates"][CAND]["win_rate"] - noisy["win_rates"][CAND]["win_rate"]) * 100
     points = max(drop - 1, 0)
     results = check_gates(noisy, {"max_regression_points": points, "significance": 0.05}, a)
     (plain,) = [r for r in check_gates(noisy, {"max_regression_points": points}, a)
-                if r.subject == CAND]  # fmt: skip
-    (tested,) = [r for r in results if r.subject == CAND]
+                if (r.subject, r.measure) == WIN]  # fmt: skip
+    (tested,) = [r for r in results if (r.subject, r.measure) == WIN]
     assert plain.status == "failed" and tested.status == "passed"
     assert "includes 0: not significant" in tested.message

@@ -253,7 +253,7 @@ def test_the_regression_gate_compares_scorecard_scores_with_the_pinned_run():
     later = _report({"m": (0.80, 8, 10), "m@v": (0.52, 5, 10)})
 
     results = check_gates(later, {"max_regression_points": 5}, pinned)
-    by = {r.subject: r for r in results if r.subject != "run"}
+    by = {r.subject: r for r in results if r.measure == "scorecard score"}
 
     assert by["m"].status == "failed" and by["m"].figure == 10.0
     assert by["m"].message == (
@@ -266,7 +266,11 @@ def test_the_regression_gate_compares_scorecard_scores_with_the_pinned_run():
 def test_a_run_of_one_model_is_gated_on_its_score_though_it_has_no_win_rate_to_compare():
     pinned = _report({"m": (0.90, 9, 10)}, run_id="r1")
     results = check_gates(_report({"m": (0.70, 7, 10)}), {"max_regression_points": 5}, pinned)
-    assert [(r.subject, r.status) for r in results] == [("run", "skipped"), ("m", "failed")]
+    assert [(r.subject, r.measure, r.status) for r in results] == [
+        ("run", "", "skipped"),
+        ("m", "scorecard score", "failed"),  # 0.90 -> 0.70
+        ("m", "pass rate", "failed"),  # 9/10 -> 7/10
+    ]
     assert results[0].message.startswith("win-rates not compared with the pinned baseline r1")
 
 
