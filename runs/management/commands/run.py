@@ -15,7 +15,7 @@ from django.core.management.base import CommandParser
 from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.case_diff import diff_lines
-from evalsite.core.report.summary import terminal_summary, wants_colour
+from evalsite.core.report.summary import gate_lines, terminal_summary, wants_colour
 from evalsite.core.report.text import visible
 from evalsite.management import EvalsiteCommand
 from runs import sealed
@@ -77,6 +77,11 @@ class Command(EvalsiteCommand):
             metavar="FILE|RUN",
             help="Hold each case against a run or an evalpin results file: exit 1 when one "
             "is worse, or new and not fully passing.",
+        )
+        parser.add_argument(
+            "--strict-gates",
+            action="store_true",
+            help="Fail (exit 1) a gate naming a contestant that is not in the run.",
         )
         parser.add_argument(
             "--resume",
@@ -173,6 +178,7 @@ class Command(EvalsiteCommand):
             concurrency=opts["concurrency"],
             judge=opts["judge"],
             dry_run=opts["dry_run"],
+            strict_gates=opts["strict_gates"],
         )
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
@@ -275,6 +281,8 @@ class Command(EvalsiteCommand):
             report = run.report
             if as_json:
                 self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
+                for line in gate_lines(report.get("gates") or [], verdicts_only=True):
+                    self.stderr.write(line.strip())  # why it exits 1; stdout is the JSON
             else:
                 colour = wants_colour(self.stdout, os.environ)
                 for line in terminal_summary(report, colour=colour):
