@@ -152,3 +152,22 @@ def test_a_failing_gate_under_json_says_why_on_stderr(tmp_path):
         "gate failed: min_win_rate_lower_bound - scripted/cand: win-rate lower bound 0.575 < 0.900"
         in ran.stderr.splitlines()
     ), ran.stderr
+
+
+def test_a_run_that_failed_under_json_says_why_on_stderr(tmp_path):
+    suite, replies = _write(tmp_path, min_labels=10)
+    replies.write_text(
+        "\n".join(
+            line.split(":")[0] + ": [{error: provider down}]"
+            if line.startswith("  ") and not line.startswith("  judge/")
+            else line
+            for line in replies.read_text().splitlines()
+        )
+        + "\n"
+    )
+
+    ran = evalsite(tmp_path / "data", "run", str(suite), "--replies", str(replies), "--json")
+
+    assert ran.returncode == 3
+    assert json.loads(ran.stdout)["status"] == "failed"
+    assert "every answer failed; first error: provider down" in ran.stderr, ran.stderr
