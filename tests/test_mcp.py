@@ -249,6 +249,7 @@ def test_a_fake_run_reports_its_summary_with_progress_and_shows_in_the_web_app(s
     assert summary["headline_eligible"] is False
     assert summary["calibration"]["status"] == "below_floor"
     assert "must not be quoted" in summary["note"]
+    assert all(rate["uncalibrated"] for rate in summary["win_rates"].values())
     assert summary["gates"] == [] and summary["gates_passed"] is True  # the report's own
     # the interval's unit is the case, as on every other face (issue 27)
     assert [(rate["cases"], rate["n"]) for rate in summary["win_rates"].values()] == [(19, 19)]
@@ -284,7 +285,7 @@ def test_a_scripted_run_is_calibrated_and_pages_its_failures(site, server):
     assert run.data.get("status") == "done", run.data
     assert run.data["headline_eligible"] is True and "note" not in run.data
     assert run.data["calibration"]["status"] == "ok"
-    assert run.data["win_rates"]["scripted/cand"]["ci"]  # the report's win-rate, as --json
+    assert run.data["win_rates"]["scripted/cand"]["uncalibrated"] is False
     assert last.data == run.data == summary.data
     cap = site.rows("SELECT cap_usd FROM runs_run WHERE id = ?", (run.data["run_id"],))[0][0]
     assert float(cap) == 0.50  # the suite's own limit is below EVALSITE_MCP_MAX_COST

@@ -182,6 +182,8 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     for candidate, figures in figures_of.items():
         if candidate in win_rates:  # corrected and length-aware (docs/judging.md)
             win_rates[candidate] |= figures
+    for rate in win_rates.values():  # flagged on the rate itself, wherever it is read
+        rate["uncalibrated"] = not eligible
     report = {
         "format": FORMAT,
         "run_id": data.run_id,
