@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
+from evalsite.core.gate_subjects import unknown_subject_problems
 from evalsite.core.judging import judge_config
 from evalsite.core.plan import (
     Cell,
@@ -97,6 +98,7 @@ class RunOptions:
     dry_run: bool = False  # an estimate only: missing keys are listed, not refused
     no_look: bool = False  # no case data written (docs/no-look.md); the suite may say so too
     datasource: bool = False  # some task's cases were read from a source (never resumed)
+    strict_gates: bool = False  # a gate on a contestant not in the run fails (docs/ci.md)
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -177,6 +179,8 @@ def make_plan(
         raise PlanError(f"--label: {problem}")
     _check_sources(suite)
     contestants = _contestants(suite, options.models)
+    if not options.models and (unknown := unknown_subject_problems(suite.gate, suite.models)):
+        raise PlanError("; ".join(unknown))
     _check_media(suite, contestants, options)
     if options.no_look or suite.no_look:
         options = _no_look_options(suite, options)
@@ -498,6 +502,7 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         concurrency=options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
         form_submission=form_submission,
         datasource=options.datasource,
+        strict_gates=options.strict_gates,
     ).to_json()
 
 

@@ -127,6 +127,8 @@ def compute_report(
             previous=previous_report(run),
             gate=dict(suite.gate),
             pinned=_pinned(run),
+            strict_gates=run.stored_options.strict_gates,
+            on_below_floor=judge.on_below_floor if judge else "flag",
             scorecard=suite.scorecard,
             judge_consistency=judge.consistency if judge else 0,
             rechecks=recheck_rows(run) if judge and judge.consistency else (),

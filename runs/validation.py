@@ -10,6 +10,7 @@ from pathlib import Path
 
 from evalsite.core import judge_warnings
 from evalsite.core.datasource import source_problems
+from evalsite.core.gate_subjects import unknown_subject_problems
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
@@ -125,6 +126,7 @@ def validate(path: str) -> dict:
     prepare_database()
     errors, details = model_errors(loaded)
     errors += source_and_privacy_errors(path, loaded)
+    errors += unknown_subject_problems(loaded.gate, loaded.models)  # as a run of its models
     outcome.update(details)
     outcome["errors"] = [f"{path}: {error}" for error in errors]
     if errors:

@@ -61,7 +61,12 @@ def test_the_fake_runs_it_to_the_end_and_the_gate_holds_the_shipped_combination(
 
 def test_the_scripted_run_prints_the_tags_under_the_floor_and_the_frontier(capsys):
     code, out, report = run_example(capsys, *SCRIPTED)
-    assert code == 0 and report["gates"] == []  # the gate names no scripted contestant
+    # the gate names no scripted contestant: not evaluated, named, and the run passes
+    assert code == 0 and report["gates_passed"] is True
+    assert [(g["subject"], g["status"]) for g in report["gates"]] == [
+        ("openai/gpt-4o-mini@v2", "not_evaluated")
+    ]
+    assert "  gate not evaluated: min_score - openai/gpt-4o-mini@v2: not a contestant" in out
     # mini@v1 misses conv-004 (order, edge_case, non_english) and conv-008 (billing,
     # edge_case, non_english): edge_case 3/5, non_english 1/3; billing 4/5, order 4/5
     assert "    scripted/mini@v1: 2 tags pass below 0.70: edge_case 0.600, non_english 0.333" in out

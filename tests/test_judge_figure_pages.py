@@ -8,9 +8,8 @@ from django.test import Client
 from django.urls import reverse
 
 from evalsite.core.report.build import build_report
-from evalsite.mcp.replies import report_reply
 from runs.models import Run
-from tests.core.report.test_judge_figures import CAND, generated_run
+from tests.core.report.test_judge_figures import generated_run
 from tests.factories import make_run, make_user
 
 pytestmark = pytest.mark.django_db
@@ -40,10 +39,3 @@ def test_the_compare_page_shows_each_movers_paired_interval_and_mcnemar():
     page = _member().get(reverse("compare") + f"?a={a.id}&b={b.id}").content.decode()
     assert "Paired interval" in page and "n=24" in page  # the tone task's mover
     assert "Paired by case and repeat" in page and "(sign-flip test over cases)" in page
-
-
-def test_mcp_replies_carry_the_corrected_and_length_figures():
-    report = build_report(generated_run(1)[0])
-    rate = report_reply(report, web_url_path="/runs/r1/")["win_rates"][CAND]
-    assert rate["corrected"] == report["win_rates"][CAND]["corrected"]
-    assert rate["length"]["preference"]["controlled"] is not None

@@ -129,8 +129,11 @@ class Site:
             "EVALSITE_MCP_SUITE_ROOT": str(self.root),
             "ANTHROPIC_API_KEY": CANARY,
         }
-        if os.environ.get("EVALSITE_UNSAFE_NO_SANDBOX"):
-            env["EVALSITE_UNSAFE_NO_SANDBOX"] = os.environ["EVALSITE_UNSAFE_NO_SANDBOX"]
+        # the server runs the code under test (a checkout first on PYTHONPATH), not whatever
+        # checkout the virtualenv has installed
+        for name in ("EVALSITE_UNSAFE_NO_SANDBOX", "PYTHONPATH"):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
         return env | extra
 
     def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -247,6 +250,7 @@ def test_a_fake_run_reports_its_summary_with_progress_and_shows_in_the_web_app(s
     assert summary["calibration"]["status"] == "below_floor"
     assert "must not be quoted" in summary["note"]
     assert all(rate["uncalibrated"] for rate in summary["win_rates"].values())
+    assert summary["gates"] == [] and summary["gates_passed"] is True  # the report's own
     # the interval's unit is the case, as on every other face (issue 27)
     assert [(rate["cases"], rate["n"]) for rate in summary["win_rates"].values()] == [(19, 19)]
     assert summary["totals"]["simulated"] is True and summary["totals"]["answers"] == 50

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from evalsite.core.gate_subjects import unknown_subjects
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.document import one_contestant
 
@@ -32,7 +33,7 @@ __all__ = ["GateResult", "check_gates"]
 class GateResult:
     gate: str
     subject: str  # the candidate (or "run")
-    status: str  # passed / failed / skipped
+    status: str  # passed / failed / skipped / not_evaluated
     figure: float | bool | None
     threshold: float | bool | None
     message: str
@@ -50,9 +51,16 @@ def check_gates(
     report: Mapping[str, Any],
     gate: Mapping[str, Any],
     pinned: Mapping[str, Any] | None = None,
+    *,
+    strict: bool = False,
+    on_below_floor: str = "flag",
 ) -> list[GateResult]:
-    """Every gate of `gate` checked on `report`; `pinned` is the pinned baseline run's report."""
+    """Every gate of `gate` checked on `report`; `pinned` is the pinned baseline run's report.
+    `strict` (--strict-gates) fails a gate naming a contestant the run does not have;
+    `on_below_floor` is the suite's ``judge.calibration.on_below_floor``."""
     results: list[GateResult] = []
+    if on_below_floor == "fail":
+        results.append(_floor(report))
     candidates = list(report.get("contestants", []))[1:]
     rates = report.get("win_rates") or {}
     if "min_win_rate_lower_bound" in gate:
@@ -103,7 +111,36 @@ def check_gates(
     if "max_regression_points" in gate:
         alpha = gate.get("significance")  # also require the paired interval to exclude 0
         results += _regression(report, pinned, float(gate["max_regression_points"]), alpha)
+    return results + _not_evaluated(report, gate, strict)
+
+
+def _not_evaluated(report: Mapping[str, Any], gate: Mapping[str, Any], strict: bool) -> list:
+    contestants = list(report.get("contestants", []))
+    results = []
+    for name, subject in unknown_subjects(gate, contestants):
+        message = (
+            f"{subject}: not a contestant of this run ({', '.join(contestants)}); {name} was "
+            "not evaluated for it"
+        )
+        status = "failed" if strict else "not_evaluated"
+        message += " (--strict-gates)" if strict else ""
+        results.append(GateResult(name, subject, status, None, gate[name][subject], message))
     return results
+
+
+def _floor(report: Mapping[str, Any]) -> GateResult:
+    """`on_below_floor: fail`: the run fails unless the judge's calibration gate is ok."""
+    eligible = bool(report.get("headline_eligible"))
+    reason = (report.get("calibration") or {}).get("reason") or "no reason given"
+    message = (
+        "the judge passes its calibration gate"
+        if eligible
+        else "the judge is below its calibration floor (judge.calibration.on_below_floor: "
+        f"fail): {reason}"
+    )
+    return GateResult(
+        "on_below_floor", "run", "passed" if eligible else "failed", eligible, True, message
+    )
 
 
 def _wanted(threshold: Any, subject: str) -> Any:

@@ -1,8 +1,10 @@
 """What the MCP tools send back, shaped from plain values (docs/mcp.md).
 
-Contract: a reply is a summary and paths. It is built from named keys of the stored report
-(never copied whole), so answer text, judge rationales and provider responses cannot reach
-it; every reply carries ``headline_eligible`` and the calibration status; and
+Contract: a reply is a summary and paths. A run's summary is the one the CLI's ``--json``
+prints (:func:`runs.summary.run_summary`, report.json, which holds no answer text, judge
+rationale or provider response); the other replies are built here from named keys of the
+report and the rows; every reply carries ``headline_eligible`` and the calibration status;
+and
 :func:`scrub` removes anything shaped like a key, or equal to a secret, before it is sent.
 """
 
@@ -18,14 +20,6 @@ from evalsite.core.keys import REDACTED, redact
 PAGE_SIZE = 25
 MESSAGE_CHARS = 300
 CALIBRATION_KEYS = ("status", "reason", "kappa", "kappa_band", "kappa_ci", "n")
-# corrected: the label-corrected win-rate; length: length-controlled (docs/judging.md)
-# n counts pairs, cases the cases they come from (the interval's unit); no_interval says why
-# a win-rate has none, method how it was drawn (BCa below 30 cases).
-WIN_RATE_KEYS = (
-    "win_rate", "ci", "n", "cases", "method", "no_interval", "flips", "flip_rate", "excluded",
-    "corrected", "length",
-)  # fmt: skip
-TOTAL_KEYS = ("answers", "pairs", "judge_calls", "cost_usd", "cost_if_uncached_usd", "simulated")
 REFUSAL_CODES = (
     "outside_suite_root",
     "invalid_suite",
@@ -52,7 +46,7 @@ CASE_NOTE = (
 )
 UNCALIBRATED_NOTE = (
     "headline_eligible is false: the judge's agreement with the team's labels is not shown "
-    "({status}: {reason}). These win-rates are UNCALIBRATED and must not be quoted as results."
+    "({status}: {reason}). Its win-rates are UNCALIBRATED and must not be quoted as results."
 )
 
 
@@ -60,37 +54,6 @@ def refusal(reason: str, message: str, **extra: Any) -> dict[str, Any]:
     """A refusal: nothing was called and nothing was spent."""
     assert reason in REFUSAL_CODES, reason
     return {"refused": True, "reason": reason, "message": message, "spent_usd": 0} | extra
-
-
-def report_reply(report: Mapping[str, Any], *, web_url_path: str) -> dict[str, Any]:
-    """The summary of a run with a report (`run_suite`, `last_report`, `get_run`)."""
-    eligible = bool(report.get("headline_eligible"))
-    calibration = calibration_status(report)
-    report_path = str(report.get("report_path") or "")
-    totals = report.get("totals") or {}
-    reply = {
-        "run_id": report["run_id"],
-        "status": report["status"],
-        "suite": {"name": report["suite"]["name"], "hash": report["suite"]["hash"]},
-        "contestants": list(report["contestants"]),
-        "headline_eligible": eligible,
-        "calibration": calibration,
-        "win_rates": {
-            candidate: {key: rate.get(key) for key in WIN_RATE_KEYS}
-            | {"uncalibrated": not eligible}
-            for candidate, rate in (report.get("win_rates") or {}).items()
-        },
-        "totals": {key: totals.get(key) for key in TOTAL_KEYS},
-        "warnings": [str(warning) for warning in report.get("warnings") or ()],
-        "report_path": report_path,
-        "report_md": str(Path(report_path) / "report.md") if report_path else "",
-        "web_url_path": web_url_path,
-    }
-    if not eligible:
-        reply["note"] = UNCALIBRATED_NOTE.format(
-            status=calibration["status"], reason=calibration["reason"] or "no reason given"
-        )
-    return reply
 
 
 def calibration_status(report: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,9 @@ from evalsite.mcp import replies
 from runs.calibration import suite_calibration
 from runs.models import Answer, Call, Endpoint, Judgement, Pair, Run, Suite, SuiteVersion
 from runs.planner import PlanError, RunOptions, make_plan, store_plan
-from runs.progress import answer_totals, progress
+from runs.progress import progress
 from runs.scoring import python_check_problems
+from runs.summary import run_summary
 
 SHOWN_PROBLEMS = 5
 
@@ -186,32 +187,25 @@ def cancel(run_id: str) -> None:
 
 
 def run_reply(run: Run | str) -> dict[str, Any]:
-    """The summary of a run: from its report, or what is known of a run that has none."""
+    """The run's summary as `evalsite report RUN --json` prints it (:func:`run_summary`: its
+    report.json, gate verdicts included), with where to read it and the suite's calibration."""
     if not isinstance(run, Run):
         run = Run.objects.select_related("suite_version__suite").get(pk=run)
-    if run.report is not None:
-        reply = replies.report_reply(run.report, web_url_path=run_url(run.id))
-        return reply | {"suite_calibration": suite_calibration_status(run.suite)}
-    totals = answer_totals(run)
-    return {
-        "run_id": run.id,
-        "status": run.status,
-        "detail": run.detail,
-        "suite": {"name": run.suite_version.suite.name, "hash": run.suite_version.sha256},
-        "contestants": list(run.contestants),
-        "headline_eligible": False,
-        "calibration": {"status": "none"},
-        "cap_usd": f"{run.cap_usd:f}",
-        "estimate_usd": (run.estimate or {}).get("total_usd"),
-        "totals": {
-            key: totals[key]
-            for key in ("answers", "answer_errors", "cost_usd", "cost_if_uncached_usd", "simulated")
-        },
-        "report_path": "",
+    summary = run_summary(run)
+    report_path = str(summary.get("report_path") or "") if run.report is not None else ""
+    reply = summary | {
+        "report_md": str(Path(report_path) / "report.md") if report_path else "",
         "web_url_path": run_url(run.id),
-        "note": "this run has no report, so it has no win-rates",
         "suite_calibration": suite_calibration_status(run.suite),
     }
+    if run.report is None:
+        return reply | {"note": "this run has no report, so it has no win-rates and no gates"}
+    if not summary.get("headline_eligible"):
+        calibration = replies.calibration_status(summary)
+        reply["note"] = replies.UNCALIBRATED_NOTE.format(
+            status=calibration["status"], reason=calibration["reason"] or "no reason given"
+        )
+    return reply
 
 
 def suite_calibration_status(suite: Suite) -> dict[str, Any]:

@@ -85,6 +85,7 @@ class StoredOptions:
     concurrency: int | None = None  # calls in flight per model across the run's shards
     form_submission: str = ""  # the launch form's token, so a resubmission is one run
     datasource: bool = False  # some task's cases were read from a source: never resumed
+    strict_gates: bool = False  # --strict-gates: a gate on a contestant not in the run fails
 
     @classmethod
     def from_json(cls, data: dict) -> StoredOptions:
@@ -99,6 +100,7 @@ class StoredOptions:
             concurrency=int(concurrency) if concurrency else None,
             form_submission=data.get("form_submission") or "",
             datasource=bool(data.get("datasource")),
+            strict_gates=bool(data.get("strict_gates")),
         )
 
     @property
@@ -438,9 +440,9 @@ class Run(models.Model):
 
     @property
     def exit_code(self) -> ExitCode:
-        """What a command that ran this run exits with (SPEC §15): 0 done; 1 when one of the
-        suite's `gate:` checks failed, or the suite says `on_below_floor: fail` and the
-        headline gate is not ok; 3 failed or cancelled; 4 refused; 5 aborted over budget."""
+        """What a command that ran this run exits with (SPEC §15): 0 done; 1 when one of its
+        report's gates failed (`on_below_floor: fail` is one of them); 3 failed or
+        cancelled; 4 refused; 5 aborted over budget."""
         code = {
             Run.Status.DONE: ExitCode.OK,
             Run.Status.REFUSED: ExitCode.REFUSED,
@@ -448,10 +450,6 @@ class Run(models.Model):
         }.get(self.status, ExitCode.RUNTIME_ERROR)
         if code != ExitCode.OK or self.report is None:
             return code
-        judge = self.suite_version.parsed.get("judge") or {}
-        fail_below = (judge.get("calibration") or {}).get("on_below_floor") == "fail"
-        if fail_below and not self.report["headline_eligible"]:
-            return ExitCode.GATE_FAILED
         if not self.report.get("gates_passed", True):
             return ExitCode.GATE_FAILED
         return code

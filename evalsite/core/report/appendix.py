@@ -138,17 +138,19 @@ def gates_section(ctx: Context) -> Section:
     gates = ctx.report.get("gates") or []
     if not gates:
         return Section("gates", "Gates", (Para("The suite has no gate: block."),))
-    order = {"failed": 0, "skipped": 1, "passed": 2}
+    order = {"failed": 0, "not_evaluated": 1, "skipped": 2, "passed": 3}
     rows = tuple(
         (
-            str(g.get("status", "")).upper(),
+            str(g.get("status", "")).replace("_", " ").upper(),
             Code(visible(str(g.get("gate", "")))),
             Code(visible(str(g.get("message", "")), MESSAGE_CHARS)),
         )  # fmt: skip
-        for g in sorted(gates, key=lambda g: order.get(g.get("status"), 3))
+        for g in sorted(gates, key=lambda g: order.get(g.get("status"), 4))
     )
     failed = sum(1 for g in gates if g.get("status") == "failed")
     verdict = f"{failed} gate check(s) failed." if failed else "Every gate check passed."
+    if unjudged := sum(1 for g in gates if g.get("status") == "not_evaluated"):
+        verdict += f" {unjudged} not evaluated: a contestant the gate names is not in the run."
     return Section("gates", "Gates", (Para(verdict), Table(("status", "gate", "figure"), rows)))
 
 

@@ -163,6 +163,8 @@ class ReportInput:
     previous: Mapping[str, Any] | None = None
     gate: Mapping[str, Any] = field(default_factory=dict)
     pinned: Mapping[str, Any] | None = None  # the pinned baseline run's report
+    strict_gates: bool = False  # --strict-gates: a gate on a contestant not in the run fails
+    on_below_floor: str = "flag"  # judge.calibration.on_below_floor; "fail" is a gate
     scorecard: Sequence[Criterion] = ()  # the suite's scorecard: criteria
     report_path: str = ""
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
@@ -187,6 +189,8 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     for candidate, figures in figures_of.items():
         if candidate in win_rates:  # corrected and length-aware (docs/judging.md)
             win_rates[candidate] |= figures
+    for rate in win_rates.values():  # flagged on the rate itself, wherever it is read
+        rate["uncalibrated"] = not eligible
     report = {
         "format": FORMAT,
         "run_id": data.run_id,
@@ -246,7 +250,13 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         report, unpriced=unpriced_contestants(data.answers), points=data.frontier_points
     )
     report = jsonable(report)
-    gates = check_gates(report, data.gate, data.pinned) if data.gate else []
+    gates = check_gates(
+        report,
+        data.gate,
+        data.pinned,
+        strict=data.strict_gates,
+        on_below_floor=data.on_below_floor,
+    )
     report["gates"] = [result.to_dict() for result in gates]
     report["gates_passed"] = not any(result.failed for result in gates)
     return report | jsonable(matrix, digits=MATRIX_DIGITS)

@@ -32,7 +32,7 @@ from evalsite.core.report.text import visible
 from evalsite.core.scoring.aggregate import cases_text
 
 __all__ = [
-    "aligned", "contestant_table", "headline_text", "matrix_lines", "summary_lines",
+    "aligned", "contestant_table", "gate_lines", "headline_text", "matrix_lines", "summary_lines",
     "terminal_summary", "warning_lines", "wants_colour",
 ]  # fmt: skip
 
@@ -58,7 +58,7 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         lines += [_calibration_line(ctx), *_win_rate_lines(ctx)]
     lines += judge_figure_lines(report)  # corrected and length-controlled win-rates
     lines.append("  cost: " + cost_text(ctx.get("totals")))
-    lines += _gate_lines(report.get("gates") or [])
+    lines += gate_lines(report.get("gates") or [])
     return lines
 
 
@@ -97,16 +97,24 @@ def _cases_passed(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
-def _gate_lines(gates: list) -> list[str]:
-    """One line per failed (or skipped) gate, naming its figure; one line when all pass."""
+def gate_lines(gates: list, *, verdicts_only: bool = False) -> list[str]:
+    """One line per failed, not evaluated (a contestant not in the run) or skipped gate,
+    naming its figure; one line when none failed. `verdicts_only`: the failed and not
+    evaluated lines alone (`run --json` writes them to stderr)."""
     if not gates:
         return []
-    failed = [g for g in gates if g.get("status") == "failed"]
-    skipped = [g for g in gates if g.get("status") == "skipped"]
-    lines = [f"  gate failed: {g.get('gate')} - {visible(g.get('message', ''))}" for g in failed]
-    lines += [f"  gate skipped: {g.get('gate')} - {visible(g.get('message', ''))}" for g in skipped]
-    if not failed:
-        lines.append(f"  gates: {len(gates) - len(skipped)} passed")
+    lines = []
+    for status, words in (("failed", "failed"), ("not_evaluated", "not evaluated")) + (
+        () if verdicts_only else (("skipped", "skipped"),)
+    ):
+        lines += [
+            f"  gate {words}: {g.get('gate')} - {visible(g.get('message', ''))}"
+            for g in gates
+            if g.get("status") == status
+        ]
+    if not verdicts_only and not any(g.get("status") == "failed" for g in gates):
+        passed = sum(1 for g in gates if g.get("status") == "passed")
+        lines.append(f"  gates: {passed} passed")
     return lines
 
 

@@ -10,6 +10,7 @@ from django.core.management.base import CommandParser
 from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.management import EvalsiteCommand
 from runs.setup import prepare_database
+from runs.summary import run_summary
 
 
 class Command(EvalsiteCommand):
@@ -24,7 +25,7 @@ class Command(EvalsiteCommand):
         suite = self.suite_named_or_exit(opts["suite"])
         run = self.run_or_exit("latest", suite=suite)
         if opts["json"]:
-            self.stdout.write(json.dumps(run.report, indent=2, ensure_ascii=False))
+            self.stdout.write(json.dumps(run_summary(run), indent=2, ensure_ascii=False))
         else:
             colour = wants_colour(self.stdout, os.environ)
             for line in terminal_summary(run.report, colour=colour):

@@ -15,6 +15,7 @@ from runs.exports import ANSWER_COLUMNS, PAIR_COLUMNS, answer_rows, pair_rows, w
 from runs.inspection import case_keys, case_lines, failure_lines, known_cases
 from runs.media import report_attachments
 from runs.setup import prepare_database
+from runs.summary import run_summary
 
 
 class Command(EvalsiteCommand):
@@ -47,7 +48,7 @@ class Command(EvalsiteCommand):
             return
         run = self.run_or_exit(opts["run"], with_report=True)
         if fmt == "json":
-            self.stdout.write(json.dumps(run.report, indent=2, ensure_ascii=False))
+            self.stdout.write(json.dumps(run_summary(run), indent=2, ensure_ascii=False))
         elif fmt == "html":
             self.stdout.write(render_html(run.report, report_attachments(run)))
         else:

@@ -15,7 +15,7 @@ from django.core.management.base import CommandParser
 from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.case_diff import diff_lines
-from evalsite.core.report.summary import terminal_summary, wants_colour
+from evalsite.core.report.summary import gate_lines, terminal_summary, wants_colour
 from evalsite.core.report.text import visible
 from evalsite.management import EvalsiteCommand
 from runs import sealed
@@ -27,6 +27,7 @@ from runs.progress import answer_totals, progress
 from runs.resume import ResumeRefused, resume_run
 from runs.runner import execute
 from runs.setup import prepare_database
+from runs.summary import run_summary
 from runs.validation import judge_lines
 
 MAX_CONCURRENCY = 1024  # calls in flight per model
@@ -77,6 +78,11 @@ class Command(EvalsiteCommand):
             metavar="FILE|RUN",
             help="Hold each case against a run or an evalpin results file: exit 1 when one "
             "is worse, or new and not fully passing.",
+        )
+        parser.add_argument(
+            "--strict-gates",
+            action="store_true",
+            help="Fail (exit 1) a gate naming a contestant that is not in the run.",
         )
         parser.add_argument(
             "--resume",
@@ -173,6 +179,7 @@ class Command(EvalsiteCommand):
             concurrency=opts["concurrency"],
             judge=opts["judge"],
             dry_run=opts["dry_run"],
+            strict_gates=opts["strict_gates"],
         )
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
@@ -272,39 +279,28 @@ class Command(EvalsiteCommand):
 
     def _finish(self, run: Run, as_json: bool) -> None:
         if run.report is not None:
-            report = run.report
+            report = run_summary(run)
             if as_json:
                 self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))
+                # why it exits non-zero, on stderr: stdout is the JSON
+                if run.status != Run.Status.DONE and run.detail:
+                    self.stderr.write(f"{run.status}: {run.detail}")
+                for line in gate_lines(report.get("gates") or [], verdicts_only=True):
+                    self.stderr.write(line.strip())
             else:
                 colour = wants_colour(self.stdout, os.environ)
                 for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
             sys.exit(self._against_baseline(run, quiet=as_json) or run.exit_code)
-        totals = answer_totals(run)
+        summary = run_summary(run)
         if as_json:
-            self.stdout.write(json.dumps(run_summary(run, totals), indent=2))
+            self.stdout.write(json.dumps(summary, indent=2))
         else:
-            for line in summary_lines(run, totals):
+            for line in summary_lines(run, summary["totals"]):
                 self.stdout.write(line)
-            if run.detail:
-                self.stderr.write(run.detail)
+        if run.detail:  # why it did not finish (exit 3, 4 or 5)
+            self.stderr.write(run.detail)
         sys.exit(run.exit_code)
-
-
-def run_summary(run: Run, totals: dict) -> dict:
-    return {
-        "run_id": run.id,
-        "status": run.status,
-        "detail": run.detail,
-        "suite": {"name": run.suite_version.suite.name, "hash": run.suite_version.sha256},
-        "contestants": run.contestants,
-        "judge": run.judge.get("model"),
-        "price_table": run.price_table.name,
-        "cap_usd": f"{run.cap_usd:.6f}",
-        "estimate": run.estimate,
-        "report_path": str(run.report_dir),
-        "totals": totals,
-    }
 
 
 def summary_lines(run: Run, totals: dict) -> list[str]:
