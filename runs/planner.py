@@ -231,14 +231,22 @@ def _no_look_options(suite: Suite, options: RunOptions) -> RunOptions:
     """A no-look run's options: the cache off (a cached reply is case data on disk).
     PlanError for what would write case data anyway: execution checks (the sandbox gets
     the answer and the vars as files)."""
-    checked = [task.id for task in suite.tasks if any(case.check for case in task.cases)]
-    if checked:
-        raise PlanError(
-            "a no-look run cannot run execution checks (tasks: "
-            f"{', '.join(checked)}): the sandbox is given the answer and the case's vars as "
-            "files on disk; drop the `check:` blocks or run without no-look"
-        )
+    problem = no_look_problem(suite)
+    if problem:
+        raise PlanError(problem)
     return dataclasses.replace(options, no_look=True, no_cache=True)
+
+
+def no_look_problem(suite: Suite) -> str | None:
+    """Why the suite cannot run no-look: its execution checks (the sandbox gets files)."""
+    checked = [task.id for task in suite.tasks if any(case.check for case in task.cases)]
+    if not checked:
+        return None
+    return (
+        "a no-look run cannot run execution checks (tasks: "
+        f"{', '.join(checked)}): the sandbox is given the answer and the case's vars as "
+        "files on disk; drop the `check:` blocks or run without no-look"
+    )
 
 
 def _contestants(suite: Suite, models: list[str] | None) -> list[str]:

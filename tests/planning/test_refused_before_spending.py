@@ -1,0 +1,85 @@
+"""One preparation of a run (runs.planning.start): every refusal an entry point makes before
+spending, `evalsite validate` makes too. A suite whose `python:` check module is not there
+validates with an error naming the check, and `evalsite run` refuses it before anything is
+stored or spent, as MCP does (issue 28 item 8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from runs.models import Answer, Run
+from runs.prices import ensure_default_table
+
+pytestmark = pytest.mark.django_db
+
+SUITE = """\
+suite: {name}
+version: 1
+models: [scripted/good]
+replies: {name}.replies.yaml
+tasks:
+  - id: greet
+    prompt: "Greet {{{{who}}}}"
+    cases:
+      - id: one
+        vars: {{who: Ada}}
+        checks: [{{python: "{module}:names_them"}}]
+"""
+REPLIES = "good:\n  greet/one: ['Hello Ada!']\n"
+
+
+def _suite(folder: Path, name: str, module: str) -> Path:
+    (folder / f"{name}.replies.yaml").write_text(REPLIES)
+    path = folder / f"{name}.yaml"
+    path.write_text(SUITE.format(name=name, module=module))
+    return path
+
+
+def _call(*args: str) -> tuple[int, str, str]:
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command(*args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_validate_refuses_a_python_check_whose_module_is_not_there(tmp_path):
+    ensure_default_table()
+    path = _suite(tmp_path, "no-module", "nowhere_to_be_found_h5")
+    code, out, err = _call("validate", str(path))
+    assert code == 2, out + err
+    assert "cases[0].checks[0].python" in err
+    assert "nowhere_to_be_found_h5:names_them" in err
+    code, out, _ = _call("validate", str(path), "--json")
+    outcome = json.loads(out)
+    assert code == 2 and not outcome["ok"]
+    assert any("nowhere_to_be_found_h5" in error for error in outcome["errors"])
+
+
+def test_validate_accepts_the_same_suite_once_its_module_is_there(tmp_path):
+    ensure_default_table()
+    path = _suite(tmp_path, "with-module", "check_with_module_h5")
+    (tmp_path / "check_with_module_h5.py").write_text(
+        "def names_them(answer, case_vars):\n    return case_vars['who'] in answer\n"
+    )
+    code, out, err = _call("validate", str(path))
+    assert code == 0, out + err
+    assert out.splitlines()[-1].startswith("ok: ")
+
+
+@pytest.mark.django_db(transaction=True)  # without the fix, the run executes on a thread
+def test_run_refuses_a_missing_python_check_module_before_spending(tmp_path):
+    ensure_default_table()
+    path = _suite(tmp_path, "run-no-module", "nowhere_either_h5")
+    code, out, err = _call("run", str(path), "--fake")
+    assert code == 2, out + err
+    assert "nowhere_either_h5:names_them" in err
+    assert not Run.objects.exists() and not Answer.objects.exists()
