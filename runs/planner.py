@@ -97,6 +97,7 @@ class RunOptions:
     dry_run: bool = False  # an estimate only: missing keys are listed, not refused
     no_look: bool = False  # no case data written (docs/no-look.md); the suite may say so too
     datasource: bool = False  # some task's cases were read from a source (never resumed)
+    baseline: str = ""  # `run --baseline`: the name of what each case is held against
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -506,6 +507,7 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         concurrency=options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
         form_submission=form_submission,
         datasource=options.datasource,
+        baseline=options.baseline,
     ).to_json()
 
 

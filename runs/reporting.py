@@ -127,6 +127,7 @@ def compute_report(
             previous=previous_report(run),
             gate=dict(suite.gate),
             pinned=_pinned(run),
+            case_baseline=run.stored_options.baseline,
             scorecard=suite.scorecard,
             judge_consistency=judge.consistency if judge else 0,
             rechecks=recheck_rows(run) if judge and judge.consistency else (),

@@ -231,3 +231,37 @@ def test_run_baseline_filters_the_cases_a_partial_run_left_out(tmp_path: Path) -
     assert code == ExitCode.OK
     assert "  cases: 0 better, 1 same, 0 worse, 0 new, 1 gone" in out
     assert "wave" not in out.split("vs baseline")[1]
+
+
+GATED = SUITE.replace("repeats: 2\n", "repeats: 2\ngate: {min_pass_all_rate: 1}\n")
+
+
+def test_run_baseline_on_an_imported_suite_holds_cases_to_the_baseline_not_the_gate(
+    tmp_path: Path,
+) -> None:
+    """evalpin: with --baseline, a case fails only when worse or new and not fully passing;
+    the imported `gate: {min_pass_all_rate: 1}` is evalpin's rule without a baseline
+    (issue 28 item 7)."""
+    (tmp_path / "suite.yaml").write_text(GATED)
+    replies(tmp_path, "Hi there.")  # greet passes 1 of 2 attempts
+    (tmp_path / "same.txt").write_text("evalpin-results 1\ngreet 1 2\n")
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"), "--baseline",
+                             str(tmp_path / "same.txt"))  # fmt: skip
+    assert code == ExitCode.OK, out + err
+    assert "  greet  1/2  1/2  same" in out
+    assert "gate failed" not in out + err
+    run = Run.objects.latest("created_at")
+    assert run.report["gates_passed"] is True
+    assert [gate["status"] for gate in run.report["gates"]] == ["skipped"]
+    assert "--baseline" in run.report["gates"][0]["message"]
+
+    (tmp_path / "perfect.txt").write_text("evalpin-results 1\ngreet 2 2\n")
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"), "--baseline",
+                             str(tmp_path / "perfect.txt"))  # fmt: skip
+    assert code == ExitCode.GATE_FAILED
+    assert "  greet  2/2  1/2  worse" in out
+    assert "baseline: greet 1/2 is worse" in err
+
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"))  # no baseline: the gate
+    assert code == ExitCode.GATE_FAILED
+    assert "min_pass_all_rate" in out + err

@@ -85,6 +85,7 @@ class StoredOptions:
     concurrency: int | None = None  # calls in flight per model across the run's shards
     form_submission: str = ""  # the launch form's token, so a resubmission is one run
     datasource: bool = False  # some task's cases were read from a source: never resumed
+    baseline: str = ""  # `run --baseline`: what each case is held against (core.gates)
 
     @classmethod
     def from_json(cls, data: dict) -> StoredOptions:
@@ -99,6 +100,7 @@ class StoredOptions:
             concurrency=int(concurrency) if concurrency else None,
             form_submission=data.get("form_submission") or "",
             datasource=bool(data.get("datasource")),
+            baseline=data.get("baseline") or "",
         )
 
     @property

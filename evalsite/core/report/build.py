@@ -156,6 +156,7 @@ class ReportInput:
     previous: Mapping[str, Any] | None = None
     gate: Mapping[str, Any] = field(default_factory=dict)
     pinned: Mapping[str, Any] | None = None  # the pinned baseline run's report
+    case_baseline: str = ""  # `run --baseline`: each case held against it (core.gates)
     scorecard: Sequence[Criterion] = ()  # the suite's scorecard: criteria
     report_path: str = ""
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
@@ -239,7 +240,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         report, unpriced=unpriced_contestants(data.answers), points=data.frontier_points
     )
     report = jsonable(report)
-    gates = check_gates(report, data.gate, data.pinned) if data.gate else []
+    gates = check_gates(report, data.gate, data.pinned, data.case_baseline) if data.gate else []
     report["gates"] = [result.to_dict() for result in gates]
     report["gates_passed"] = not any(result.failed for result in gates)
     return report | jsonable(matrix, digits=MATRIX_DIGITS)

@@ -102,6 +102,7 @@ class Command(EvalsiteCommand):
         self.baseline = self._baseline_or_exit(opts["baseline"])
         options = self._options(opts)
         options.no_look = opts["no_look"]
+        options.baseline = self.baseline.name if self.baseline else ""
         try:
             plan = plan_file(opts["suite"], loaded, options)
         except Refused as refused:
@@ -206,10 +207,11 @@ class Command(EvalsiteCommand):
         return run
 
     def _against_baseline(self, run: Run, *, quiet: bool) -> int:
-        """evalpin's --baseline: each case against the baseline's; GATE_FAILED (unless the run
-        failed otherwise) when a case is worse, or new and not fully passing."""
+        """evalpin's --baseline: each case against the baseline's, after the summary of any
+        run that ended done (its gates failed or not); GATE_FAILED when a case is worse, or
+        new and not fully passing."""
         baseline = self.baseline
-        if baseline is None or run.exit_code != ExitCode.OK:
+        if baseline is None or run.status != Run.Status.DONE:
             return 0
         try:
             changes = baseline.changes(run)
@@ -267,7 +269,8 @@ class Command(EvalsiteCommand):
                 colour = wants_colour(self.stdout, os.environ)
                 for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
-            sys.exit(self._against_baseline(run, quiet=as_json) or run.exit_code)
+            held = self._against_baseline(run, quiet=as_json)
+            sys.exit(run.exit_code or held)
         totals = answer_totals(run)
         if as_json:
             self.stdout.write(json.dumps(run_summary(run, totals), indent=2))
