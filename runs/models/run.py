@@ -129,6 +129,32 @@ RESERVED_REFERENCES = ("latest", "baseline")
 MAX_LABEL = 64
 
 
+REPORT_FILE = "report.json"
+_REPORT_RUN_ID = re.compile(rb'"run_id"\s*:\s*"([^"\\]{1,200})"')
+_REPORT_HEAD = 64 * 1024  # where a report.json written by evalsite says its run id
+
+
+def report_run_id(reference: str) -> str | None:
+    """The id of the run whose report `reference` names by path (evalmine compares reports
+    by path): a report.json, or the report folder holding one; None when it names neither.
+    The folder of a report written here is named after its run; a report copied elsewhere
+    says its run id near its start."""
+    path = Path(reference)
+    try:
+        if path.is_dir():
+            path = path / REPORT_FILE
+        if path.name != REPORT_FILE or not path.is_file():
+            return None
+        if Run.objects.filter(pk=path.parent.name).exists():
+            return path.parent.name
+        with path.open("rb") as handle:
+            head = handle.read(_REPORT_HEAD)
+    except (OSError, ValueError):
+        return None
+    found = _REPORT_RUN_ID.search(head)
+    return found.group(1).decode("utf-8", "replace") if found else ""
+
+
 def looks_like_run_id(reference: str) -> bool:
     """Whether `reference` has the shape of a run id or the start of one."""
     return _RUN_ID_START.fullmatch(reference) is not None
@@ -212,16 +238,34 @@ class RunQuerySet(models.QuerySet):
         return runs.whole_suite().order_by("-created_at").first()
 
     def resolve(
-        self, reference: str, suite: Suite | None = None, *, with_report: bool = False
+        self,
+        reference: str,
+        suite: Suite | None = None,
+        *,
+        with_report: bool = False,
+        paths: bool = False,
     ) -> Run:
         """A run by id, unique id prefix, label (the latest run with it), ``latest`` (the
         latest run with a report, of `suite` when one is implied) or ``baseline`` (the
-        pinned baseline of `suite`, or of the only suite that has one).
+        pinned baseline of `suite`, or of the only suite that has one); with `paths` (the
+        CLI's, never a remote caller's), also by the path of its report.json or report
+        folder.
 
         Run.DoesNotExist with a message saying what was tried, or naming the candidates
         when a prefix is ambiguous; Run.NoReport when `with_report` and the run has none.
         """
-        run = self.select_related("suite_version__suite")._resolve(reference, suite)
+        runs = self.select_related("suite_version__suite")
+        run_id = report_run_id(reference) if paths else None
+        if run_id is not None:
+            run = runs.filter(pk=run_id).first() if run_id else None
+            if run is None:
+                named = f"run {run_id}" if run_id else "no run id"
+                raise Run.DoesNotExist(
+                    f"{reference}: a report of {named}, which is not in this data dir "
+                    f"({settings.DATA_DIR})"
+                )
+        else:
+            run = runs._resolve(reference, suite)
         if with_report and run.report is None:
             raise Run.NoReport(run)
         return run
