@@ -11,7 +11,7 @@ from evalsite.core import judge_warnings
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
-from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys
+from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys, sandbox_problem
 from runs.planning.start import file_problems
 from runs.prices import NoActivePriceTable, active_table, resolve_against
 from runs.setup import prepare_database
@@ -106,6 +106,7 @@ def validate(path: str) -> dict:
         outcome["errors"] = [str(problem) for problem in exc.problems]
         return outcome
     outcome["warnings"] = [str(problem) for problem in loaded.warnings]
+    outcome["warnings"] += filter(None, [sandbox_problem(loaded)])
     outcome.update(not_sent_outcome(parameter_notes(loaded, loaded.models, loaded.judge_model)))
     prepare_database()
     errors, details = model_errors(loaded)

@@ -83,3 +83,40 @@ def test_run_refuses_a_missing_python_check_module_before_spending(tmp_path):
     assert code == 2, out + err
     assert "nowhere_either_h5:names_them" in err
     assert not Run.objects.exists() and not Answer.objects.exists()
+
+
+CHECKED = """\
+suite: checked
+version: 1
+models: [fake/small]
+tasks:
+  - id: code
+    prompt: "Write {{what}}"
+    check: {run: "true"}
+    cases: [{id: one, vars: {what: code}}]
+"""
+
+
+@pytest.mark.django_db(transaction=True)  # without the fix, the run executes on a thread
+def test_without_a_sandbox_a_dry_run_estimates_and_validate_warns_while_run_refuses(
+    tmp_path, monkeypatch
+):
+    """A dry run makes no call and runs no check, as it needs no key: the missing sandbox
+    is said, not refused; validate says it too; the real run refuses before spending."""
+    import runs.planner
+
+    monkeypatch.setattr(runs.planner, "sandbox_or_none", lambda: None)
+    ensure_default_table()
+    path = tmp_path / "checked.yaml"
+    path.write_text(CHECKED)
+    code, out, err = _call("run", str(path), "--dry-run")
+    assert code == 0, out + err
+    assert out.startswith("estimate")
+    assert "note: this run has execution checks and no sandbox is available" in out
+    code, out, err = _call("validate", str(path))
+    assert code == 0, out + err
+    assert "warning: this run has execution checks and no sandbox is available" in err
+    code, out, err = _call("run", str(path), "--fake")
+    assert code == 2
+    assert "error: this run has execution checks and no sandbox is available" in err
+    assert not Run.objects.exists()

@@ -115,6 +115,8 @@ class Command(EvalsiteCommand):
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
             self.stdout.write(keys_line(plan.keys, plan.options.env))
+            if plan.no_sandbox:
+                self.stdout.write(f"note: {plan.no_sandbox}")
             sys.exit(ExitCode.REFUSED if plan.over_cap else ExitCode.OK)
         with self.interrupts.holding():  # a signal now cancels the stored run
             run = store_plan(plan)
