@@ -12,7 +12,7 @@ from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
 from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys, sandbox_problem
-from runs.planning.start import file_problems
+from runs.planning.start import file_problems, plan_problems
 from runs.prices import NoActivePriceTable, active_table, resolve_against
 from runs.setup import prepare_database
 
@@ -114,6 +114,9 @@ def validate(path: str) -> dict:
     outcome["errors"] = [f"{path}: {error}" for error in errors]
     outcome["errors"] += file_problems(path, loaded, no_look=loaded.no_look)
     errors = outcome["errors"]
+    if errors:
+        return outcome
+    outcome["errors"] = errors = [f"{path}: {error}" for error in plan_problems(loaded)]
     if errors:
         return outcome
     try:

@@ -49,6 +49,20 @@ def file_problems(path: str | Path, loaded: Suite, *, no_look: bool) -> list[str
     return [f"{path}: {problem}" for problem in problems]
 
 
+def plan_problems(loaded: Suite) -> list[str]:
+    """What planning the suite's own run refuses (its models and judge, no option given):
+    scripted replies, parameters, media, contestants. A dry run, so no key is needed and
+    nothing is stored or read from a datasource; a suite whose cases come from one is
+    planned at run time (its cases are not read here)."""
+    if any(task.cases_from for task in loaded.tasks):
+        return []
+    try:
+        make_plan(None, loaded, RunOptions(dry_run=True))
+    except PlanError as error:
+        return [str(error)]
+    return []
+
+
 def plan_file(
     path: str | Path,
     loaded: Suite,

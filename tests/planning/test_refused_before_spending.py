@@ -120,3 +120,18 @@ def test_without_a_sandbox_a_dry_run_estimates_and_validate_warns_while_run_refu
     assert code == 2
     assert "error: this run has execution checks and no sandbox is available" in err
     assert not Run.objects.exists()
+
+
+def test_validate_refuses_what_the_plan_of_the_suites_own_run_refuses(tmp_path):
+    """A scripted contestant with no reply for a case: `run` refuses it before spending,
+    so validate does, by planning the suite's own run (a dry run: nothing stored)."""
+    ensure_default_table()
+    path = _suite(tmp_path, "short-replies", "check_short_replies_h5")
+    (tmp_path / "check_short_replies_h5.py").write_text(
+        "def names_them(answer, case_vars):\n    return True\n"
+    )
+    (tmp_path / "short-replies.replies.yaml").write_text("good:\n  greet/other: ['Hi']\n")
+    code, out, err = _call("validate", str(path))
+    assert code == 2, out + err
+    assert "has no reply for scripted/good on: greet/one" in err
+    assert not Run.objects.exists()
