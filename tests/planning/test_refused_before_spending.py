@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from runs.models import Answer, Run
 from runs.prices import ensure_default_table
+from tests.factories import run_command
 
 pytestmark = pytest.mark.django_db
 
@@ -39,26 +39,14 @@ def _suite(folder: Path, name: str, module: str) -> Path:
     return path
 
 
-def _call(*args: str) -> tuple[int, str, str]:
-    import io
-
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command(*args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_validate_refuses_a_python_check_whose_module_is_not_there(tmp_path):
     ensure_default_table()
     path = _suite(tmp_path, "no-module", "nowhere_to_be_found_h5")
-    code, out, err = _call("validate", str(path))
+    code, out, err = run_command("validate", str(path))
     assert code == 2, out + err
     assert "cases[0].checks[0].python" in err
     assert "nowhere_to_be_found_h5:names_them" in err
-    code, out, _ = _call("validate", str(path), "--json")
+    code, out, _ = run_command("validate", str(path), "--json")
     outcome = json.loads(out)
     assert code == 2 and not outcome["ok"]
     assert any("nowhere_to_be_found_h5" in error for error in outcome["errors"])
@@ -70,7 +58,7 @@ def test_validate_accepts_the_same_suite_once_its_module_is_there(tmp_path):
     (tmp_path / "check_with_module_h5.py").write_text(
         "def names_them(answer, case_vars):\n    return case_vars['who'] in answer\n"
     )
-    code, out, err = _call("validate", str(path))
+    code, out, err = run_command("validate", str(path))
     assert code == 0, out + err
     assert out.splitlines()[-1].startswith("ok: ")
 
@@ -79,7 +67,7 @@ def test_validate_accepts_the_same_suite_once_its_module_is_there(tmp_path):
 def test_run_refuses_a_missing_python_check_module_before_spending(tmp_path):
     ensure_default_table()
     path = _suite(tmp_path, "run-no-module", "nowhere_either_h5")
-    code, out, err = _call("run", str(path), "--fake")
+    code, out, err = run_command("run", str(path), "--fake")
     assert code == 2, out + err
     assert "nowhere_either_h5:names_them" in err
     assert not Run.objects.exists() and not Answer.objects.exists()
@@ -109,14 +97,14 @@ def test_without_a_sandbox_a_dry_run_estimates_and_validate_warns_while_run_refu
     ensure_default_table()
     path = tmp_path / "checked.yaml"
     path.write_text(CHECKED)
-    code, out, err = _call("run", str(path), "--dry-run")
+    code, out, err = run_command("run", str(path), "--dry-run")
     assert code == 0, out + err
     assert out.startswith("estimate")
     assert "note: this run has execution checks and no sandbox is available" in out
-    code, out, err = _call("validate", str(path))
+    code, out, err = run_command("validate", str(path))
     assert code == 0, out + err
     assert "warning: this run has execution checks and no sandbox is available" in err
-    code, out, err = _call("run", str(path), "--fake")
+    code, out, err = run_command("run", str(path), "--fake")
     assert code == 2
     assert "error: this run has execution checks and no sandbox is available" in err
     assert not Run.objects.exists()
@@ -131,7 +119,7 @@ def test_validate_refuses_what_the_plan_of_the_suites_own_run_refuses(tmp_path):
         "def names_them(answer, case_vars):\n    return True\n"
     )
     (tmp_path / "short-replies.replies.yaml").write_text("good:\n  greet/other: ['Hi']\n")
-    code, out, err = _call("validate", str(path))
+    code, out, err = run_command("validate", str(path))
     assert code == 2, out + err
     assert "has no reply for scripted/good on: greet/one" in err
     assert not Run.objects.exists()
