@@ -13,9 +13,9 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from evalsite.core.pricing import PriceFileError
+from evalsite.core.pricing import PriceFileError, parse_price_yaml
 from runs.models import Endpoint, Label, Price, PriceTable, Run, Suite, SuiteVersion
-from runs.prices import export_table, import_table
+from runs.prices import export_table, import_sheet
 
 PRICE_FIELDS = [
     "model",
@@ -191,8 +191,9 @@ class PriceTableAdmin(admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             try:
                 text = form.cleaned_data["file"].read().decode("utf-8")
-                table = import_table(
-                    text,
+                sheet = parse_price_yaml(text)
+                table = import_sheet(
+                    sheet,
                     name=form.cleaned_data["name"] or None,
                     activate=form.cleaned_data["activate"],
                 )
@@ -204,6 +205,8 @@ class PriceTableAdmin(admin.ModelAdmin):
                 self.message_user(
                     request, f"Imported {table.name} ({table.prices.count()} models)."
                 )
+                for line in sheet.unused:
+                    self.message_user(request, line, level=messages.WARNING)
                 return redirect(reverse("admin:runs_pricetable_change", args=[table.pk]))
         context = {
             **self.admin_site.each_context(request),

@@ -26,6 +26,7 @@ from evalsite.core.report.case_diff import (
     read_results,
 )
 from runs.models import Answer, Run
+from runs.models.run import report_run_id
 from runs.scoring import stored_suite
 
 RESULTS_MAX_BYTES = 5 * 1024 * 1024
@@ -87,8 +88,8 @@ def results_file(text: str) -> ResultsSide | None:
     line or key at fault in a file that is one of them."""
     path = Path(text)
     try:
-        if not path.is_file():
-            return None
+        if not path.is_file() or report_run_id(text) is not None:
+            return None  # no file, or a run's report.json: a run reference
         with path.open("rb") as handle:
             data = handle.read(RESULTS_MAX_BYTES + 1)
     except OSError:
@@ -140,7 +141,7 @@ def load_baseline(ref: str) -> Baseline:
     results = results_file(ref)
     if results is not None:
         return Baseline(ref, results.by_case_id(), by_case_id=True)
-    run = Run.objects.resolve(ref)
+    run = Run.objects.resolve(ref, paths=True)
     return Baseline(f"run {run.id}", run_attempts(run), by_case_id=False)
 
 

@@ -81,6 +81,24 @@ def case_keys(run: Run, reference: str) -> list[tuple[str, str]]:
     return sorted(set(answers.values_list("task_id", "case_id")))
 
 
+def case_keys_latest(run: Run, reference: str) -> tuple[Run, list[tuple[str, str]]]:
+    """`latest` with a case: the keys `reference` names in `run` (the latest run), else in
+    the latest run of its suite with a report that answered the case (the latest may be a
+    partial run that left it out: `--tag`, `--only`, `--limit`); `run` when none has it."""
+    keys = case_keys(run, reference)
+    if keys:
+        return run, keys
+    task, _, case = reference.strip().rpartition("/")
+    answered = Answer.objects.filter(case_id=case, **({"task_id": task} if task else {}))
+    earlier = (
+        Run.objects.for_suite(run.suite)
+        .filter(report__isnull=False, pk__in=answered.values("run_id"))
+        .order_by("-created_at")
+        .first()
+    )
+    return (earlier, case_keys(earlier, reference)) if earlier else (run, [])
+
+
 def known_cases(run: Run, limit: int = 10) -> list[str]:
     keys = Answer.objects.filter(run=run).values_list("task_id", "case_id").distinct()
     return [f"{t}/{c}" for t, c in keys.order_by("task_id", "case_id")[:limit]]

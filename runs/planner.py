@@ -99,6 +99,7 @@ class RunOptions:
     no_look: bool = False  # no case data written (docs/no-look.md); the suite may say so too
     datasource: bool = False  # some task's cases were read from a source (never resumed)
     strict_gates: bool = False  # a gate on a contestant not in the run fails (docs/ci.md)
+    baseline: str = ""  # `run --baseline`: the name of what each case is held against
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -123,6 +124,7 @@ class Plan:
     keys: dict[str, list[str]] = field(default_factory=dict)  # variable → models needing it
     given: GivenAnswers | None = None
     notes: list[Note] = field(default_factory=list)  # parameters a model will not be sent
+    no_sandbox: str | None = None  # a dry run's: why the real run would be refused (no sandbox)
 
     @property
     def missing_keys(self) -> list[str]:
@@ -204,7 +206,9 @@ def make_plan(
         )  # fmt: skip
     except SelectionError as error:
         raise PlanError(f"--{error.option}: {error}") from None
-    _check_sandbox(suite, cells)
+    no_sandbox = sandbox_problem(suite, cells)
+    if no_sandbox and not options.dry_run:
+        raise PlanError(no_sandbox)
     if given is None:
         providers = _providers(contestants, endpoints, replies, options, keys)
         hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
@@ -227,7 +231,7 @@ def make_plan(
     cap = options.max_cost or _suite_cap(suite) or options.default_cap
     return Plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
-        judge_model, keys, given, parameter_notes(suite, contestants, judge_model),
+        judge_model, keys, given, parameter_notes(suite, contestants, judge_model), no_sandbox,
     )  # fmt: skip
 
 
@@ -235,14 +239,22 @@ def _no_look_options(suite: Suite, options: RunOptions) -> RunOptions:
     """A no-look run's options: the cache off (a cached reply is case data on disk).
     PlanError for what would write case data anyway: execution checks (the sandbox gets
     the answer and the vars as files)."""
-    checked = [task.id for task in suite.tasks if any(case.check for case in task.cases)]
-    if checked:
-        raise PlanError(
-            "a no-look run cannot run execution checks (tasks: "
-            f"{', '.join(checked)}): the sandbox is given the answer and the case's vars as "
-            "files on disk; drop the `check:` blocks or run without no-look"
-        )
+    problem = no_look_problem(suite)
+    if problem:
+        raise PlanError(problem)
     return dataclasses.replace(options, no_look=True, no_cache=True)
+
+
+def no_look_problem(suite: Suite) -> str | None:
+    """Why the suite cannot run no-look: its execution checks (the sandbox gets files)."""
+    checked = [task.id for task in suite.tasks if any(case.check for case in task.cases)]
+    if not checked:
+        return None
+    return (
+        "a no-look run cannot run execution checks (tasks: "
+        f"{', '.join(checked)}): the sandbox is given the answer and the case's vars as "
+        "files on disk; drop the `check:` blocks or run without no-look"
+    )
 
 
 def _contestants(suite: Suite, models: list[str] | None) -> list[str]:
@@ -381,14 +393,20 @@ def _check_replies(suite, contestants, replies, options: RunOptions, judge_model
             raise PlanError(f"{replies.filename} has no reply for {contestant} on: {shown}")
 
 
-def _check_sandbox(suite: Suite, cells: list[Cell]) -> None:
-    """Execution checks run only in the sandbox, unless the operator opted out."""
-    checked = any(suite.task(c.task_id).case(c.case_id).check for c in cells)
-    if checked and sandbox_or_none() is None:
-        raise PlanError(
-            "this run has execution checks and no sandbox is available: install bubblewrap "
-            f"(apt-get install bubblewrap), or set {OPT_OUT_SETTING}=1 to run them unsandboxed"
-        )
+def sandbox_problem(suite: Suite, cells: list[Cell] | None = None) -> str | None:
+    """Why the execution checks of `cells` (every case of the suite when None) cannot run
+    here: they run only in the sandbox, unless the operator opted out. A run is refused
+    for it; a dry run and `validate` say it, as they do a missing key."""
+    if cells is None:
+        checked = any(case.check for task in suite.tasks for case in task.cases)
+    else:
+        checked = any(suite.task(c.task_id).case(c.case_id).check for c in cells)
+    if not checked or sandbox_or_none() is not None:
+        return None
+    return (
+        "this run has execution checks and no sandbox is available: install bubblewrap "
+        f"(apt-get install bubblewrap), or set {OPT_OUT_SETTING}=1 to run them unsandboxed"
+    )
 
 
 def _providers(contestants, endpoints, replies, options: RunOptions, keys) -> dict[str, Provider]:
@@ -503,6 +521,7 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         form_submission=form_submission,
         datasource=options.datasource,
         strict_gates=options.strict_gates,
+        baseline=options.baseline,
     ).to_json()
 
 

@@ -50,10 +50,17 @@ def resolve_against(table: PriceTable, models: list[str]) -> Resolution:
     return resolve_models(models, table.prices.values_list("model", flat=True))
 
 
-@transaction.atomic
 def import_table(text: str, *, name: str | None = None, activate: bool = False) -> PriceTable:
     """Create a new table from evalmine's price YAML (raises PriceFileError on bad input)."""
-    table = PriceTable.create_from_sheet(parse_price_yaml(text), name=name)
+    return import_sheet(parse_price_yaml(text), name=name, activate=activate)
+
+
+@transaction.atomic
+def import_sheet(
+    sheet: PriceSheet, *, name: str | None = None, activate: bool = False
+) -> PriceTable:
+    """Create a new table from a parsed price file (its `unused` lines are the caller's to say)."""
+    table = PriceTable.create_from_sheet(sheet, name=name)
     if activate:
         table.mark_active()
     return table

@@ -129,6 +129,7 @@ def compute_report(
             pinned=_pinned(run),
             strict_gates=run.stored_options.strict_gates,
             on_below_floor=judge.on_below_floor if judge else "flag",
+            case_baseline=run.stored_options.baseline,
             scorecard=suite.scorecard,
             judge_consistency=judge.consistency if judge else 0,
             rechecks=recheck_rows(run) if judge and judge.consistency else (),

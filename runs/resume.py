@@ -41,7 +41,7 @@ def resume_run(reference: str, suite: Suite) -> Run:
     """The run `reference` names, ready for this process to execute: checked against the
     suite file `suite`, its case data held here again when it is a no-look run."""
     try:
-        run = Run.objects.resolve(reference)
+        run = Run.objects.resolve(reference, paths=True)
     except Run.DoesNotExist as error:
         raise ResumeRefused(str(error)) from None
     _check(run, suite)

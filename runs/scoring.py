@@ -73,12 +73,9 @@ def python_path(version: SuiteVersion) -> list[str]:
     return [str(Path(version.source_path).parent)] if version.source_path else []
 
 
-def python_check_problems(version: SuiteVersion, suite: Suite) -> list[str]:
-    """Each python check of a filesystem suite that cannot be imported from where scoring
-    will import it, named by its path (empty for other origins: they have none)."""
-    if version.origin not in FILESYSTEM_ORIGINS:
-        return []
-    folders = python_path(version)
+def python_check_problems(suite: Suite, folders: list[str]) -> list[str]:
+    """Each python check of a suite read from a file that cannot be imported from
+    `folders` (where scoring will look first), named by where it is in the suite."""
     problems = []
     for index, task in enumerate(suite.tasks):
         checks = [(f"tasks[{index}].checks[{k}]", c) for k, c in enumerate(task.checks)]
@@ -90,7 +87,7 @@ def python_check_problems(version: SuiteVersion, suite: Suite) -> list[str]:
             reference = check.get("python")
             error = python_check_error(reference, folders) if isinstance(reference, str) else None
             if error:
-                problems.append(f"{version.source_path}: {where}.python: {error}")
+                problems.append(f"{where}.python: {error}")
     return problems
 
 

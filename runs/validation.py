@@ -6,15 +6,14 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from evalsite.core import judge_warnings
-from evalsite.core.datasource import source_problems
 from evalsite.core.gate_subjects import unknown_subject_problems
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
-from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys
+from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys, sandbox_problem
+from runs.planning.start import file_problems, plan_problems
 from runs.prices import NoActivePriceTable, active_table, resolve_against
 from runs.setup import prepare_database
 
@@ -99,20 +98,6 @@ def summary_line(path: str, loaded: Suite, table_name: str) -> str:
     )
 
 
-def source_and_privacy_errors(path: str, loaded: Suite) -> list[str]:
-    """Each datasource that cannot be used (nothing is read: its cases come at run time),
-    and the execution checks a no-look suite cannot run (the sandbox gets files)."""
-    errors = source_problems(loaded, Path(path).resolve().parent)
-    if loaded.no_look:
-        checked = [task.id for task in loaded.tasks if any(c.check for c in task.cases)]
-        errors += [
-            f"tasks {task_id}: a no-look suite cannot have execution checks (the sandbox is "
-            "given the answer and the case's vars as files on disk)"
-            for task_id in checked
-        ]
-    return errors
-
-
 def validate(path: str) -> dict:
     """Everything `evalsite validate` reports, as plain data (also its --json output)."""
     outcome: dict = {"ok": False, "path": path, "errors": [], "warnings": [], "notes": []}
@@ -122,13 +107,18 @@ def validate(path: str) -> dict:
         outcome["errors"] = [str(problem) for problem in exc.problems]
         return outcome
     outcome["warnings"] = [str(problem) for problem in loaded.warnings]
+    outcome["warnings"] += filter(None, [sandbox_problem(loaded)])
     outcome.update(not_sent_outcome(parameter_notes(loaded, loaded.models, loaded.judge_model)))
     prepare_database()
     errors, details = model_errors(loaded)
-    errors += source_and_privacy_errors(path, loaded)
     errors += unknown_subject_problems(loaded.gate, loaded.models)  # as a run of its models
     outcome.update(details)
     outcome["errors"] = [f"{path}: {error}" for error in errors]
+    outcome["errors"] += file_problems(path, loaded, no_look=loaded.no_look)
+    errors = outcome["errors"]
+    if errors:
+        return outcome
+    outcome["errors"] = errors = [f"{path}: {error}" for error in plan_problems(loaded)]
     if errors:
         return outcome
     try:

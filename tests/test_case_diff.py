@@ -231,3 +231,70 @@ def test_run_baseline_filters_the_cases_a_partial_run_left_out(tmp_path: Path) -
     assert code == ExitCode.OK
     assert "  cases: 0 better, 1 same, 0 worse, 0 new, 1 gone" in out
     assert "wave" not in out.split("vs baseline")[1]
+
+
+GATED = SUITE.replace("repeats: 2\n", "repeats: 2\ngate: {min_pass_all_rate: 1}\n")
+
+
+def test_run_baseline_on_an_imported_suite_holds_cases_to_the_baseline_not_the_gate(
+    tmp_path: Path,
+) -> None:
+    """evalpin: with --baseline, a case fails only when worse or new and not fully passing;
+    the imported `gate: {min_pass_all_rate: 1}` is evalpin's rule without a baseline
+    (issue 28 item 7)."""
+    (tmp_path / "suite.yaml").write_text(GATED)
+    replies(tmp_path, "Hi there.")  # greet passes 1 of 2 attempts
+    (tmp_path / "same.txt").write_text("evalpin-results 1\ngreet 1 2\n")
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"), "--baseline",
+                             str(tmp_path / "same.txt"))  # fmt: skip
+    assert code == ExitCode.OK, out + err
+    assert "  greet  1/2  1/2  same" in out
+    assert "gate failed" not in out + err
+    run = Run.objects.latest("created_at")
+    assert run.report["gates_passed"] is True
+    assert [gate["status"] for gate in run.report["gates"]] == ["skipped"]
+    assert "--baseline" in run.report["gates"][0]["message"]
+
+    (tmp_path / "perfect.txt").write_text("evalpin-results 1\ngreet 2 2\n")
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"), "--baseline",
+                             str(tmp_path / "perfect.txt"))  # fmt: skip
+    assert code == ExitCode.GATE_FAILED
+    assert "  greet  2/2  1/2  worse" in out
+    assert "baseline: greet 1/2 is worse" in err
+
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"))  # no baseline: the gate
+    assert code == ExitCode.GATE_FAILED
+    assert "min_pass_all_rate" in out + err
+
+
+def test_a_report_json_path_or_its_folder_names_its_run_wherever_a_run_is_named(
+    folder: Path,
+) -> None:
+    """evalmine compares reports by path (issue 28): `compare reports/…/report.json
+    reports/…/report.json`, the report folder too, in compare, report and --baseline."""
+    replies(folder, "Hi there.")
+    run_command("run", str(folder / "suite.yaml"))
+    replies(folder, "Hello again, Ana.")
+    run_command("run", str(folder / "suite.yaml"))
+    first, second = Run.objects.order_by("created_at")
+    a, b = first.report_dir / "report.json", second.report_dir / "report.json"
+    code, out, err = run_command("compare", str(a), str(b), "--cases")
+    assert code == ExitCode.OK, err
+    assert "greet/greet  1/2  2/2  better" in out
+    code, out, err = run_command("compare", str(first.report_dir), str(second.report_dir))
+    assert code == ExitCode.OK, err
+    code, out, err = run_command("report", str(second.report_dir) + "/")
+    assert code == ExitCode.OK, err
+    assert second.id in out
+    code, out, err = run_command("run", str(folder / "suite.yaml"), "--baseline", str(a))
+    assert code == ExitCode.OK, err
+    assert f"vs baseline (run {first.id}):" in out
+
+
+def test_a_report_path_of_a_run_not_in_this_data_dir_is_refused_by_name(tmp_path: Path) -> None:
+    report = tmp_path / "elsewhere" / "20260101T000000Z_x" / "report.json"
+    report.parent.mkdir(parents=True)
+    report.write_text('{"run_id": "20260101T000000Z_x", "suite": {"name": "x"}}')
+    code, _, err = run_command("compare", str(report), str(report))
+    assert code == ExitCode.INPUT_ERROR
+    assert "20260101T000000Z_x" in err and "not in this data dir" in err

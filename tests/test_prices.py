@@ -123,3 +123,42 @@ def _tmpdir():
     import tempfile
 
     return tempfile.TemporaryDirectory()
+
+
+@pytest.mark.django_db
+def test_cli_imports_evalmines_row_fields_and_says_what_it_did_not_store(tmp_path):
+    from tests.core.test_pricing import EVALMINE_ROWS
+
+    path = tmp_path / "prices-2026-08-29.yaml"
+    path.write_text(EVALMINE_ROWS)
+    out, err = StringIO(), StringIO()
+    call_command("prices", "import", str(path), "--activate", stdout=out, stderr=err)
+    assert "imported prices-2026-08-29: 2 models (active)" in out.getvalue()
+    notes = err.getvalue().splitlines()
+    assert f"note: {path}: models[0].cache_write_5m_per_mtok: not stored: " in notes[0]
+    assert any("models[1].verified: false (openai/gpt-x)" in line for line in notes)
+    table = PriceTable.objects.get(name="prices-2026-08-29")
+    assert table.active and not table.verified
+    assert "openai/gpt-x: Peak hours cost double." in table.notes
+    assert table.prices.get(model="openai/gpt-x").source_url == "https://example.com/openai-pricing"
+
+
+@pytest.mark.django_db
+def test_cli_import_names_every_problem_of_a_price_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "pinned: 2026-01-01\nmodels:\n"
+        "  - {model: a/b, input_per_mtok: x, output_per_mtok: 1, verified: sure}\n"
+        "  - {model: a/c, input_per_mtok: 1, output_per_mtk: 1}\n"
+    )
+    err = StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        call_command("prices", "import", str(bad), stderr=err)
+    assert exit_.value.code == 2
+    lines = err.getvalue().splitlines()
+    assert [line.split(": ")[2] for line in lines] == [
+        "models[0].input_per_mtok",
+        "models[0].verified",
+        "models[1].output_per_mtk",
+        "models[1].output_per_mtok",
+    ], lines

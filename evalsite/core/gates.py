@@ -54,10 +54,13 @@ def check_gates(
     *,
     strict: bool = False,
     on_below_floor: str = "flag",
+    case_baseline: str = "",
 ) -> list[GateResult]:
     """Every gate of `gate` checked on `report`; `pinned` is the pinned baseline run's report.
     `strict` (--strict-gates) fails a gate naming a contestant the run does not have;
-    `on_below_floor` is the suite's ``judge.calibration.on_below_floor``."""
+    `on_below_floor` is the suite's ``judge.calibration.on_below_floor``; `case_baseline` names
+    the run's `--baseline` (each case held against its own baseline, as evalpin does): it
+    replaces `min_pass_all_rate`, which is skipped with a note."""
     results: list[GateResult] = []
     if on_below_floor == "fail":
         results.append(_floor(report))
@@ -83,7 +86,9 @@ def check_gates(
         ("min_check_pass_rate", "checks", "rate", "check pass rate"),
         ("min_pass_all_rate", "pass_k", "pass_all_rate", "share of cases passing every attempt"),
     ):
-        if key in gate:
+        if key == "min_pass_all_rate" and key in gate and case_baseline:
+            results.append(_held_to_baseline(gate[key], case_baseline))
+        elif key in gate:
             results += [
                 _at_least(
                     key,
@@ -207,6 +212,14 @@ def _at_least(gate: str, subject: str, figure, threshold, what: str) -> GateResu
     sign = ">=" if ok else "<"
     return GateResult(gate, subject, "passed" if ok else "failed", figure, threshold,
                       f"{subject}: {what} {figure:.3f} {sign} {threshold:.3f}")  # fmt: skip
+
+
+def _held_to_baseline(threshold, case_baseline: str) -> GateResult:
+    return GateResult(
+        "min_pass_all_rate", "run", "skipped", None, threshold,
+        f"replaced by --baseline {case_baseline}: a case fails only when it is worse than "
+        "its baseline, or new and not fully passing",
+    )  # fmt: skip
 
 
 def _at_most(gate: str, subject: str, figure, threshold, what: str) -> GateResult:

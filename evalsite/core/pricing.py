@@ -31,7 +31,11 @@ UNPRICED_PROVIDERS = frozenset({"scripted", "command", "given"})
 
 
 class PriceFileError(ValueError):
-    """A price YAML file that cannot be read; the message names the row and field."""
+    """A price YAML file that cannot be read: every problem, each naming its row and field."""
+
+    def __init__(self, *problems: str):
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class PriceSheet:
     notes: str = ""
     source: str = ""
     rows: tuple[PriceRow, ...] = field(default_factory=tuple)
+    # what the file said that a table does not keep, one line each (`prices import` notes)
+    unused: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -142,67 +148,157 @@ ROW_KEYS = {
     "cached_input_per_mtok",
     "source",
     "read_on",
+    "verified",  # folded into the table's: one row not verified makes the table unverified
+    "notes",  # folded into the table's notes, "model: note"
+}
+# evalmine's prices evalsite does not charge: read (each a number), said, not stored
+UNCHARGED_KEYS = {
+    "cache_write_5m_per_mtok": "cache writes are not charged (every input token is priced "
+    "at input_per_mtok, a cache read at cached_input_per_mtok)",
+    "cache_write_1h_per_mtok": "cache writes are not charged (every input token is priced "
+    "at input_per_mtok, a cache read at cached_input_per_mtok)",
+    "long_context_threshold_tokens": "long-context prices are not charged (every call is "
+    "priced at the base rates)",
+    "long_context_input_multiplier": "long-context prices are not charged (every call is "
+    "priced at the base rates)",
+    "long_context_output_multiplier": "long-context prices are not charged (every call is "
+    "priced at the base rates)",
 }
 
 
+class _Problems:
+    """The problems of one file, gathered so every one is reported at once."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def read(self, reader, *args) -> Any:
+        """`reader(*args)`, or None with its problem kept."""
+        try:
+            return reader(*args)
+        except PriceFileError as error:
+            self.found += error.problems
+            return None
+
+
 def parse_price_yaml(text: str) -> PriceSheet:
-    """Parse evalmine's price YAML; raises PriceFileError naming the row and field."""
+    """Parse evalmine's price YAML; raises PriceFileError with every problem, each naming
+    its row and field."""
     try:
         data = load_yaml(text.encode("utf-8", "surrogatepass"), filename="price file").data
     except SuiteError as error:  # the same limits as every YAML evalsite reads
-        raise PriceFileError("; ".join(str(problem) for problem in error.problems)) from None
+        raise PriceFileError(*(str(problem) for problem in error.problems)) from None
     if not isinstance(data, dict):
         raise PriceFileError("expected a mapping with pinned, currency, verified and models")
-    _refuse_unknown(data, SHEET_KEYS, "")
+    problems = _Problems()
+    problems.found += _unknown(data, SHEET_KEYS, "")
+    pinned = None
     if "pinned" not in data:
-        raise PriceFileError("missing 'pinned' (the date the prices were read)")
+        problems.found.append("missing 'pinned' (the date the prices were read)")
+    else:
+        pinned = problems.read(_date, data["pinned"], "pinned")
+    verified = problems.read(_bool, data.get("verified", False), "verified")
     models = data.get("models")
+    parsed: list[tuple[PriceRow, bool | None, str]] = []
+    uncharged: dict[str, list[int]] = {}  # a key not charged -> the rows that give it
     if not isinstance(models, list) or not models:
-        raise PriceFileError("'models' must be a non-empty list of rows")
-    rows = tuple(_parse_row(item, index) for index, item in enumerate(models))
+        problems.found.append("'models' must be a non-empty list of rows")
+    else:
+        for index, item in enumerate(models):
+            row = problems.read(_parse_row, item, index, uncharged)
+            if row is not None:
+                parsed.append(row)
     seen: set[str] = set()
-    for index, row in enumerate(rows):
+    for index, (row, _, _) in enumerate(parsed):
         if row.model in seen:
-            raise PriceFileError(f"models[{index}]: model '{row.model}' appears twice")
+            problems.found.append(f"models[{index}]: model '{row.model}' appears twice")
         seen.add(row.model)
+    if problems.found:
+        raise PriceFileError(*problems.found)
+    assert pinned is not None
+    row_notes = [f"{row.model}: {note}" for row, _, note in parsed if note]
+    unverified = [
+        f"models[{index}].verified: false ({row.model}): the table is stored as unverified"
+        for index, (row, row_verified, _) in enumerate(parsed)
+        if row_verified is False
+    ]
+    unused = [
+        f"models[{','.join(map(str, rows))}].{key}: not stored: {UNCHARGED_KEYS[key]}"
+        for key, rows in uncharged.items()
+    ]
+    if verified:
+        unused += unverified
     return PriceSheet(
-        pinned=_date(data["pinned"], "pinned"),
+        pinned=pinned,
         currency=str(data.get("currency", "USD")),
-        verified=_bool(data.get("verified", False), "verified"),
-        notes=str(data.get("notes") or ""),
+        verified=bool(verified) and not unverified,
+        notes="\n".join(filter(None, [str(data.get("notes") or "").strip(), *row_notes])),
         source=str(data.get("source") or ""),
-        rows=rows,
+        rows=tuple(row for row, _, _ in parsed),
+        unused=tuple(unused),
     )
 
 
-def _parse_row(item: Any, index: int) -> PriceRow:
+def _parse_row(
+    item: Any, index: int, uncharged: dict[str, list[int]]
+) -> tuple[PriceRow, bool | None, str]:
+    """One row, its own `verified` (None when it says nothing) and its notes; the prices
+    it gives that are not charged are noted in `uncharged`. Raises PriceFileError with
+    every problem."""
     where = f"models[{index}]"
     if not isinstance(item, dict):
         raise PriceFileError(f"{where}: expected a mapping")
-    _refuse_unknown(item, ROW_KEYS, where + ".")
+    problems = _Problems()
+    problems.found += _unknown(item, ROW_KEYS | set(UNCHARGED_KEYS), where + ".")
     model = item.get("model")
     if not isinstance(model, str) or "/" not in model:
-        raise PriceFileError(f"{where}.model: expected a 'provider/model' string")
+        problems.found.append(f"{where}.model: expected a 'provider/model' string")
+    rates = {
+        key: problems.read(_rate, item.get(key), f"{where}.{key}")
+        for key in ("input_per_mtok", "output_per_mtok")
+    }
     cached = item.get("cached_input_per_mtok")
+    if cached is not None:
+        cached = problems.read(_rate, cached, f"{where}.cached_input_per_mtok")
     read_on = item.get("read_on")
-    return PriceRow(
+    if read_on is not None:
+        read_on = problems.read(_date, read_on, f"{where}.read_on")
+    verified = item.get("verified")
+    if verified is not None:
+        verified = problems.read(_bool, verified, f"{where}.verified")
+    for key in UNCHARGED_KEYS:
+        if key in item and problems.read(_uncharged, item[key], f"{where}.{key}") is not None:
+            uncharged.setdefault(key, []).append(index)
+    if problems.found:
+        raise PriceFileError(*problems.found)
+    row = PriceRow(
         model=model,
-        input_per_mtok=_rate(item.get("input_per_mtok"), f"{where}.input_per_mtok"),
-        output_per_mtok=_rate(item.get("output_per_mtok"), f"{where}.output_per_mtok"),
-        cached_input_per_mtok=None
-        if cached is None
-        else _rate(cached, f"{where}.cached_input_per_mtok"),
+        input_per_mtok=rates["input_per_mtok"],
+        output_per_mtok=rates["output_per_mtok"],
+        cached_input_per_mtok=cached,
         source=str(item.get("source") or ""),
-        read_on=None if read_on is None else _date(read_on, f"{where}.read_on"),
+        read_on=read_on,
     )
+    return row, verified, str(item.get("notes") or "").strip()
 
 
-def _refuse_unknown(data: dict, allowed: set[str], prefix: str) -> None:
+def _unknown(data: dict, allowed: set[str], prefix: str) -> list[str]:
+    problems = []
     for key in data:
         if key not in allowed:
             hint = suggest(str(key), allowed)
             tail = f" - did you mean '{hint}'?" if hint else ""
-            raise PriceFileError(f"{prefix}{key}: unknown key{tail}")
+            problems.append(f"{prefix}{key}: unknown key{tail}")
+    return problems
+
+
+def _uncharged(value: Any, where: str) -> Decimal:
+    """A non-negative number the file gives but evalsite does not charge."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise PriceFileError(f"{where}: expected a number")
+    if value < 0:
+        raise PriceFileError(f"{where}: expected a number 0 or more")
+    return Decimal(str(value))
 
 
 def _rate(value: Any, where: str) -> Decimal:

@@ -112,12 +112,13 @@ class EvalsiteCommand(BaseCommand):
     def run_or_exit(
         self, reference: str, *, with_report: bool = False, suite: Suite | None = None
     ) -> Run:
-        """The run `reference` names (id, unique prefix, label, ``latest``, ``baseline``);
-        the reason and exit 2 when there is none, or none with a report when one is needed."""
+        """The run `reference` names (id, unique prefix, label, ``latest``, ``baseline``, the
+        path of its report.json or report folder); the reason and exit 2 when there is none,
+        or none with a report when one is needed."""
         from runs.models import Run
 
         try:
-            return Run.objects.resolve(reference, suite, with_report=with_report)
+            return Run.objects.resolve(reference, suite, with_report=with_report, paths=True)
         except (Run.DoesNotExist, Run.NoReport) as error:
             self.fail(str(error))
 

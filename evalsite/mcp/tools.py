@@ -16,7 +16,6 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.urls import reverse
 
-from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.keys import held_secrets
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.report.compare import REGRESSION_POINTS, compare_reports
@@ -25,9 +24,10 @@ from evalsite.core.suites import SuiteError, load_suite
 from evalsite.mcp import replies
 from runs.calibration import suite_calibration
 from runs.models import Answer, Call, Endpoint, Judgement, Pair, Run, Suite, SuiteVersion
-from runs.planner import PlanError, RunOptions, make_plan, store_plan
+from runs.planner import RunOptions, store_plan
+from runs.planning.start import Refused as PlanRefused
+from runs.planning.start import plan_file
 from runs.progress import progress
-from runs.scoring import python_check_problems
 from runs.summary import run_summary
 
 SHOWN_PROBLEMS = 5
@@ -60,26 +60,16 @@ def start_run(
     path = suite_file(suite_path)
     requested = requested_cap(max_cost)
     loaded = load(path)
-    try:
-        full = with_source_cases(loaded, path.parent, quote=not loaded.no_look)
-    except SourceError as error:
-        raise Refused("invalid_suite", _shown(list(error.problems))) from None
-    origin = SuiteVersion.Origin.MCP
-    version, _ = SuiteVersion.objects.register_file(path, full, origin=origin)
-    unimportable = python_check_problems(version, loaded)
-    if unimportable:
-        raise Refused("invalid_suite", _shown(unimportable))
     options = RunOptions(
         models=[model.strip() for model in models if model.strip()] or None,
         fake=fake,
         max_cost=requested or default_cap(loaded),
         no_cache=no_cache,
-        datasource=full is not loaded,
     )
     try:
-        plan = make_plan(version, full, options)
-    except PlanError as error:
-        raise Refused("plan_error", str(error)) from None
+        plan = plan_file(path, loaded, options, origin=SuiteVersion.Origin.MCP)
+    except PlanRefused as refused:
+        raise Refused(refused.reason, _shown(refused.problems)) from None
     run = store_plan(plan)
     if run.status == Run.Status.REFUSED:
         raise Refused(

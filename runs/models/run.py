@@ -86,6 +86,7 @@ class StoredOptions:
     form_submission: str = ""  # the launch form's token, so a resubmission is one run
     datasource: bool = False  # some task's cases were read from a source: never resumed
     strict_gates: bool = False  # --strict-gates: a gate on a contestant not in the run fails
+    baseline: str = ""  # `run --baseline`: what each case is held against (core.gates)
 
     @classmethod
     def from_json(cls, data: dict) -> StoredOptions:
@@ -101,6 +102,7 @@ class StoredOptions:
             form_submission=data.get("form_submission") or "",
             datasource=bool(data.get("datasource")),
             strict_gates=bool(data.get("strict_gates")),
+            baseline=data.get("baseline") or "",
         )
 
     @property
@@ -127,6 +129,32 @@ def lease_expiry(lease_s: float) -> ExpressionWrapper:
 _RUN_ID_START = re.compile(r"\d{1,8}|\d{8}T\d{0,6}|\d{8}T\d{6}Z.*", re.DOTALL)
 RESERVED_REFERENCES = ("latest", "baseline")
 MAX_LABEL = 64
+
+
+REPORT_FILE = "report.json"
+_REPORT_RUN_ID = re.compile(rb'"run_id"\s*:\s*"([^"\\]{1,200})"')
+_REPORT_HEAD = 64 * 1024  # where a report.json written by evalsite says its run id
+
+
+def report_run_id(reference: str) -> str | None:
+    """The id of the run whose report `reference` names by path (evalmine compares reports
+    by path): a report.json, or the report folder holding one; None when it names neither.
+    The folder of a report written here is named after its run; a report copied elsewhere
+    says its run id near its start."""
+    path = Path(reference)
+    try:
+        if path.is_dir():
+            path = path / REPORT_FILE
+        if path.name != REPORT_FILE or not path.is_file():
+            return None
+        if Run.objects.filter(pk=path.parent.name).exists():
+            return path.parent.name
+        with path.open("rb") as handle:
+            head = handle.read(_REPORT_HEAD)
+    except (OSError, ValueError):
+        return None
+    found = _REPORT_RUN_ID.search(head)
+    return found.group(1).decode("utf-8", "replace") if found else ""
 
 
 def looks_like_run_id(reference: str) -> bool:
@@ -212,16 +240,34 @@ class RunQuerySet(models.QuerySet):
         return runs.whole_suite().order_by("-created_at").first()
 
     def resolve(
-        self, reference: str, suite: Suite | None = None, *, with_report: bool = False
+        self,
+        reference: str,
+        suite: Suite | None = None,
+        *,
+        with_report: bool = False,
+        paths: bool = False,
     ) -> Run:
         """A run by id, unique id prefix, label (the latest run with it), ``latest`` (the
         latest run with a report, of `suite` when one is implied) or ``baseline`` (the
-        pinned baseline of `suite`, or of the only suite that has one).
+        pinned baseline of `suite`, or of the only suite that has one); with `paths` (the
+        CLI's, never a remote caller's), also by the path of its report.json or report
+        folder.
 
         Run.DoesNotExist with a message saying what was tried, or naming the candidates
         when a prefix is ambiguous; Run.NoReport when `with_report` and the run has none.
         """
-        run = self.select_related("suite_version__suite")._resolve(reference, suite)
+        runs = self.select_related("suite_version__suite")
+        run_id = report_run_id(reference) if paths else None
+        if run_id is not None:
+            run = runs.filter(pk=run_id).first() if run_id else None
+            if run is None:
+                named = f"run {run_id}" if run_id else "no run id"
+                raise Run.DoesNotExist(
+                    f"{reference}: a report of {named}, which is not in this data dir "
+                    f"({settings.DATA_DIR})"
+                )
+        else:
+            run = runs._resolve(reference, suite)
         if with_report and run.report is None:
             raise Run.NoReport(run)
         return run

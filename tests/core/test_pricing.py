@@ -120,3 +120,66 @@ def test_resolution_separates_priced_unpriced_and_unknown_with_a_suggestion():
 
 def test_a_scripted_model_with_a_row_is_priced():
     assert resolve_models(["scripted/good"], ["scripted/good"]).priced == ("scripted/good",)
+
+
+# evalmine's later price files (issue 28): per-row `verified` and `notes`, and prices evalsite
+# does not charge (cache writes, long contexts); written here in their shape, not copied.
+EVALMINE_ROWS = """\
+pinned: 2026-08-29
+currency: USD
+verified: true
+notes: Rates per million tokens.
+models:
+  - model: anthropic/claude-sonnet-4-6
+    input_per_mtok: 3.00
+    output_per_mtok: 15.00
+    cached_input_per_mtok: 0.30
+    cache_write_5m_per_mtok: 3.75
+    cache_write_1h_per_mtok: 6.00
+    source: https://example.com/anthropic-pricing
+    read_on: 2026-08-29
+    verified: true
+  - model: openai/gpt-x
+    input_per_mtok: 4.00
+    output_per_mtok: 20.00
+    long_context_threshold_tokens: 272000
+    long_context_input_multiplier: 2.00
+    long_context_output_multiplier: 1.50
+    source: https://example.com/openai-pricing
+    read_on: 2026-08-29
+    verified: false
+    notes: Peak hours cost double.
+"""
+
+
+def test_evalmines_row_fields_are_read_and_what_is_not_stored_is_said():
+    sheet = parse_price_yaml(EVALMINE_ROWS)
+    assert [row.model for row in sheet.rows] == ["anthropic/claude-sonnet-4-6", "openai/gpt-x"]
+    assert sheet.rows[0].source == "https://example.com/anthropic-pricing"
+    assert str(sheet.rows[0].read_on) == "2026-08-29"
+    assert sheet.verified is False  # a row that says verified: false makes the table unverified
+    assert "openai/gpt-x: Peak hours cost double." in sheet.notes
+    assert sheet.notes.startswith("Rates per million tokens.")
+    assert any("cache_write_5m_per_mtok" in line and "not charged" in line for line in sheet.unused)
+    assert any("long_context_input_multiplier" in line for line in sheet.unused)
+    assert any("models[1].verified: false" in line for line in sheet.unused)
+
+
+def test_every_problem_of_a_price_file_is_reported_at_once():
+    text = (
+        "pinned: someday\nverified: maybe\nmodels:\n"
+        "  - {model: a/b, input_per_mtok: x, output_per_mtk: 1}\n"
+        "  - {model: a/c, input_per_mtok: 1, output_per_mtok: 1, verified: sure, read_on: soon}\n"
+    )
+    with pytest.raises(PriceFileError) as error:
+        parse_price_yaml(text)
+    problems = error.value.problems
+    for fragment in (
+        "pinned: 'someday' is not a date",
+        "verified: expected true or false",
+        "models[0].output_per_mtk: unknown key",
+        "models[0].input_per_mtok",
+        "models[1].verified: expected true or false",
+        "models[1].read_on: 'soon' is not a date",
+    ):
+        assert any(fragment in problem for problem in problems), (fragment, problems)

@@ -157,7 +157,7 @@ def after(module, name):
     setattr(module, name, hooked)
 
 if point == "planning":
-    before(command, "make_plan")
+    before(command, "plan_file")
 elif point == "stored":
     after(command, "store_plan")
 elif point == "shard":

@@ -165,6 +165,7 @@ class ReportInput:
     pinned: Mapping[str, Any] | None = None  # the pinned baseline run's report
     strict_gates: bool = False  # --strict-gates: a gate on a contestant not in the run fails
     on_below_floor: str = "flag"  # judge.calibration.on_below_floor; "fail" is a gate
+    case_baseline: str = ""  # `run --baseline`: each case held against it (core.gates)
     scorecard: Sequence[Criterion] = ()  # the suite's scorecard: criteria
     report_path: str = ""
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
@@ -256,6 +257,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         data.pinned,
         strict=data.strict_gates,
         on_below_floor=data.on_below_floor,
+        case_baseline=data.case_baseline,
     )
     report["gates"] = [result.to_dict() for result in gates]
     report["gates_passed"] = not any(result.failed for result in gates)

@@ -9,7 +9,12 @@ from pathlib import Path
 from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.pricing import PriceFileError, Resolution, unknown_model_message
+from evalsite.core.pricing import (
+    PriceFileError,
+    Resolution,
+    parse_price_yaml,
+    unknown_model_message,
+)
 from evalsite.core.suite_files import UnreadableFile, read_bounded
 from evalsite.core.suites import SuiteError
 from evalsite.core.yamlsafe import load_yaml
@@ -20,7 +25,7 @@ from runs.prices import (
     NoActivePriceTable,
     active_table,
     export_table,
-    import_table,
+    import_sheet,
     resolve_against,
 )
 from runs.setup import prepare_database
@@ -64,9 +69,12 @@ class Command(EvalsiteCommand):
         if name and PriceTable.objects.filter(name=name).exists():
             self.fail(f"a price table named {name} already exists")
         try:
-            table = import_table(data.decode("utf-8"), name=name, activate=activate)
+            sheet = parse_price_yaml(data.decode("utf-8"))
         except PriceFileError as exc:
-            self.fail(f"{path}: {exc}")
+            self.fail_all([f"{path}: {problem}" for problem in exc.problems])
+        table = import_sheet(sheet, name=name, activate=activate)
+        for line in sheet.unused:
+            self.stderr.write(f"note: {path}: {line}")
         state = "active" if table.active else "not active"
         self.stdout.write(f"imported {table.name}: {table.prices.count()} models ({state})")
 

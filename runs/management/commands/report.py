@@ -12,7 +12,7 @@ from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.management import EvalsiteCommand
 from runs.exports import ANSWER_COLUMNS, PAIR_COLUMNS, answer_rows, pair_rows, write_csv
-from runs.inspection import case_keys, case_lines, failure_lines, known_cases
+from runs.inspection import case_keys, case_keys_latest, case_lines, failure_lines, known_cases
 from runs.media import report_attachments
 from runs.setup import prepare_database
 from runs.summary import run_summary
@@ -66,7 +66,16 @@ class Command(EvalsiteCommand):
         if opts["failures"]:
             lines = failure_lines(run)
         else:
-            keys = case_keys(run, opts["case"])
+            if opts["run"].strip() == "latest":
+                latest = run
+                run, keys = case_keys_latest(run, opts["case"])
+                if run != latest:
+                    self.stderr.write(
+                        f"note: the latest run, {latest.id}, has no case {opts['case']!r}: "
+                        f"showing run {run.id}, the latest that answered it"
+                    )
+            else:
+                keys = case_keys(run, opts["case"])
             if not keys:
                 known = ", ".join(known_cases(run))
                 self.fail(f"run {run.id} has no case {opts['case']!r} (cases: {known}, …)")

@@ -8,11 +8,9 @@ import sys
 import threading
 import time
 from decimal import Decimal
-from pathlib import Path
 
 from django.core.management.base import CommandParser
 
-from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.case_diff import diff_lines
 from evalsite.core.report.summary import gate_lines, terminal_summary, wants_colour
@@ -21,8 +19,9 @@ from evalsite.management import EvalsiteCommand
 from runs import sealed
 from runs.case_diff import Baseline, SideError, failing_cases, load_baseline
 from runs.management.interrupts import Interrupts
-from runs.models import Run, SuiteVersion
-from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
+from runs.models import Run
+from runs.planner import RunOptions, keys_line, store_plan
+from runs.planning.start import Refused, plan_file
 from runs.progress import answer_totals, progress
 from runs.resume import ResumeRefused, resume_run
 from runs.runner import execute
@@ -107,17 +106,14 @@ class Command(EvalsiteCommand):
         if opts["resume"]:
             return self._resume(opts, loaded)
         self.baseline = self._baseline_or_exit(opts["baseline"])
-        no_look = opts["no_look"] or loaded.no_look
-        full = self._with_sources(loaded, opts["suite"], quote=not no_look)
-        version, _ = SuiteVersion.objects.register_file(opts["suite"], full, no_look=no_look)
         options = self._options(opts)
-        options.no_look, options.datasource = no_look, full is not loaded
-        loaded = full
+        options.no_look = opts["no_look"]
+        options.baseline = self.baseline.name if self.baseline else ""
         try:
-            plan = make_plan(version, loaded, options)
-        except PlanError as error:
-            self.fail(str(error), error.code)
-        judge_tokens = loaded.judge.max_tokens if loaded.judge else None
+            plan = plan_file(opts["suite"], loaded, options)
+        except Refused as refused:
+            self.fail_all(refused.problems, refused.code)
+        judge_tokens = plan.suite.judge.max_tokens if plan.suite.judge else None
         for line in judge_lines(plan.contestants, plan.judge_model, judge_tokens):
             self.stderr.write(f"warning: {line}")
         for note in plan.notes:  # on stdout in a dry run, which is an answer to read
@@ -125,6 +121,8 @@ class Command(EvalsiteCommand):
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
             self.stdout.write(keys_line(plan.keys, plan.options.env))
+            if plan.no_sandbox:
+                self.stdout.write(f"note: {plan.no_sandbox}")
             sys.exit(ExitCode.REFUSED if plan.over_cap else ExitCode.OK)
         with self.interrupts.holding():  # a signal now cancels the stored run
             run = store_plan(plan)
@@ -135,13 +133,6 @@ class Command(EvalsiteCommand):
         del plan  # its cells are stored: the run's later steps reuse their memory
         run = self._execute(run, quiet=opts["json"])
         self._finish(run, opts["json"])
-
-    def _with_sources(self, loaded, path: str, *, quote: bool):
-        """The suite with its datasources' cases read (itself when it has none)."""
-        try:
-            return with_source_cases(loaded, Path(path).resolve().parent, quote=quote)
-        except SourceError as error:
-            self.fail_all(error.problems)
 
     def _resume(self, opts, loaded) -> None:
         with self.interrupts.holding():
@@ -225,10 +216,11 @@ class Command(EvalsiteCommand):
         return run
 
     def _against_baseline(self, run: Run, *, quiet: bool) -> int:
-        """evalpin's --baseline: each case against the baseline's; GATE_FAILED (unless the run
-        failed otherwise) when a case is worse, or new and not fully passing."""
+        """evalpin's --baseline: each case against the baseline's, after the summary of any
+        run that ended done (its gates failed or not); GATE_FAILED when a case is worse, or
+        new and not fully passing."""
         baseline = self.baseline
-        if baseline is None or run.exit_code != ExitCode.OK:
+        if baseline is None or run.status != Run.Status.DONE:
             return 0
         try:
             changes = baseline.changes(run)
@@ -291,7 +283,8 @@ class Command(EvalsiteCommand):
                 colour = wants_colour(self.stdout, os.environ)
                 for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
-            sys.exit(self._against_baseline(run, quiet=as_json) or run.exit_code)
+            held = self._against_baseline(run, quiet=as_json)
+            sys.exit(run.exit_code or held)
         summary = run_summary(run)
         if as_json:
             self.stdout.write(json.dumps(summary, indent=2))

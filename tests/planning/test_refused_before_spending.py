@@ -1,0 +1,125 @@
+"""One preparation of a run (runs.planning.start): every refusal an entry point makes before
+spending, `evalsite validate` makes too. A suite whose `python:` check module is not there
+validates with an error naming the check, and `evalsite run` refuses it before anything is
+stored or spent, as MCP does (issue 28 item 8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runs.models import Answer, Run
+from runs.prices import ensure_default_table
+from tests.factories import run_command
+
+pytestmark = pytest.mark.django_db
+
+SUITE = """\
+suite: {name}
+version: 1
+models: [scripted/good]
+replies: {name}.replies.yaml
+tasks:
+  - id: greet
+    prompt: "Greet {{{{who}}}}"
+    cases:
+      - id: one
+        vars: {{who: Ada}}
+        checks: [{{python: "{module}:names_them"}}]
+"""
+REPLIES = "good:\n  greet/one: ['Hello Ada!']\n"
+
+
+def _suite(folder: Path, name: str, module: str) -> Path:
+    (folder / f"{name}.replies.yaml").write_text(REPLIES)
+    path = folder / f"{name}.yaml"
+    path.write_text(SUITE.format(name=name, module=module))
+    return path
+
+
+def test_validate_refuses_a_python_check_whose_module_is_not_there(tmp_path):
+    ensure_default_table()
+    path = _suite(tmp_path, "no-module", "nowhere_to_be_found_h5")
+    code, out, err = run_command("validate", str(path))
+    assert code == 2, out + err
+    assert "cases[0].checks[0].python" in err
+    assert "nowhere_to_be_found_h5:names_them" in err
+    code, out, _ = run_command("validate", str(path), "--json")
+    outcome = json.loads(out)
+    assert code == 2 and not outcome["ok"]
+    assert any("nowhere_to_be_found_h5" in error for error in outcome["errors"])
+
+
+def test_validate_accepts_the_same_suite_once_its_module_is_there(tmp_path):
+    ensure_default_table()
+    path = _suite(tmp_path, "with-module", "check_with_module_h5")
+    (tmp_path / "check_with_module_h5.py").write_text(
+        "def names_them(answer, case_vars):\n    return case_vars['who'] in answer\n"
+    )
+    code, out, err = run_command("validate", str(path))
+    assert code == 0, out + err
+    assert out.splitlines()[-1].startswith("ok: ")
+
+
+@pytest.mark.django_db(transaction=True)  # without the fix, the run executes on a thread
+def test_run_refuses_a_missing_python_check_module_before_spending(tmp_path):
+    ensure_default_table()
+    path = _suite(tmp_path, "run-no-module", "nowhere_either_h5")
+    code, out, err = run_command("run", str(path), "--fake")
+    assert code == 2, out + err
+    assert "nowhere_either_h5:names_them" in err
+    assert not Run.objects.exists() and not Answer.objects.exists()
+
+
+CHECKED = """\
+suite: checked
+version: 1
+models: [fake/small]
+tasks:
+  - id: code
+    prompt: "Write {{what}}"
+    check: {run: "true"}
+    cases: [{id: one, vars: {what: code}}]
+"""
+
+
+@pytest.mark.django_db(transaction=True)  # without the fix, the run executes on a thread
+def test_without_a_sandbox_a_dry_run_estimates_and_validate_warns_while_run_refuses(
+    tmp_path, monkeypatch
+):
+    """A dry run makes no call and runs no check, as it needs no key: the missing sandbox
+    is said, not refused; validate says it too; the real run refuses before spending."""
+    import runs.planner
+
+    monkeypatch.setattr(runs.planner, "sandbox_or_none", lambda: None)
+    ensure_default_table()
+    path = tmp_path / "checked.yaml"
+    path.write_text(CHECKED)
+    code, out, err = run_command("run", str(path), "--dry-run")
+    assert code == 0, out + err
+    assert out.startswith("estimate")
+    assert "note: this run has execution checks and no sandbox is available" in out
+    code, out, err = run_command("validate", str(path))
+    assert code == 0, out + err
+    assert "warning: this run has execution checks and no sandbox is available" in err
+    code, out, err = run_command("run", str(path), "--fake")
+    assert code == 2
+    assert "error: this run has execution checks and no sandbox is available" in err
+    assert not Run.objects.exists()
+
+
+def test_validate_refuses_what_the_plan_of_the_suites_own_run_refuses(tmp_path):
+    """A scripted contestant with no reply for a case: `run` refuses it before spending,
+    so validate does, by planning the suite's own run (a dry run: nothing stored)."""
+    ensure_default_table()
+    path = _suite(tmp_path, "short-replies", "check_short_replies_h5")
+    (tmp_path / "check_short_replies_h5.py").write_text(
+        "def names_them(answer, case_vars):\n    return True\n"
+    )
+    (tmp_path / "short-replies.replies.yaml").write_text("good:\n  greet/other: ['Hi']\n")
+    code, out, err = run_command("validate", str(path))
+    assert code == 2, out + err
+    assert "has no reply for scripted/good on: greet/one" in err
+    assert not Run.objects.exists()
