@@ -121,11 +121,35 @@ def exclusion_reason(
     return None
 
 
+# Said before the two prompts of a pair whose answers were sent different prompts (two
+# prompt variants): what each answer is judged against.
+_TWO_PROMPTS = (
+    "The two answers were sent different prompts. Each prompt is shown with its answer's "
+    "number: judge each answer against its own prompt and the rubric."
+)
+
+
 def judge_messages(
-    task_prompt: str, rubric: str, first: PairSide, second: PairSide
+    task_prompt: str,
+    rubric: str,
+    first: PairSide,
+    second: PairSide,
+    *,
+    second_prompt: str | None = None,
 ) -> list[dict[str, str]]:
-    """The judge request for one order: ``first`` is shown as Answer 1."""
-    parts = [f"<task>\n{task_prompt}\n</task>"]
+    """The judge request for one order: ``first`` is shown as Answer 1.
+
+    ``task_prompt`` is the prompt Answer 1 was sent; ``second_prompt`` the one Answer 2 was
+    sent, when it is another (a pair of two prompt variants): then each is shown, numbered
+    like its answer. A pair whose answers were sent one prompt is shown it once, as ever."""
+    if second_prompt is None or second_prompt == task_prompt:
+        parts = [f"<task>\n{task_prompt}\n</task>"]
+    else:
+        parts = [
+            _TWO_PROMPTS,
+            f'<task answer="1">\n{task_prompt}\n</task>',
+            f'<task answer="2">\n{second_prompt}\n</task>',
+        ]
     if rubric.strip():
         parts.append(f"<rubric>\n{rubric.strip()}\n</rubric>")
     for number, side in (("1", first), ("2", second)):
