@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pathlib
+import shutil
 from types import SimpleNamespace
 
 import pytest
 
 from evalsite.core.judging import PairSide
 from evalsite.core.report.pairing import paired_changes
-from evalsite.core.suites import parse_suite
+from evalsite.core.suites import load_suite, parse_suite
 from runs import judging
 from runs.models import Judgement, Run, SuiteVersion
 from runs.planner import RunOptions, make_plan, store_plan
@@ -22,6 +24,7 @@ from runs.prices import ensure_default_table
 from runs.runner import execute
 from tests.engine.conftest import evalsite
 
+MULTIMODAL = pathlib.Path(__file__).parents[1] / "examples" / "multimodal"
 GOLDEN = """\
 suite: golden
 version: 1
@@ -153,6 +156,12 @@ def _grades(run: Run, contestant: str) -> list[Judgement]:
     )
 
 
+def _asked(call: Judgement) -> str:
+    """The judge call's question: its first user message (a retry appends the reply and a
+    reminder after it)."""
+    return next(m["content"] for m in call.request["messages"] if m["role"] == "user")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_variant_answer_is_graded_and_judged_on_its_own_prompt():
     run = _run(_suite_text())
@@ -160,14 +169,14 @@ def test_a_variant_answer_is_graded_and_judged_on_its_own_prompt():
 
     french = _grades(run, "openai/gpt-4.1-nano@french")
     assert len(french) == len(NAMES)
-    user = french[0].request["messages"][-1]["content"]
+    user = _asked(french[0])
     assert "<task>\nSay hello to Ana in French.\n</task>" in user
     assert "in English" not in user
-    base = _grades(run, "openai/gpt-4.1-nano")[0].request["messages"][-1]["content"]
+    base = _asked(_grades(run, "openai/gpt-4.1-nano")[0])
     assert "<task>\nSay hello to Ana in English.\n</task>" in base
 
     pair = Judgement.objects.filter(run=run, kind=Judgement.Kind.PAIR, case_id="c0", order=1)
-    user = pair.get().request["messages"][-1]["content"]
+    user = _asked(pair.get())
     assert '<task answer="1">\nSay hello to Ana in English.\n</task>' in user
     assert '<task answer="2">\nSay hello to Ana in French.\n</task>' in user
 
@@ -217,3 +226,56 @@ def test_the_regression_gate_and_mcnemar_of_an_unchanged_variant_do_not_move(tmp
         (line for line in second.stdout.splitlines() if "gate failed" in line and french in line),
         "",
     ), second.stdout
+
+
+def _media_suite(tmp_path):
+    shutil.copytree(MULTIMODAL / "fixtures", tmp_path / "fixtures")
+    (tmp_path / "suite.yaml").write_text(
+        "suite: media\nversion: 1\n"
+        "models: [google/gemini-2.5-flash, google/gemini-2.5-flash@receipt]\n"
+        "judge: {model: google/gemini-2.5-flash}\n"
+        "variants:\n"
+        "  receipt: {prompt: [{role: user, content: [{text: 'Read the receipt.'}, {file: slip}]}]}\n"
+        "  words: {prompt: 'Say what the invoice says.'}\n"
+        "tasks:\n"
+        "  - id: read\n"
+        "    prompt: [{role: user, content: [{text: 'Read the invoice.'}, {image: scan}]}]\n"
+        "    grade: {rubric: Reads every total.}\n"
+        "    cases:\n"
+        "      - id: one\n"
+        "        files: {scan: fixtures/invoice-0042.png, slip: fixtures/receipt-1187.pdf}\n"
+    )
+    return load_suite(tmp_path / "suite.yaml")
+
+
+def _parts(request) -> list[tuple[str, str]]:
+    return [
+        (part["type"], part.get("name", ""))
+        for message in request.messages
+        if isinstance(message["content"], list)
+        for part in message["content"]
+        if part["type"] != "text"
+    ]
+
+
+def test_a_grade_and_a_pair_carry_the_files_each_contestant_was_sent(tmp_path):
+    suite = _media_suite(tmp_path)
+
+    def grade(contestant: str):
+        answer = SimpleNamespace(
+            task_id="read", case_id="one", repeat=0, text="42.00", run_id=None,
+            contestant=contestant,
+        )  # fmt: skip
+        return judging.grade_request(suite, answer, "google/gemini-2.5-flash")
+
+    assert _parts(grade("google/gemini-2.5-flash")) == [("image", "scan")]
+    assert _parts(grade("google/gemini-2.5-flash@receipt")) == [("file", "slip")]
+    words = grade("google/gemini-2.5-flash@words")
+    assert _parts(words) == [] and "Say what the invoice says." in words.messages[-1]["content"]
+
+    requests = judging.pair_requests(
+        suite, "google/gemini-2.5-flash", ("read", "one", 0), *SIDES,
+        contestants=("google/gemini-2.5-flash", "google/gemini-2.5-flash@receipt"),
+    )  # fmt: skip
+    for _, request in requests:  # both sides' files, each once, whichever order
+        assert _parts(request) == [("image", "scan"), ("file", "slip")]
