@@ -1,12 +1,13 @@
 """Pairwise judging (SPEC §8): which pairs are judged, the judge prompt, reading the verdict.
 
 Two calls per included pair: order 1 shows the baseline as "Answer 1", order 2 swaps. The
-judge sees the task, the rubric, the two answers and their execution-check results with one
-fixed rule, never a model name, a price or which answer is the baseline. It replies with
-JSON ``{"reason": "...", "winner": "1" | "2" | "tie"}``, reasoning first. The reply is read
-leniently (the whole reply, else its first fenced block, else the first JSON object); a
-reply that still holds no verdict gets one retry (:func:`retry_messages`), after which the
-pair is excluded as ``judge_unparseable``.
+judge sees the task (the prompt the answers were sent; each side's, numbered like its answer,
+when two prompt variants meet), the rubric, the two answers and their execution-check
+results with one fixed rule, never a model name, a price or which answer is the baseline.
+It replies with JSON ``{"reason": "...", "winner": "1" | "2" | "tie"}``, reasoning first.
+The reply is read leniently (the whole reply, else its first fenced block, else the first
+JSON object); a reply that still holds no verdict gets one retry (:func:`retry_messages`),
+after which the pair is excluded as ``judge_unparseable``.
 """
 
 from __future__ import annotations
