@@ -149,11 +149,16 @@ def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run, labels
     # the queue's run is already loaded; a pair from an older run (a changed label) is not
     version = run.suite_version if run is not None and pair.run_id == run.id else None
     version = version or pair.run.suite_version
+    # what each side was sent (its variant's prompt), as the judge is shown it: once when
+    # the two are the same, above each answer when they are not (docs/judging.md)
+    core = stored_suite(version)
+    prompts = [task_text(core, pair.task_id, pair.case_id, side.contestant) for side in sides]
+    apart = prompts[0] != prompts[1]
     context |= {
-        "task": task_text(stored_suite(version), pair.task_id, pair.case_id),
+        "task": "" if apart else prompts[0],
         "files": case_files(pair.run, pair.task_id, pair.case_id),  # the case's, not a side's
-        "left": _blind(sides[0]),
-        "right": _blind(sides[1]),
+        "left": _blind(sides[0]) | {"prompt": prompts[0] if apart else ""},
+        "right": _blind(sides[1]) | {"prompt": prompts[1] if apart else ""},
         "mine": queue.seen_as(mine.prefer, offer.baseline_left) if mine else None,
         "note": mine.note if mine else "",
     }

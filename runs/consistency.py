@@ -29,7 +29,12 @@ def queue_rechecks(run: Run, suite: Suite, judge: Provider, judge_model: str) ->
     for pair in included.filter(pk__in=chosen).select_related("baseline", "candidate"):
         key = (pair.task_id, pair.case_id, pair.repeat)
         requests = judging.pair_requests(
-            suite, judge_model, key, judging._side(pair.baseline), judging._side(pair.candidate)
+            suite,
+            judge_model,
+            key,
+            judging._side(pair.baseline),
+            judging._side(pair.candidate),
+            contestants=(pair.baseline_contestant, pair.candidate_contestant),
         )
         for attempt in range(1, k + 1):
             for order, request in requests:

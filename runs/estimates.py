@@ -122,7 +122,11 @@ def _given_judge_requests(suite, cells, given, contestants) -> list[Request]:
         for baseline, candidate in sides:
             texts = given[task_id, case_id, baseline], given[task_id, case_id, candidate]
             calls = pair_requests(
-                suite, suite.judge_model, (task_id, case_id, repeat), *map(PairSide, texts)
+                suite,
+                suite.judge_model,
+                (task_id, case_id, repeat),
+                *map(PairSide, texts),
+                contestants=(baseline, candidate),
             )
             requests += [request for _, request in calls]
     return requests

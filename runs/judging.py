@@ -38,7 +38,7 @@ from evalsite.core.scoring.grading import (
 )
 from evalsite.core.stats import pair_score
 from evalsite.core.suite_params import judge_params
-from evalsite.core.suites import Suite
+from evalsite.core.suites import Suite, parse_contestant
 from runs import consistency, sealed
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
@@ -127,16 +127,37 @@ def _verdicts(answer: Answer) -> dict:
     }
 
 
-def task_text(suite: Suite, task_id: str, case_id: str) -> str:
-    """The task as the judge sees it: the case's prompt as written, system message first
-    (its text; the files it sends are :func:`task_media`)."""
-    messages = render_messages(suite, task_id, case_id)
+def task_text(suite: Suite, task_id: str, case_id: str, contestant: str | None = None) -> str:
+    """The task as the judge sees it: the case's prompt as ``contestant`` was sent it (its
+    variant's prompt and system; None: the task as written), system text first (its text;
+    the files it sends are :func:`task_media`)."""
+    return prompt_text(sent_messages(suite, task_id, case_id, contestant))
+
+
+def task_media(
+    suite: Suite, task_id: str, case_id: str, contestant: str | None = None
+) -> list[dict]:
+    """The files the case's prompt sends ``contestant`` (None: the task as written), in order."""
+    return prompt_media(sent_messages(suite, task_id, case_id, contestant))
+
+
+def prompt_text(messages: list[dict]) -> str:
+    """What the judge reads of a prompt: its messages' texts in order, by blank lines."""
     return "\n\n".join(message_text(message) for message in messages)
 
 
-def task_media(suite: Suite, task_id: str, case_id: str) -> list[dict]:
-    """The files the case's prompt sends the answerers, in order."""
-    return [part for m in render_messages(suite, task_id, case_id) for part in message_media(m)]
+def prompt_media(messages: list[dict]) -> list[dict]:
+    """The files a prompt sends, in order."""
+    return [part for message in messages for part in message_media(message)]
+
+
+def sent_messages(
+    suite: Suite, task_id: str, case_id: str, contestant: str | None = None
+) -> list[dict]:
+    """The messages ``contestant`` (``model@variant``) was sent for the case, rendered as the
+    engine rendered them; None: the task as written."""
+    sent = parse_contestant(contestant) if contestant is not None else None
+    return render_messages(suite, task_id, case_id, sent)
 
 
 def _judge_params(suite: Suite) -> tuple[dict, frozenset[str]]:
@@ -150,22 +171,36 @@ def pair_requests(
     key: tuple[str, str, int],
     baseline: PairSide,
     candidate: PairSide,
+    *,
+    contestants: tuple[str, str],
 ) -> list[tuple[int, Request]]:
     """The two judge calls of one pair, ``(order, request)``: order 1 shows the baseline
-    first, order 2 the candidate. ``key`` is (task, case, repeat). The engine and the judge
-    lab build their calls here, so the same pair always has the same cache key."""
+    first, order 2 the candidate. ``key`` is (task, case, repeat); ``contestants`` names the
+    baseline's and the candidate's contestant, whose prompts (their variants') the judge is
+    shown: once when they are the same, each beside its answer when they differ. The engine
+    and the judge lab build their calls here, so the same pair always has the same cache key."""
     task_id, case_id, repeat = key
     task = suite.task(task_id)
     rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
-    prompt = task_text(suite, task_id, case_id)
-    media = task_media(suite, task_id, case_id)
+    prompts = [sent_messages(suite, task_id, case_id, name) for name in contestants]
+    texts = [prompt_text(messages) for messages in prompts]
+    media = [part for messages in prompts for part in prompt_media(messages)]
+    media = [part for k, part in enumerate(media) if part not in media[:k]]  # each file once
     params, explicit = _judge_params(suite)
+    orders = (
+        (1, (baseline, candidate), (texts[0], texts[1])),
+        (2, (candidate, baseline), (texts[1], texts[0])),
+    )
     return [
         (
             order,
             Request.from_params(
                 judge_model,
-                with_media(judge_messages(prompt, rubric, first, second), media, judge_model),
+                with_media(
+                    judge_messages(prompt, rubric, first, second, second_prompt=other),
+                    media,
+                    judge_model,
+                ),
                 params,
                 explicit=explicit,
                 purpose="judge",
@@ -175,7 +210,7 @@ def pair_requests(
                 order=order,
             ),
         )
-        for order, (first, second) in ((1, (baseline, candidate)), (2, (candidate, baseline)))
+        for order, (first, second), (prompt, other) in orders
     ]
 
 
@@ -189,6 +224,8 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
             "task_id",
             "case_id",
             "repeat",
+            "baseline_contestant",
+            "candidate_contestant",
             *(f"{side}__{name}" for side in ("baseline", "candidate") for name in _SIDE_FIELDS),
         )
     )
@@ -201,6 +238,7 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
             (pair.task_id, pair.case_id, pair.repeat),
             _side(pair.baseline),
             _side(pair.candidate),
+            contestants=(pair.baseline_contestant, pair.candidate_contestant),
         )
     )
     for batch in itertools.batched(calls, BATCH):
@@ -243,7 +281,7 @@ def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> 
     calls = (
         _judgement(
             run,
-            _grade_request(suite, graded[answer.task_id], answer, judge_model, params),
+            grade_request(suite, answer, judge_model, params),
             judge,
             judge_model,
             answer=answer,
@@ -256,21 +294,29 @@ def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> 
         Judgement.objects.bulk_create(batch, ignore_conflicts=True)
 
 
-def _grade_request(
-    suite: Suite, task, answer: Answer, judge_model: str, params: tuple[dict, frozenset[str]]
+def grade_request(
+    suite: Suite,
+    answer: Answer,
+    judge_model: str,
+    params: tuple[dict, frozenset[str]] | None = None,
 ) -> Request:
-    """The grade call of one answer: the task's rubric (its grade's, else the task's, else
-    the judge's), followed by the case's own criteria and reference when it has them."""
+    """The grade call of one answer: the prompt its contestant was sent (its variant's),
+    the task's rubric (its grade's, else the task's, else the judge's), followed by the
+    case's own criteria and reference when it has them. ``params``: the judge's
+    (:func:`_judge_params`), read once by a caller that grades many answers."""
+    task = suite.task(answer.task_id)
     own = task.case(answer.case_id).grade or {}
     rubric = str((task.grade or {}).get("rubric") or task.rubric or suite.judge.rubric or "")
+    sent = sent_messages(suite, task.id, answer.case_id, answer.contestant)
     messages = grade_messages(
-        task_text(suite, task.id, answer.case_id),
+        prompt_text(sent),
         answer_text(answer),
         rubric,
         criteria=str(own.get("criteria") or ""),
         reference=own["reference"] if isinstance(own.get("reference"), str) else None,
     )
-    media = task_media(suite, task.id, answer.case_id)
+    media = prompt_media(sent)
+    params = params or _judge_params(suite)
     return Request.from_params(
         judge_model,
         with_media(messages, media, judge_model),

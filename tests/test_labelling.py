@@ -392,3 +392,38 @@ def test_the_calibration_page_opens_the_labelled_pairs_in_the_judge_lab(run):
     assert response.status_code == 302 and response["Location"].startswith("/lab/")
     page = client.get(response["Location"]).content.decode()
     assert "scripted/judge" in page
+
+
+VARIANT_SUITE = """\
+suite: blindv
+version: 1
+models: [scripted/base, scripted/base@french]
+judge: {model: scripted/judge}
+variants:
+  french: {prompt: "Say hello to {{name}} in French."}
+tasks:
+  - id: hello
+    prompt: "Say hello to {{name}} in English."
+    cases: [{id: ana, vars: {name: Ana}}]
+"""
+
+
+def test_a_pair_of_two_prompts_shows_the_labeller_each_sides_prompt_above_its_answer():
+    """The labeller sees what the judge sees (issue 28 item 1): a base answer and a
+    variant's answer were sent different prompts, so each is shown beside its answer."""
+    ensure_default_table()
+    version = make_suite_version(VARIANT_SUITE)
+    run = make_run(
+        suite_version=version, contestants=["scripted/base", "scripted/base@french"],
+        status=Run.Status.DONE, report={"headline_eligible": False},
+    )  # fmt: skip
+    make_pair(run, "hello", "ana", texts=("Hello Ana", "Bonjour Ana"))
+    html = _client(make_user(username="ann")).get("/label/blindv/").content.decode()
+    body = html.split("<main>", 1)[1]
+    assert "The two answers were sent different prompts" in body
+    english, french = body.index("in English."), body.index("in French.")
+    hello, bonjour = body.index("Hello Ana"), body.index("Bonjour Ana")
+    # each prompt sits just above its own answer, whichever side the answer is on
+    assert sorted([english, hello, french, bonjour]) in (
+        [english, hello, french, bonjour], [french, bonjour, english, hello],
+    )  # fmt: skip

@@ -1,12 +1,13 @@
 """Pairwise judging (SPEC §8): which pairs are judged, the judge prompt, reading the verdict.
 
 Two calls per included pair: order 1 shows the baseline as "Answer 1", order 2 swaps. The
-judge sees the task, the rubric, the two answers and their execution-check results with one
-fixed rule, never a model name, a price or which answer is the baseline. It replies with
-JSON ``{"reason": "...", "winner": "1" | "2" | "tie"}``, reasoning first. The reply is read
-leniently (the whole reply, else its first fenced block, else the first JSON object); a
-reply that still holds no verdict gets one retry (:func:`retry_messages`), after which the
-pair is excluded as ``judge_unparseable``.
+judge sees the task (the prompt the answers were sent; each side's, numbered like its answer,
+when two prompt variants meet), the rubric, the two answers and their execution-check
+results with one fixed rule, never a model name, a price or which answer is the baseline.
+It replies with JSON ``{"reason": "...", "winner": "1" | "2" | "tie"}``, reasoning first.
+The reply is read leniently (the whole reply, else its first fenced block, else the first
+JSON object); a reply that still holds no verdict gets one retry (:func:`retry_messages`),
+after which the pair is excluded as ``judge_unparseable``.
 """
 
 from __future__ import annotations
@@ -121,11 +122,35 @@ def exclusion_reason(
     return None
 
 
+# Said before the two prompts of a pair whose answers were sent different prompts (two
+# prompt variants): what each answer is judged against.
+_TWO_PROMPTS = (
+    "The two answers were sent different prompts. Each prompt is shown with its answer's "
+    "number: judge each answer against its own prompt and the rubric."
+)
+
+
 def judge_messages(
-    task_prompt: str, rubric: str, first: PairSide, second: PairSide
+    task_prompt: str,
+    rubric: str,
+    first: PairSide,
+    second: PairSide,
+    *,
+    second_prompt: str | None = None,
 ) -> list[dict[str, str]]:
-    """The judge request for one order: ``first`` is shown as Answer 1."""
-    parts = [f"<task>\n{task_prompt}\n</task>"]
+    """The judge request for one order: ``first`` is shown as Answer 1.
+
+    ``task_prompt`` is the prompt Answer 1 was sent; ``second_prompt`` the one Answer 2 was
+    sent, when it is another (a pair of two prompt variants): then each is shown, numbered
+    like its answer. A pair whose answers were sent one prompt is shown it once, as ever."""
+    if second_prompt is None or second_prompt == task_prompt:
+        parts = [f"<task>\n{task_prompt}\n</task>"]
+    else:
+        parts = [
+            _TWO_PROMPTS,
+            f'<task answer="1">\n{task_prompt}\n</task>',
+            f'<task answer="2">\n{second_prompt}\n</task>',
+        ]
     if rubric.strip():
         parts.append(f"<rubric>\n{rubric.strip()}\n</rubric>")
     for number, side in (("1", first), ("2", second)):
