@@ -13,10 +13,8 @@ import sys
 import numpy as np
 
 from evalsite.core.stats.pairs import win_rate
-from evalsite.core.stats.ppi import corrected_win_rate
 from evalsite.core.stats.ranking import bradley_terry
 from tests.core.stats.test_interval_coverage import (
-    PPI_TRUTH,
     SETTINGS,
     STRENGTHS,
     WIN_RATE_MEAN,
