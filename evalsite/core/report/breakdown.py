@@ -161,10 +161,12 @@ def _candidate_cells(ctx: Context, row: Row, flips: bool) -> tuple[Cell, ...]:
         if not entry:
             cells.append(num.MISSING)
             continue
-        detail = f"n={num.count(entry.get('n'))}"
+        detail = f"n={num.cases(entry)}"
         if flips:
             detail += f", flips {num.count(entry.get('flips', 0))}"
-        cells.append(f"{win_rate_cell(ctx, entry.get('win_rate'))} ({detail})")
+        # a per-task rate has its interval over cases; a per-tag one (and an older report) not
+        shown = f" {num.interval_or_reason(entry)}" if "cases" in entry else ""
+        cells.append(f"{win_rate_cell(ctx, entry.get('win_rate'))}{shown} ({detail})")
     return tuple(cells)
 
 
@@ -190,7 +192,10 @@ def per_task_section(ctx: Context) -> Section:
         )
         for row in tasks
     )
-    intro = "Worst first. Pass rate over the task's answers, with their n."
+    intro = (
+        "Worst first. Pass rate over the task's answers, with their n; each win-rate with "
+        "its 95% interval over the task's cases (none below 8 cases)."
+    )
     return _with_win_rates(ctx, "per-task", "Per task", intro, Table(head, rows))
 
 

@@ -22,6 +22,7 @@ from evalsite.core.judge_warnings import (
     self_preference_warning,
 )
 from evalsite.core.report.answer_warnings import answer_counts, answer_warnings
+from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.corrections import judge_figures, length_warnings
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
 from evalsite.core.report.pairing import paired_units
@@ -517,7 +518,7 @@ def _contestant(answers: list[AnswerRow], pass_k: dict[str, Any]) -> dict[str, A
 
 
 def _per_task(data: ReportInput) -> list[dict[str, Any]]:
-    baseline = data.contestants[0]
+    baseline, seed = data.contestants[0], seed_from(data.suite_hash)
     rows = []
     for task in dict.fromkeys(a.task for a in data.answers):
         answers = [a for a in data.answers if a.task == task]
@@ -529,10 +530,7 @@ def _per_task(data: ReportInput) -> list[dict[str, Any]]:
                 for p in data.pairs
                 if p.task == task and p.candidate == candidate and p.baseline == baseline
             ]
-            judged = [p.score for p in pairs if not p.excluded_reason and p.score is not None]
-            rates[candidate] = {
-                "win_rate": math.fsum(judged) / len(judged) if judged else None,
-                "n": len(judged),
+            rates[candidate] = _task_win_rate(pairs, seed) | {
                 "flips": sum(1 for p in pairs if p.flip),
                 "excluded": sum(1 for p in pairs if p.excluded_reason),
             }
@@ -546,6 +544,21 @@ def _per_task(data: ReportInput) -> list[dict[str, Any]]:
             }
         )
     return sorted(rows, key=_worst_task)
+
+
+def _task_win_rate(pairs: Sequence[PairRow], seed: int) -> dict[str, Any]:
+    """A task's win-rate with the overall one's interval over cases and its rules (the
+    minimum of cases, BCa and "few cases" below FEW_CLUSTERS, none when every pair scored
+    alike), by the same :func:`~evalsite.core.stats.pairs.win_rate`."""
+    judged = [p for p in pairs if not p.excluded_reason and p.score is not None]
+    rate = win_rate(
+        [p.score for p in judged],
+        flips=sum(1 for p in judged if p.flip),
+        seed=seed,
+        clusters=[p.case for p in judged],
+    )
+    keys = ("win_rate", "n", "ci", "cases", "method", "no_interval")
+    return {key: value for key, value in rate.to_dict().items() if key in keys}
 
 
 def _worst_task(row: dict[str, Any]) -> tuple:
@@ -664,42 +677,26 @@ def _totals(data: ReportInput) -> dict[str, Any]:
 def _movers(
     report: Mapping[str, Any], previous: Mapping[str, Any] | None, threshold: float
 ) -> dict[str, Any]:
-    """Per candidate and task, the win-rate change since the previous comparable run."""
+    """Per candidate and task, the win-rate change since the previous comparable run: the
+    movers of ``compare previous this`` (its paired intervals and its Holm correction over
+    every task tested, ``comparisons``), so the report and compare say the same."""
     if previous is None:
         return {
             "previous_run": None,
             "threshold": threshold,
             "items": [],
+            "comparisons": 0,
             "note": "no earlier comparable run of this suite",
         }
-    before = {
-        (c, row["task"]): r["win_rate"]
-        for row in previous.get("per_task", [])
-        for c, r in row.get("win_rates", {}).items()
-    }
-    items = []
-    for row in report["per_task"]:
-        for candidate, rate in row["win_rates"].items():
-            old = before.get((candidate, row["task"]))
-            if old is None or rate["win_rate"] is None:
-                continue
-            delta = rate["win_rate"] - old
-            if abs(delta) >= threshold:
-                items.append(
-                    {
-                        "candidate": candidate,
-                        "task": row["task"],
-                        "before": old,
-                        "after": rate["win_rate"],
-                        "delta": delta,
-                    }
-                )
-    items.sort(key=lambda item: -abs(item["delta"]))
+    comparison = compare_reports(previous, report, threshold=threshold)
+    items = [mover.to_dict() for mover in comparison.movers]
+    note = comparison.reason or ("" if items else f"no task moved by {threshold:.2f} or more")
     return {
         "previous_run": previous.get("run_id"),
         "threshold": threshold,
         "items": items,
-        "note": "" if items else f"no task moved by {threshold:.2f} or more",
+        "comparisons": comparison.comparisons,
+        "note": note,
     }
 
 
