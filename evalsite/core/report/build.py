@@ -309,6 +309,10 @@ def calibration_summary(
     }
     if brief:
         return figures
+    per_task = per_task_kappa(
+        ((task, h, j, case) for (_, task, h, j), case in zip(matched.items, cases, strict=True)),
+        floor=min_kappa,
+    )
     return figures | {
         "status": gate.status,
         "reason": gate.reason,
@@ -318,10 +322,9 @@ def calibration_summary(
             humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES, cases=cases
         ),
         "confusion": kappa.confusion,
-        "per_task": [
-            task.to_dict()
-            for task in per_task_kappa((task, h, j) for _, task, h, j in matched.items)
-        ],
+        "per_task": [task.to_dict() for task in per_task],
+        # the tasks tested against min_kappa: the family the per-task Holm correction reads
+        "per_task_comparisons": sum(1 for task in per_task if task.p_value is not None),
         "labels_stale": matched.stale,
         "labels_ignored": matched.ignored,
         "labels_not_in_run": matched.not_in_run,

@@ -12,7 +12,7 @@ from evalsite.core.stats.bootstrap import too_few_cases
 BASE, CAND = "fake/base", "fake/cand"
 
 
-def _data(run_id: str, wins: dict[str, list[float]], *, repeats: int = 1, **overrides):
+def _data(run_id, wins: dict[str, list[float]], *, repeats=1, labels=None, **overrides):
     """One candidate against the baseline: per task, one pair score a case, copied into
     every repeat (a copied verdict is the same judgement again)."""
     answers, pairs = [], []
@@ -26,7 +26,8 @@ def _data(run_id: str, wins: dict[str, list[float]], *, repeats: int = 1, **over
                                      score=score, flip=False))  # fmt: skip
     return ReportInput(
         run_id=run_id, status="done", suite_name="many-tasks", suite_hash="0" * 64,
-        contestants=(BASE, CAND), answers=answers, pairs=pairs, calibration=Calibration(),
+        contestants=(BASE, CAND), answers=answers, pairs=pairs,
+        calibration=labels or Calibration(),
         judge_model="fake/judge", repeats=repeats, **overrides,
     )  # fmt: skip
 
@@ -86,3 +87,26 @@ def test_the_reports_movers_are_holm_corrected_over_every_task_tested():
     assert "not significant after Holm" in t01
     t00 = next(line for line in text.splitlines() if f"| `{CAND}` | `t00` |" in line)
     assert "Holm p=" in t00 and "not significant" not in t00
+
+
+def test_the_kappa_per_task_list_says_its_comparisons_and_decides_after_holm():
+    from evalsite.core.calibration import Calibration, Item
+    from tests.core.stats.test_kappa import _family
+
+    items = [
+        Item(pair=k, pairs=(k,), task=task, judge=judge, votes={"ann": human}, case=case)
+        for k, (task, human, judge, case) in enumerate(_family(), start=1)
+    ]
+    report = build_report(_data("r1", {"t": TEN}, labels=Calibration(judged=items)))
+    calibration = report["calibration"]
+    assert calibration["per_task_comparisons"] == 10
+    rows = {row["task"]: row for row in calibration["per_task"]}
+    assert rows["borderline"]["p_value"] < 0.05 < rows["borderline"]["p_holm"]
+    assert rows["bad"]["below_floor"] is True
+
+    text = render_markdown(report)
+    assert "Kappa per task (below the floor of 0.40? 10 comparisons, Holm-corrected)" in text
+    bad = next(line for line in text.splitlines() if line.startswith("| `bad` |"))
+    assert "below the floor 0.40, Holm p=" in bad and "| 30 cases |" in bad
+    border = next(line for line in text.splitlines() if line.startswith("| `borderline` |"))
+    assert "not significant after Holm" in border
