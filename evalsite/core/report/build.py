@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from evalsite.core.calibration import REPEATS_RULE, Calibration
 from evalsite.core.gates import check_gates
 from evalsite.core.judge_warnings import (
@@ -28,6 +30,7 @@ from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_
 from evalsite.core.report.pairing import paired_units
 from evalsite.core.scoring.aggregate import (
     TAG_FLOOR,
+    TagRate,
     contestant_rates,
     tag_rates,
 )
@@ -46,8 +49,15 @@ from evalsite.core.stats import (
     seed_from,
     win_rate,
 )
+from evalsite.core.stats.bootstrap import (
+    below_floor_p,
+    cluster_index,
+    cluster_mean_interval,
+)
 from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
 from evalsite.core.stats.kappa import case_interval
+from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
+from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.pass_k import pass_k_figures
 from evalsite.core.stats.record import jsonable
 
@@ -220,6 +230,8 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants),
         "per_task": _per_task(data),
         "per_tag": _per_tag(data),
+        # the tag cells tested against the floor: the family the per-tag Holm correction reads
+        "per_tag_comparisons": 0,
         "exclusions": _exclusions(data),
         "failures": _failures(data),
         "totals": _totals(data),
@@ -231,6 +243,10 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "report_path": data.report_path,
         "paired": paired_units(data),  # per unit, for paired comparisons
     }
+    report["per_tag_comparisons"] = sum(
+        1 for row in report["per_tag"] for cell in row["contestants"].values()
+        if cell.get("p_value") is not None
+    )  # fmt: skip
     report["movers"] = _movers(report, data.previous, data.mover_threshold)
     report["warnings"] = _warnings(data, report) + length_warnings(report["win_rates"])
     # after the scorecard, which scores its cells when there is one, and before the report's
@@ -572,33 +588,60 @@ def _worst_task(row: dict[str, Any]) -> tuple:
 
 
 def _per_tag(data: ReportInput) -> list[dict[str, Any]]:
-    """Per tag, each contestant's pass rate over its answers with the tag (flagged below
-    the floor), and each candidate's win-rate over the tag's pairs."""
+    """Per tag, each contestant's pass rate over its answers with the tag, with its
+    interval over cases, flagged when it is below the floor after Holm's correction over
+    every cell tested, and each candidate's win-rate over the tag's pairs."""
     by_contestant: dict[str, list[AnswerRow]] = defaultdict(list)
     for answer in data.answers:
         by_contestant[answer.contestant].append(answer)
-    rates = {
-        contestant: {
-            rate.tag: rate
-            for rate in tag_rates((a.tags, a.effective_pass) for a in by_contestant[contestant])
-        }
+    seed = seed_from(data.suite_hash)
+    cells = {
+        (contestant, rate.tag): _tag_cell(rate, by_contestant[contestant], seed)
         for contestant in data.contestants
+        for rate in tag_rates((a.tags, a.effective_pass) for a in by_contestant[contestant])
     }
+    adjusted = holm([cell["p_value"] for cell in cells.values()])
+    for cell, p_holm in zip(cells.values(), adjusted, strict=True):
+        cell |= {"p_holm": p_holm, "flagged": p_holm is not None and p_holm < ONE_SIDED_ALPHA}
     tags = sorted({tag for answer in data.answers for tag in answer.tags})
+    empty = {"n": 0, "passed": 0, "rate": None, "flagged": False}  # a stopped run's
     return [
         {
             "tag": tag,
-            "contestants": {c: _tag_cell(rates[c].get(tag)) for c in data.contestants},
+            "contestants": {c: cells.get((c, tag), dict(empty)) for c in data.contestants},
             "win_rates": _tag_win_rates(data, tag),
         }
         for tag in tags
     ]
 
 
-def _tag_cell(rate) -> dict[str, Any]:
-    if rate is None:  # no answer of this contestant has the tag (a stopped run)
-        return {"n": 0, "passed": 0, "rate": None, "flagged": False}
-    return {"n": rate.n, "passed": rate.passed, "rate": rate.rate, "flagged": rate.flagged}
+TAG_RESAMPLES = 2000  # a pass rate's cluster bootstrap over cases, per tag and contestant
+
+
+def _tag_cell(rate: TagRate, answers: Sequence[AnswerRow], seed: int) -> dict[str, Any]:
+    """A tag's pass rate with its interval over cases (a case's repeats are one cluster:
+    the win-rate's rules, none below 8 cases) and the one-sided p of "at or above the
+    floor" (:func:`~evalsite.core.stats.bootstrap.below_floor_p`), None where no interval
+    could be drawn from too few cases."""
+    tagged = [a for a in answers if rate.tag in a.tags]
+    values = np.array([a.effective_pass for a in tagged], dtype=float)
+    labels = cluster_index([(a.task, a.case) for a in tagged], len(tagged))
+    ci, method, reason = cluster_mean_interval(
+        values, labels, seed=seed, resamples=TAG_RESAMPLES, min_n=MIN_N_FOR_INTERVAL,
+        constant=lambda value: f"every answer {'passed' if value else 'failed'}",
+        empty="no answers",
+    )  # fmt: skip
+    cases = int(labels.max()) + 1 if labels.size else 0
+    tested = cases >= MIN_N_FOR_INTERVAL
+    p_value = (
+        below_floor_p(values, labels, floor=TAG_FLOOR, seed=seed, resamples=TAG_RESAMPLES)
+        if tested
+        else None
+    )
+    return {
+        "n": rate.n, "passed": rate.passed, "rate": rate.rate, "cases": cases, "ci": ci,
+        "method": method, "no_interval": reason, "below": rate.flagged, "p_value": p_value,
+    }  # fmt: skip
 
 
 def _tag_win_rates(data: ReportInput, tag: str) -> dict[str, Any]:
@@ -733,7 +776,7 @@ def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
             if cell["flagged"]:
                 warnings.append(
                     f"{contestant}: tag {tag['tag']}: pass rate {cell['rate']:.3f} is below "
-                    f"{TAG_FLOOR:.2f}"
+                    f"{TAG_FLOOR:.2f} (Holm p={cell['p_holm']:.3f})"
                 )
     warnings += _judge_warnings(data)
     warnings += answer_warnings(data.answers, data.contestants)

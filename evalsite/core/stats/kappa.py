@@ -21,7 +21,7 @@ from evalsite.core.stats.bootstrap import (
     percentile_interval,
     resample_counts,
 )
-from evalsite.core.stats.multiple import holm
+from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
 from evalsite.core.stats.pairs import CATEGORIES
 from evalsite.core.stats.record import Record
 from evalsite.core.stats.student import t_below, t_quantile
@@ -263,7 +263,7 @@ class TaskKappa(Record):
     no_interval: str | None = None
     p_value: float | None = None  # one-sided, of "at or above the floor"; None: not tested
     p_holm: float | None = None  # Holm-adjusted over every task tested
-    below_floor: bool | None = None  # p_holm below 1 − LEVEL; None: not tested
+    below_floor: bool | None = None  # p_holm below ONE_SIDED_ALPHA; None: not tested
 
 
 def per_task_kappa(
@@ -277,8 +277,9 @@ def per_task_kappa(
     With a ``floor`` every task with a standard error is one test of "its kappa is at or
     above the floor" (one-sided, t on cases − 1 degrees of freedom), the tests are one
     family Holm-corrected (:func:`~evalsite.core.stats.multiple.holm`), and a task is
-    ``below_floor`` only when its adjusted p is below 1 − :data:`LEVEL`: one task in twenty
-    would look below the floor by chance.
+    ``below_floor`` only when its adjusted p is below
+    :data:`~evalsite.core.stats.multiple.ONE_SIDED_ALPHA`: one task in forty would look
+    below the floor by chance.
     """
     grouped: dict[str, tuple[list[str], list[str], list[str]]] = defaultdict(lambda: ([], [], []))
     for task, human, judge, *case in rows:
@@ -302,7 +303,7 @@ def per_task_kappa(
         tasks.append(figure)
     adjusted = holm([task.p_value for task in tasks])
     tasks = [
-        task if p is None else replace(task, p_holm=p, below_floor=p < 1 - LEVEL)
+        task if p is None else replace(task, p_holm=p, below_floor=p < ONE_SIDED_ALPHA)
         for task, p in zip(tasks, adjusted, strict=True)
     ]
     return sorted(tasks, key=_worst_first)

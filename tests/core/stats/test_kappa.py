@@ -248,7 +248,7 @@ def test_a_task_below_the_floor_is_decided_after_holm_over_every_task_tested():
     assert border.p_value == pytest.approx(student.cdf((border.kappa - 0.4) / se, 19), abs=1e-9)
     reference = multipletests([task.p_value for task in tested], method="holm")[1]
     assert [task.p_holm for task in tested] == pytest.approx(list(reference), abs=1e-12)
-    assert border.p_value < 0.05 < border.p_holm and border.below_floor is False
+    assert border.p_value < 0.025 < border.p_holm and border.below_floor is False
     assert result["bad"].below_floor is True
     assert not any(result[f"good{i}"].below_floor for i in range(8))
     assert border.cases == 20 and border.ci is not None
