@@ -79,10 +79,11 @@ def test_the_scripted_run_keeps_tags_of_few_cases_unflagged_and_prints_the_front
     assert "    not beaten on both score and cost: none (no priced cell with a score)" in out
     markdown = (Path(report["report_path"]) / "report.md").read_text()
     tags = markdown.split("## Per tag", 1)[1].split("\n## ", 1)[0]
-    few = "no interval (too few cases: 3; an interval needs 8) (n=3 cases)"
-    untested = "under the floor, too few cases to test"
+    few, untested = "(n=3 cases)", "under the floor, too few cases to test"
+    interval = "no interval (too few cases: 3; an interval needs 8)"
     assert (
-        f"| `non_english` | 0.333 {few} {untested} | 0.667 {few} {untested} | 1.000 {few} |"
+        f"| `non_english` | 0.333 {few} {untested} | 0.667 {few} {untested} "
+        f"| 1.000 {interval} {few} |"
     ) in tags
 
 

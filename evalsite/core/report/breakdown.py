@@ -166,7 +166,8 @@ def _candidate_cells(ctx: Context, row: Row, flips: bool) -> tuple[Cell, ...]:
         if flips:
             detail += f", flips {num.count(entry.get('flips', 0))}"
         # a per-task rate has its interval over cases; a per-tag one (and an older report) not
-        shown = f" {num.interval_or_reason(entry)}" if "cases" in entry else ""
+        judged = "cases" in entry and entry.get("win_rate") is not None
+        shown = f" {num.interval_or_reason(entry)}" if judged else ""
         cells.append(f"{win_rate_cell(ctx, entry.get('win_rate'))}{shown} ({detail})")
     return tuple(cells)
 
@@ -237,14 +238,12 @@ def _tag_cell(cell: Row | None) -> str:
     if "cases" not in cell:  # a report from before the interval
         rate = num.rate_n(cell.get("rate"), cell.get("n"))
         return f"{rate} FLAGGED" if cell.get("flagged") else rate
-    rate = (
-        f"{num.rate(cell.get('rate'))} {num.interval_or_reason(cell)} "
-        f"(n={num.cases(cell, unit='answers')})"
-    )
+    n = f"(n={num.cases(cell, unit='answers')})"
+    if cell.get("below") and cell.get("p_holm") is None:  # the reason is the verdict's
+        return f"{num.rate(cell.get('rate'))} {n} under the floor, too few cases to test"
+    rate = f"{num.rate(cell.get('rate'))} {num.interval_or_reason(cell)} {n}"
     if cell.get("flagged"):
         return f"{rate} FLAGGED, Holm p={cell['p_holm']:.3f}"
     if not cell.get("below"):
         return rate
-    if cell.get("p_holm") is None:
-        return f"{rate} under the floor, too few cases to test"
     return f"{rate} under the floor, not significant after Holm, Holm p={cell['p_holm']:.3f}"

@@ -110,3 +110,13 @@ def test_the_kappa_per_task_list_says_its_comparisons_and_decides_after_holm():
     assert "below the floor 0.40, Holm p=" in bad and "| 30 cases |" in bad
     border = next(line for line in text.splitlines() if line.startswith("| `borderline` |"))
     assert "not significant after Holm" in border
+
+
+def test_a_task_without_judged_pairs_prints_no_interval_text():
+    from dataclasses import replace
+
+    data = _data("r1", {"big": TEN})
+    lonely = [AnswerRow("lonely", "c0", who, 0, "done", passed=True) for who in (BASE, CAND)]
+    text = render_markdown(build_report(replace(data, answers=[*data.answers, *lonely])))
+    row = next(line for line in text.splitlines() if line.startswith("| `lonely`"))
+    assert row.endswith("| n/a (n=0 cases, flips 0) |")
