@@ -49,6 +49,8 @@ def movers_section(ctx: Context) -> Section:
         f": per-task win-rates that changed by {threshold} or more, largest first",
         f" ({comparisons_text(family)} over every task tested)." if family else ".",
     )
+    if not family and movers.get("items"):
+        since += (" No task had the paired cases a test needs: the movers are untested.",)
     blocks: list[Block] = [Para(since)]
     items = movers.get("items") or []
     if items:

@@ -120,3 +120,10 @@ def test_a_task_without_judged_pairs_prints_no_interval_text():
     text = render_markdown(build_report(replace(data, answers=[*data.answers, *lonely])))
     row = next(line for line in text.splitlines() if line.startswith("| `lonely`"))
     assert row.endswith("| n/a (n=0 cases, flips 0) |")
+
+
+def test_movers_of_too_few_cases_to_test_say_they_are_untested():
+    previous = build_report(_data("a", {"t": [0.0] * 4}))
+    report = build_report(_data("b", {"t": [1.0] * 4}, previous=previous))
+    assert report["movers"]["comparisons"] == 0 and len(report["movers"]["items"]) == 1
+    assert "the movers are untested" in render_markdown(report)
