@@ -13,10 +13,8 @@ import sys
 import numpy as np
 
 from evalsite.core.stats.pairs import win_rate
-from evalsite.core.stats.ppi import corrected_win_rate
 from evalsite.core.stats.ranking import bradley_terry
 from tests.core.stats.test_interval_coverage import (
-    PPI_TRUTH,
     SETTINGS,
     STRENGTHS,
     WIN_RATE_MEAN,
@@ -26,7 +24,7 @@ from tests.core.stats.test_interval_coverage import (
     covered,
     paired_coverage,
     ppi_coverage,
-    ppi_data,
+    ppi_small_tasks_coverage,
     win_rate_coverage,
     win_rate_data,
 )
@@ -49,16 +47,6 @@ def by_pairs(runs: int, cases: int, repeats: int, copy: float) -> tuple[float, f
     return hits / runs, bt_hits / total
 
 
-def ppi_small_tasks(runs: int, cases: int, repeats: int, copy: float) -> float:
-    """Three tasks with 4 labels each (the smallest the report shows: 10 labels, 2 a task)."""
-    rng = np.random.default_rng(27)
-    hits = 0
-    for _ in range(runs):
-        strata = {f"t{i}": ppi_data(rng, cases, repeats, copy, labels=4)["t"] for i in range(3)}
-        hits += covered(corrected_win_rate(strata).ci, PPI_TRUTH)
-    return hits / runs
-
-
 # beside the CI test's two settings, few cases: the win-rate, Bradley–Terry and
 # self-consistency intervals are BCa there and print "few cases"
 BENCH_SETTINGS = (*SETTINGS, ("12 cases x 3 correlated repeats", 12, 3, 0.7))
@@ -76,7 +64,7 @@ def main(runs: int) -> None:
         "corrected win-rate (PPI), 60 labels": lambda c, r, p: (
             ppi_coverage(runs, c, r, p, 60) if c * r > 60 else None
         ),
-        "corrected win-rate (PPI), 3 tasks x 4 labels": lambda c, r, p: ppi_small_tasks(
+        "corrected win-rate (PPI), 3 tasks x 4 labels": lambda c, r, p: ppi_small_tasks_coverage(
             runs, c, r, p
         ),
         "judge self-consistency": lambda c, r, p: consistency_coverage(runs, c, r, p),

@@ -77,13 +77,18 @@ def test_the_headline_is_refused_and_says_why(first_run):
     assert "scripted/good vs scripted/sloppy: win-rate 0.941 (UNCALIBRATED)" in result.stdout
 
 
-def test_the_sloppy_baseline_is_flagged_on_some_tags_and_the_good_one_on_none(first_run):
+def test_the_sloppy_baseline_is_under_the_floor_on_some_tags_and_the_good_one_on_none(first_run):
+    """The demo's tags have 1 to 7 cases each: under the 8 an interval needs, so a tag under
+    the floor is said to be (`below`) but flagged on none (issue 27: small samples are said
+    to be small; docs/checks.md "Tags")."""
     tags = first_run[1]["per_tag"]
-    sloppy = [tag["tag"] for tag in tags if tag["contestants"]["scripted/sloppy"]["flagged"]]
-    good = [tag["tag"] for tag in tags if tag["contestants"]["scripted/good"]["flagged"]]
+    sloppy = [tag["tag"] for tag in tags if tag["contestants"]["scripted/sloppy"]["below"]]
+    good = [tag["tag"] for tag in tags if tag["contestants"]["scripted/good"]["below"]]
     assert 0 < len(sloppy) < len(tags)
     assert {"monitoring", "search"}.isdisjoint(sloppy)
     assert good == []
+    assert not any(cell["flagged"] for tag in tags for cell in tag["contestants"].values())
+    assert first_run[1]["per_tag_comparisons"] == 0
 
 
 class DemoRegistrationTests(TestCase):

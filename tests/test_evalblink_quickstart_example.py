@@ -59,7 +59,7 @@ def test_the_fake_runs_it_to_the_end_and_the_gate_holds_the_shipped_combination(
     assert "gate failed: min_score - openai/gpt-4o-mini@v2: scorecard score" in out
 
 
-def test_the_scripted_run_prints_the_tags_under_the_floor_and_the_frontier(capsys):
+def test_the_scripted_run_keeps_tags_of_few_cases_unflagged_and_prints_the_frontier(capsys):
     code, out, report = run_example(capsys, *SCRIPTED)
     # the gate names no scripted contestant: not evaluated, named, and the run passes
     assert code == 0 and report["gates_passed"] is True
@@ -68,8 +68,12 @@ def test_the_scripted_run_prints_the_tags_under_the_floor_and_the_frontier(capsy
     ]
     assert "  gate not evaluated: min_score - openai/gpt-4o-mini@v2: not a contestant" in out
     # mini@v1 misses conv-004 (order, edge_case, non_english) and conv-008 (billing,
-    # edge_case, non_english): edge_case 3/5, non_english 1/3; billing 4/5, order 4/5
-    assert "    scripted/mini@v1: 2 tags pass below 0.70: edge_case 0.600, non_english 0.333" in out
+    # edge_case, non_english): edge_case 3/5, non_english 1/3; billing 4/5, order 4/5.
+    # Under the floor, but over 5 and 3 cases: too few to test, so not flagged (issue 27)
+    mini = {row["tag"]: row["contestants"]["scripted/mini@v1"] for row in report["per_tag"]}
+    assert [tag for tag, cell in mini.items() if cell["below"]] == ["edge_case", "non_english"]
+    assert not any(cell["flagged"] for cell in mini.values())
+    assert "tags pass below" not in out and "tag pass below" not in out
     # sonnet@v2 passes all 11; its one rival at 10/11 is 9 points below
     assert "    highest score: scripted/sonnet@v2 (1.000)" in out
     # scripted models have no price row: the cost facts have no cell to state
@@ -80,7 +84,12 @@ def test_the_scripted_run_prints_the_tags_under_the_floor_and_the_frontier(capsy
     assert "    not beaten on both score and cost: none (no priced cell with a score)" in out
     markdown = (Path(report["report_path"]) / "report.md").read_text()
     tags = markdown.split("## Per tag", 1)[1].split("\n## ", 1)[0]
-    assert "| `non_english` | 0.333 (n=3) FLAGGED | 0.667 (n=3) FLAGGED | 1.000 (n=3) |" in tags
+    few, untested = "(n=3 cases)", "under the floor, too few cases to test"
+    interval = "no interval (too few cases: 3; an interval needs 8)"
+    assert (
+        f"| `non_english` | 0.333 {few} {untested} | 0.667 {few} {untested} "
+        f"| 1.000 {interval} {few} |"
+    ) in tags
 
 
 def test_priced_scripted_cells_give_the_hand_counted_frontier(capsys):

@@ -8,6 +8,7 @@ from typing import Any
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.card import group_warnings
+from evalsite.core.report.compare import mover_test
 from evalsite.core.report.document import (
     Block,
     Cell,
@@ -23,6 +24,7 @@ from evalsite.core.report.document import (
 )
 from evalsite.core.report.overview import uncalibrated_note, win_rate_cell
 from evalsite.core.report.text import visible
+from evalsite.core.stats.multiple import comparisons_text
 
 __all__ = [
     "LISTED", "MESSAGE_CHARS", "charts_section", "decision_lines", "decision_section",
@@ -40,15 +42,19 @@ def movers_section(ctx: Context) -> Section:
         none = Para("No previous comparable run of this suite.")
         return Section("changes", "What changed", (none,))
     threshold = num.rate(movers.get("threshold"))
+    family = movers.get("comparisons")
     since = (
         "Since run ",
         Code(movers["previous_run"]),
-        f": per-task win-rates that changed by {threshold} or more, largest first.",
+        f": per-task win-rates that changed by {threshold} or more, largest first",
+        f" ({comparisons_text(family)} over every task tested)." if family else ".",
     )
+    if not family and movers.get("items"):
+        since += (" No task had the paired cases a test needs: the movers are untested.",)
     blocks: list[Block] = [Para(since)]
     items = movers.get("items") or []
     if items:
-        head: tuple[Cell, ...] = ("candidate", "task", "before", "after", "change")
+        head: tuple[Cell, ...] = ("candidate", "task", "before", "after", "change", "paired")
         blocks += [Table(head, tuple(_mover_row(ctx, item) for item in items))]
         blocks += uncalibrated_note(ctx)
     else:
@@ -65,6 +71,7 @@ def _mover_row(ctx: Context, item: Mapping[str, Any]) -> tuple[Cell, ...]:
         win_rate_cell(ctx, item.get("before")),
         win_rate_cell(ctx, item.get("after")),
         num.signed_rate(item.get("delta")),
+        mover_test(item) or "n/a",
     )
 
 

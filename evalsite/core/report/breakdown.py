@@ -9,6 +9,7 @@ from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Block, Cell, Code, Context, Para, Section, Table
 from evalsite.core.report.overview import uncalibrated_note, win_rate_cell
 from evalsite.core.scoring.aggregate import TAG_FLOOR, cases_text
+from evalsite.core.stats.multiple import comparisons_text
 
 __all__ = ["pass_k_text", "per_tag_section", "per_task_section", "scorecard_section"]
 
@@ -161,10 +162,13 @@ def _candidate_cells(ctx: Context, row: Row, flips: bool) -> tuple[Cell, ...]:
         if not entry:
             cells.append(num.MISSING)
             continue
-        detail = f"n={num.count(entry.get('n'))}"
+        detail = f"n={num.cases(entry)}"
         if flips:
             detail += f", flips {num.count(entry.get('flips', 0))}"
-        cells.append(f"{win_rate_cell(ctx, entry.get('win_rate'))} ({detail})")
+        # a per-task rate has its interval over cases; a per-tag one (and an older report) not
+        judged = "cases" in entry and entry.get("win_rate") is not None
+        shown = f" {num.interval_or_reason(entry)}" if judged else ""
+        cells.append(f"{win_rate_cell(ctx, entry.get('win_rate'))}{shown} ({detail})")
     return tuple(cells)
 
 
@@ -190,7 +194,10 @@ def per_task_section(ctx: Context) -> Section:
         )
         for row in tasks
     )
-    intro = "Worst first. Pass rate over the task's answers, with their n."
+    intro = (
+        "Worst first. Pass rate over the task's answers, with their n; each win-rate with "
+        "its 95% interval over the task's cases (none below 8 cases)."
+    )
     return _with_win_rates(ctx, "per-task", "Per task", intro, Table(head, rows))
 
 
@@ -214,9 +221,13 @@ def per_tag_section(ctx: Context) -> Section:
         )
         for row in tags
     )
+    family = ctx.report.get("per_tag_comparisons")
+    tested = f" ({comparisons_text(family)})" if family else ""
     intro = (
         "Each contestant's pass rate over its answers with the tag (every repeat counts), "
-        f"with their n. FLAGGED: below the tag floor of {TAG_FLOOR:.2f}."
+        "with its 95% interval over cases (none below 8 cases) and its n. FLAGGED: below "
+        f"the tag floor of {TAG_FLOOR:.2f}{tested}; a rate under the floor that is not "
+        "flagged may be chance."
     )
     return _with_win_rates(ctx, "per-tag", "Per tag", intro, Table(head, rows))
 
@@ -224,5 +235,15 @@ def per_tag_section(ctx: Context) -> Section:
 def _tag_cell(cell: Row | None) -> str:
     if not cell or not cell.get("n"):
         return num.MISSING
-    rate = num.rate_n(cell.get("rate"), cell.get("n"))
-    return f"{rate} FLAGGED" if cell.get("flagged") else rate
+    if "cases" not in cell:  # a report from before the interval
+        rate = num.rate_n(cell.get("rate"), cell.get("n"))
+        return f"{rate} FLAGGED" if cell.get("flagged") else rate
+    n = f"(n={num.cases(cell, unit='answers')})"
+    if cell.get("below") and cell.get("p_holm") is None:  # the reason is the verdict's
+        return f"{num.rate(cell.get('rate'))} {n} under the floor, too few cases to test"
+    rate = f"{num.rate(cell.get('rate'))} {num.interval_or_reason(cell)} {n}"
+    if cell.get("flagged"):
+        return f"{rate} FLAGGED, Holm p={cell['p_holm']:.3f}"
+    if not cell.get("below"):
+        return rate
+    return f"{rate} under the floor, not significant after Holm, Holm p={cell['p_holm']:.3f}"

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from evalsite.core.calibration import REPEATS_RULE, Calibration
 from evalsite.core.gates import check_gates
 from evalsite.core.judge_warnings import (
@@ -22,11 +24,13 @@ from evalsite.core.judge_warnings import (
     self_preference_warning,
 )
 from evalsite.core.report.answer_warnings import answer_counts, answer_warnings
+from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.corrections import judge_figures, length_warnings
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
 from evalsite.core.report.pairing import paired_units
 from evalsite.core.scoring.aggregate import (
     TAG_FLOOR,
+    TagRate,
     contestant_rates,
     tag_rates,
 )
@@ -45,8 +49,15 @@ from evalsite.core.stats import (
     seed_from,
     win_rate,
 )
+from evalsite.core.stats.bootstrap import (
+    below_floor_p,
+    cluster_index,
+    cluster_mean_interval,
+)
 from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
 from evalsite.core.stats.kappa import case_interval
+from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
+from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.pass_k import pass_k_figures
 from evalsite.core.stats.record import jsonable
 
@@ -231,6 +242,8 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants),
         "per_task": _per_task(data),
         "per_tag": _per_tag(data),
+        # the tag cells tested against the floor: the family the per-tag Holm correction reads
+        "per_tag_comparisons": 0,
         "exclusions": _exclusions(data),
         "failures": _failures(data),
         "totals": _totals(data),
@@ -242,6 +255,10 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "report_path": data.report_path,
         "paired": paired_units(data),  # per unit, for paired comparisons
     }
+    report["per_tag_comparisons"] = sum(
+        1 for row in report["per_tag"] for cell in row["contestants"].values()
+        if cell.get("p_value") is not None
+    )  # fmt: skip
     report["movers"] = _movers(report, data.previous, data.mover_threshold)
     report["warnings"] = _warnings(data, report) + length_warnings(report["win_rates"])
     # after the scorecard, which scores its cells when there is one, and before the report's
@@ -327,6 +344,10 @@ def calibration_summary(
     }
     if brief:
         return figures
+    per_task = per_task_kappa(
+        ((task, h, j, case) for (_, task, h, j), case in zip(matched.items, cases, strict=True)),
+        floor=min_kappa,
+    )
     return figures | {
         "status": gate.status,
         "reason": gate.reason,
@@ -336,10 +357,9 @@ def calibration_summary(
             humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES, cases=cases
         ),
         "confusion": kappa.confusion,
-        "per_task": [
-            task.to_dict()
-            for task in per_task_kappa((task, h, j) for _, task, h, j in matched.items)
-        ],
+        "per_task": [task.to_dict() for task in per_task],
+        # the tasks tested against min_kappa: the family the per-task Holm correction reads
+        "per_task_comparisons": sum(1 for task in per_task if task.p_value is not None),
         "labels_stale": matched.stale,
         "labels_ignored": matched.ignored,
         "labels_not_in_run": matched.not_in_run,
@@ -534,7 +554,7 @@ def _contestant(answers: list[AnswerRow], pass_k: dict[str, Any]) -> dict[str, A
 
 
 def _per_task(data: ReportInput) -> list[dict[str, Any]]:
-    baseline = data.contestants[0]
+    baseline, seed = data.contestants[0], seed_from(data.suite_hash)
     rows = []
     for task in dict.fromkeys(a.task for a in data.answers):
         answers = [a for a in data.answers if a.task == task]
@@ -546,10 +566,7 @@ def _per_task(data: ReportInput) -> list[dict[str, Any]]:
                 for p in data.pairs
                 if p.task == task and p.candidate == candidate and p.baseline == baseline
             ]
-            judged = [p.score for p in pairs if not p.excluded_reason and p.score is not None]
-            rates[candidate] = {
-                "win_rate": math.fsum(judged) / len(judged) if judged else None,
-                "n": len(judged),
+            rates[candidate] = _task_win_rate(pairs, seed) | {
                 "flips": sum(1 for p in pairs if p.flip),
                 "excluded": sum(1 for p in pairs if p.excluded_reason),
             }
@@ -565,6 +582,21 @@ def _per_task(data: ReportInput) -> list[dict[str, Any]]:
     return sorted(rows, key=_worst_task)
 
 
+def _task_win_rate(pairs: Sequence[PairRow], seed: int) -> dict[str, Any]:
+    """A task's win-rate with the overall one's interval over cases and its rules (the
+    minimum of cases, BCa and "few cases" below FEW_CLUSTERS, none when every pair scored
+    alike), by the same :func:`~evalsite.core.stats.pairs.win_rate`."""
+    judged = [p for p in pairs if not p.excluded_reason and p.score is not None]
+    rate = win_rate(
+        [p.score for p in judged],
+        flips=sum(1 for p in judged if p.flip),
+        seed=seed,
+        clusters=[p.case for p in judged],
+    )
+    keys = ("win_rate", "n", "ci", "cases", "method", "no_interval")
+    return {key: value for key, value in rate.to_dict().items() if key in keys}
+
+
 def _worst_task(row: dict[str, Any]) -> tuple:
     """Worst first: the lowest candidate win-rate, then the lowest pass rate."""
     rates = [r["win_rate"] for r in row["win_rates"].values() if r["win_rate"] is not None]
@@ -573,33 +605,60 @@ def _worst_task(row: dict[str, Any]) -> tuple:
 
 
 def _per_tag(data: ReportInput) -> list[dict[str, Any]]:
-    """Per tag, each contestant's pass rate over its answers with the tag (flagged below
-    the floor), and each candidate's win-rate over the tag's pairs."""
+    """Per tag, each contestant's pass rate over its answers with the tag, with its
+    interval over cases, flagged when it is below the floor after Holm's correction over
+    every cell tested, and each candidate's win-rate over the tag's pairs."""
     by_contestant: dict[str, list[AnswerRow]] = defaultdict(list)
     for answer in data.answers:
         by_contestant[answer.contestant].append(answer)
-    rates = {
-        contestant: {
-            rate.tag: rate
-            for rate in tag_rates((a.tags, a.effective_pass) for a in by_contestant[contestant])
-        }
+    seed = seed_from(data.suite_hash)
+    cells = {
+        (contestant, rate.tag): _tag_cell(rate, by_contestant[contestant], seed)
         for contestant in data.contestants
+        for rate in tag_rates((a.tags, a.effective_pass) for a in by_contestant[contestant])
     }
+    adjusted = holm([cell["p_value"] for cell in cells.values()])
+    for cell, p_holm in zip(cells.values(), adjusted, strict=True):
+        cell |= {"p_holm": p_holm, "flagged": p_holm is not None and p_holm < ONE_SIDED_ALPHA}
     tags = sorted({tag for answer in data.answers for tag in answer.tags})
+    empty = {"n": 0, "passed": 0, "rate": None, "flagged": False}  # a stopped run's
     return [
         {
             "tag": tag,
-            "contestants": {c: _tag_cell(rates[c].get(tag)) for c in data.contestants},
+            "contestants": {c: cells.get((c, tag), dict(empty)) for c in data.contestants},
             "win_rates": _tag_win_rates(data, tag),
         }
         for tag in tags
     ]
 
 
-def _tag_cell(rate) -> dict[str, Any]:
-    if rate is None:  # no answer of this contestant has the tag (a stopped run)
-        return {"n": 0, "passed": 0, "rate": None, "flagged": False}
-    return {"n": rate.n, "passed": rate.passed, "rate": rate.rate, "flagged": rate.flagged}
+TAG_RESAMPLES = 2000  # a pass rate's cluster bootstrap over cases, per tag and contestant
+
+
+def _tag_cell(rate: TagRate, answers: Sequence[AnswerRow], seed: int) -> dict[str, Any]:
+    """A tag's pass rate with its interval over cases (a case's repeats are one cluster:
+    the win-rate's rules, none below 8 cases) and the one-sided p of "at or above the
+    floor" (:func:`~evalsite.core.stats.bootstrap.below_floor_p`), None where no interval
+    could be drawn from too few cases."""
+    tagged = [a for a in answers if rate.tag in a.tags]
+    values = np.array([a.effective_pass for a in tagged], dtype=float)
+    labels = cluster_index([(a.task, a.case) for a in tagged], len(tagged))
+    ci, method, reason = cluster_mean_interval(
+        values, labels, seed=seed, resamples=TAG_RESAMPLES, min_n=MIN_N_FOR_INTERVAL,
+        constant=lambda value: f"every answer {'passed' if value else 'failed'}",
+        empty="no answers",
+    )  # fmt: skip
+    cases = int(labels.max()) + 1 if labels.size else 0
+    tested = cases >= MIN_N_FOR_INTERVAL
+    p_value = (
+        below_floor_p(values, labels, floor=TAG_FLOOR, seed=seed, resamples=TAG_RESAMPLES)
+        if tested
+        else None
+    )
+    return {
+        "n": rate.n, "passed": rate.passed, "rate": rate.rate, "cases": cases, "ci": ci,
+        "method": method, "no_interval": reason, "below": rate.flagged, "p_value": p_value,
+    }  # fmt: skip
 
 
 def _tag_win_rates(data: ReportInput, tag: str) -> dict[str, Any]:
@@ -681,42 +740,26 @@ def _totals(data: ReportInput) -> dict[str, Any]:
 def _movers(
     report: Mapping[str, Any], previous: Mapping[str, Any] | None, threshold: float
 ) -> dict[str, Any]:
-    """Per candidate and task, the win-rate change since the previous comparable run."""
+    """Per candidate and task, the win-rate change since the previous comparable run: the
+    movers of ``compare previous this`` (its paired intervals and its Holm correction over
+    every task tested, ``comparisons``), so the report and compare say the same."""
     if previous is None:
         return {
             "previous_run": None,
             "threshold": threshold,
             "items": [],
+            "comparisons": 0,
             "note": "no earlier comparable run of this suite",
         }
-    before = {
-        (c, row["task"]): r["win_rate"]
-        for row in previous.get("per_task", [])
-        for c, r in row.get("win_rates", {}).items()
-    }
-    items = []
-    for row in report["per_task"]:
-        for candidate, rate in row["win_rates"].items():
-            old = before.get((candidate, row["task"]))
-            if old is None or rate["win_rate"] is None:
-                continue
-            delta = rate["win_rate"] - old
-            if abs(delta) >= threshold:
-                items.append(
-                    {
-                        "candidate": candidate,
-                        "task": row["task"],
-                        "before": old,
-                        "after": rate["win_rate"],
-                        "delta": delta,
-                    }
-                )
-    items.sort(key=lambda item: -abs(item["delta"]))
+    comparison = compare_reports(previous, report, threshold=threshold)
+    items = [mover.to_dict() for mover in comparison.movers]
+    note = comparison.reason or ("" if items else f"no task moved by {threshold:.2f} or more")
     return {
         "previous_run": previous.get("run_id"),
         "threshold": threshold,
         "items": items,
-        "note": "" if items else f"no task moved by {threshold:.2f} or more",
+        "comparisons": comparison.comparisons,
+        "note": note,
     }
 
 
@@ -750,7 +793,7 @@ def _warnings(data: ReportInput, report: Mapping[str, Any]) -> list[str]:
             if cell["flagged"]:
                 warnings.append(
                     f"{contestant}: tag {tag['tag']}: pass rate {cell['rate']:.3f} is below "
-                    f"{TAG_FLOOR:.2f}"
+                    f"{TAG_FLOOR:.2f} (Holm p={cell['p_holm']:.3f})"
                 )
     warnings += _judge_warnings(data)
     warnings += answer_warnings(data.answers, data.contestants)

@@ -34,7 +34,7 @@ from evalsite.core.stats.multiple import comparisons_text, holm
 
 __all__ = [
     "DEFAULT_THRESHOLD", "REGRESSION_POINTS", "Change", "Comparison", "Measure", "Mover",
-    "Regression", "compare_reports", "regression_points",
+    "Regression", "compare_reports", "mover_test", "regression_points",
 ]  # fmt: skip
 
 DEFAULT_THRESHOLD = 0.15
@@ -278,13 +278,21 @@ class Comparison:
 
 
 def _paired(mover: Mover) -> str:
-    if not mover.paired_n:
+    text = mover_test(mover.to_dict())
+    return f", {text}" if text else ""
+
+
+def mover_test(mover: Mapping[str, Any]) -> str:
+    """A mover's paired interval and its Holm verdict (a mover's ``to_dict``, as compare
+    and the run report keep it): 'paired [+0.10, +0.40] n=20, not significant after Holm,
+    Holm p=0.240'; empty without paired units."""
+    if not mover.get("paired_n"):
         return ""
-    text = f", paired {num.signed_interval(mover.ci)} n={mover.paired_n}"
-    if mover.significant is None:
+    text = f"paired {num.signed_interval(mover.get('ci'))} n={mover['paired_n']}"
+    if mover.get("significant") is None:
         return text
-    verdict = "" if mover.significant else "not significant after Holm, "
-    return f"{text}, {verdict}Holm p={mover.p_holm:.3f}"
+    verdict = "" if mover["significant"] else "not significant after Holm, "
+    return f"{text}, {verdict}Holm p={mover['p_holm']:.3f}"
 
 
 def _rates(change: Change) -> str:

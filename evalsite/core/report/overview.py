@@ -19,6 +19,7 @@ from evalsite.core.report.document import (
 )
 from evalsite.core.report.judge_text import judge_figure_blocks
 from evalsite.core.report.sent import sent_items
+from evalsite.core.stats.multiple import comparisons_text
 
 __all__ = [
     "calibration_section", "cost_text", "header_section", "uncalibrated_note", "win_rate_cell",
@@ -221,20 +222,37 @@ def _per_task_kappa(cal: Mapping[str, Any]) -> list[Block]:
     tasks = cal.get("per_task") or []
     if not tasks:
         return []
+    floor = _float(cal.get("min_kappa"), 2)
     rows = tuple(
         (
             Code(row.get("task") or ""),
-            num.count(row.get("n")),
+            num.cases(row, unit="labels"),
             "not shown (n below 5)"
             if row.get("low_n")
             else num.kappa(row.get("kappa"), row.get("band")),
+            "" if row.get("low_n") else num.interval_or_reason(row, digits=2),
             num.rate(row.get("agreement")),
-            "low n: agreement only" if row.get("low_n") else "",
+            _task_note(row, floor),
         )
         for row in tasks
     )
-    head: tuple[Cell, ...] = ("task", "n", "kappa", "agreement", "note")
-    return [Heading("Kappa per task"), Table(head, rows)]
+    head: tuple[Cell, ...] = ("task", "n", "kappa", "interval", "agreement", "note")
+    family = cal.get("per_task_comparisons")
+    heading = "Kappa per task"
+    if family:
+        heading += f" (below the floor of {floor}? {comparisons_text(family)})"
+    return [Heading(heading), Table(head, rows)]
+
+
+def _task_note(row: Mapping[str, Any], floor: str) -> str:
+    """Whether a task's kappa is below the floor, decided after Holm's correction."""
+    if row.get("low_n"):
+        return "low n: agreement only"
+    if row.get("below_floor"):
+        return f"below the floor {floor}, Holm p={row['p_holm']:.3f}"
+    if row.get("below_floor") is False and row.get("p_value", 1) < 0.5:
+        return f"under {floor}, not significant after Holm, Holm p={row['p_holm']:.3f}"
+    return ""
 
 
 def _humans(humans: Mapping[str, Any]) -> list[Block]:

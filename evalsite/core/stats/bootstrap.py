@@ -158,3 +158,22 @@ def cluster_mean_interval(
 def too_few_cases(cases: int, min_n: int) -> str:
     """Why a figure over ``cases`` cases has no interval (its repeats count once)."""
     return f"too few cases: {cases}; an interval needs {min_n}"
+
+
+def tail_p(means: np.ndarray, value: float, *, below: bool) -> float:
+    """A one-sided bootstrap p read from resampled ``means``: (k + 1) / (R + 1), k the
+    resamples at or below ``value`` (``below``) or at or above it; never 0."""
+    hits = np.count_nonzero(means <= value) if below else np.count_nonzero(means >= value)
+    return float((hits + 1) / (means.size + 1))
+
+
+def below_floor_p(
+    values: np.ndarray, labels: np.ndarray, *, floor: float, seed: int, resamples: int
+) -> float:
+    """One-sided p of "the mean over the clusters of ``labels`` is at or above ``floor``":
+    the share of cluster resamples whose mean reaches it (:func:`tail_p`). The same draws
+    as :func:`cluster_mean_interval`'s with the same seed, so a p below 0.025 goes with an
+    interval below the floor."""
+    sums, sizes = cluster_totals(values, labels)
+    means = resampled_means(sums, sizes, resamples=resamples, seed=seed)
+    return tail_p(means, floor, below=False)

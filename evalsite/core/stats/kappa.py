@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -21,9 +21,10 @@ from evalsite.core.stats.bootstrap import (
     percentile_interval,
     resample_counts,
 )
+from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
 from evalsite.core.stats.pairs import CATEGORIES
 from evalsite.core.stats.record import Record
-from evalsite.core.stats.student import t_quantile
+from evalsite.core.stats.student import t_below, t_quantile
 
 Z_95 = NormalDist().inv_cdf(0.975)  # 1.959964…
 MIN_N_PER_TASK = 5
@@ -257,26 +258,54 @@ class TaskKappa(Record):
     kappa: float | None  # None below the minimum n (low_n) or when undefined
     band: str | None
     low_n: bool
+    cases: int = 0  # the labels' cases: a case's repeats are one
+    ci: tuple[float, float] | None = None  # over cases (case_interval); None: see no_interval
+    no_interval: str | None = None
+    p_value: float | None = None  # one-sided, of "at or above the floor"; None: not tested
+    p_holm: float | None = None  # Holm-adjusted over every task tested
+    below_floor: bool | None = None  # p_holm below ONE_SIDED_ALPHA; None: not tested
 
 
 def per_task_kappa(
-    rows: Iterable[tuple[str, str, str]], *, min_n: int = MIN_N_PER_TASK
+    rows: Iterable[tuple[str, ...]], *, min_n: int = MIN_N_PER_TASK, floor: float | None = None
 ) -> list[TaskKappa]:
-    """Kappa per task from (task, human, judge) rows, worst first.
+    """Kappa per task from (task, human, judge[, case]) rows, worst first.
 
     A task with fewer than ``min_n`` rows shows agreement only, flagged ``low_n``. Tasks with
-    a kappa come first, lowest kappa first; then the rest, lowest agreement first.
+    a kappa come first, lowest kappa first; then the rest, lowest agreement first. Each kappa
+    has its interval over cases (:func:`case_interval`; each row its own case without one).
+    With a ``floor`` every task with a standard error is one test of "its kappa is at or
+    above the floor" (one-sided, t on cases − 1 degrees of freedom), the tests are one
+    family Holm-corrected (:func:`~evalsite.core.stats.multiple.holm`), and a task is
+    ``below_floor`` only when its adjusted p is below
+    :data:`~evalsite.core.stats.multiple.ONE_SIDED_ALPHA`: one task in forty would look
+    below the floor by chance.
     """
-    grouped: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-    for task, human, judge in rows:
-        grouped[task][0].append(human)
-        grouped[task][1].append(judge)
+    grouped: dict[str, tuple[list[str], list[str], list[str]]] = defaultdict(lambda: ([], [], []))
+    for task, human, judge, *case in rows:
+        humans, judges, cases = grouped[task]
+        humans.append(human)
+        judges.append(judge)
+        cases.append(case[0] if case else f"{task}\x00{len(cases)}")
     tasks = []
-    for task, (humans, judges) in grouped.items():
+    for task, (humans, judges, cases) in grouped.items():
         result = cohen_kappa(humans, judges)
         low_n = result.n < min_n
         kappa = None if low_n else result.kappa
-        tasks.append(TaskKappa(task, result.n, result.agreement, kappa, kappa_band(kappa), low_n))
+        interval = case_interval(humans, judges, cases)
+        figure = TaskKappa(task, result.n, result.agreement, kappa, kappa_band(kappa), low_n,
+                           interval.cases)  # fmt: skip
+        if kappa is not None:
+            figure = replace(figure, ci=interval.ci, no_interval=interval.why_none)
+            if floor is not None and interval.se:
+                statistic = (kappa - floor) / interval.se
+                figure = replace(figure, p_value=t_below(statistic, interval.cases - 1))
+        tasks.append(figure)
+    adjusted = holm([task.p_value for task in tasks])
+    tasks = [
+        task if p is None else replace(task, p_holm=p, below_floor=p < ONE_SIDED_ALPHA)
+        for task, p in zip(tasks, adjusted, strict=True)
+    ]
     return sorted(tasks, key=_worst_first)
 
 

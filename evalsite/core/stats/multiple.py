@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["comparisons_text", "holm"]
+__all__ = ["ONE_SIDED_ALPHA", "comparisons_text", "holm"]
+
+# A figure is called below its floor when its one-sided Holm-adjusted p is under half of
+# 1 − 0.95: then, alone, its 95% interval would lie below the floor too.
+ONE_SIDED_ALPHA = 0.025
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:

@@ -20,6 +20,7 @@ from evalsite.core.stats.bootstrap import (
     cluster_totals,
     percentile_interval,
     resampled_means,
+    tail_p,
 )
 from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.record import Record
@@ -78,11 +79,7 @@ def bootstrap_p(means: np.ndarray) -> float:
     or beyond 0, each counted as (k + 1) / (R + 1) so that it is never 0. It is below
     1 − level exactly when the percentile interval leaves 0 out (up to one resample), so
     the list a Holm correction reads agrees with the intervals shown."""
-    total = means.size + 1
-    below, above = (
-        (np.count_nonzero(means <= 0) + 1) / total,
-        (np.count_nonzero(means >= 0) + 1) / total,
-    )
+    below, above = tail_p(means, 0.0, below=True), tail_p(means, 0.0, below=False)
     return min(1.0, 2 * min(below, above))
 
 

@@ -17,9 +17,12 @@ A case's repeats share its prompt, so the variance is cluster-robust by case: ea
 deviations from both means (the unlabelled pairs' and the rectifier's) are summed before
 squaring. That is ppi_py's ddof-0 variance when no two values share a case, and it is
 unchanged when every verdict is copied into more repeats. The interval reads Student's t
-with min(labels, cases) − 1 degrees of freedom (z's 1.96 made 30 cases cover 92.6%); below
-:data:`~evalsite.core.stats.bootstrap.FEW_CLUSTERS` of either it says "few labels". It is
-clipped to [0, 1].
+(z's 1.96 made 30 cases cover 92.6%) with Welch–Satterthwaite's degrees of freedom over the
+tasks, each task's variance counting its labelled cases − 1, and at most min(labels,
+cases) − 1: a task's bias rests on its own few labels, so 3 tasks × 4 labels have about 9
+degrees of freedom, not 11 (with 11 the interval covered 91.1%). Below
+:data:`~evalsite.core.stats.bootstrap.FEW_CLUSTERS` labels or cases it says "few labels".
+It is clipped to [0, 1].
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class Stratum:
 @dataclass(frozen=True)
 class Corrected(Record):
     win_rate: float | None  # None when suppressed
-    ci: tuple[float, float] | None  # estimate ± t(min(labels, cases) − 1)·se, in [0, 1]
+    ci: tuple[float, float] | None  # estimate ± t(Welch–Satterthwaite df)·se, in [0, 1]
     se: float | None
     n_labelled: int  # labelled judgements with a human consensus
     n_judged: int  # judged pairs
@@ -115,6 +118,7 @@ def corrected_win_rate(
     if reason:
         return Corrected(None, None, None, labelled, judged, None, ESTIMATOR, reason)
     estimate = variance = rectifier = 0.0
+    shares: list[tuple[float, int]] = []  # each task's variance and its degrees of freedom
     for stratum in strata.values():
         weight = stratum.pairs / judged
         value, se = ppi_mean(
@@ -126,6 +130,7 @@ def corrected_win_rate(
         )
         estimate += weight * value
         variance += (weight * se) ** 2
+        shares.append(((weight * se) ** 2, _label_cases(stratum) - 1))
         rectifier += (
             weight * (math.fsum(stratum.human) - math.fsum(stratum.judge)) / len(stratum.human)
         )
@@ -135,10 +140,24 @@ def corrected_win_rate(
         return replace(figure, no_interval=_no_spread(strata))
     units = min(labelled, _cases(strata))
     method = "t" if units < FEW_CLUSTERS else "normal"
-    half = t_quantile(LEVEL, units - 1) * se
+    half = t_quantile(LEVEL, _degrees_of_freedom(variance, shares, units - 1)) * se
     low, high = estimate - half, estimate + half
     clipped = low < 0 or high > 1
     return replace(figure, ci=(max(low, 0.0), min(high, 1.0)), method=method, clipped=clipped)
+
+
+def _degrees_of_freedom(variance: float, shares: Sequence[tuple[float, int]], most: int) -> int:
+    """Welch–Satterthwaite's degrees of freedom of a sum of the tasks' variances, each with
+    its own (its labelled cases − 1), rounded down; at least 1 and at most ``most``."""
+    spread = math.fsum(share**2 / max(df, 1) for share, df in shares)
+    pooled = int(variance**2 / spread) if spread > 0 else most
+    return max(1, min(most, pooled))
+
+
+def _label_cases(stratum: Stratum) -> int:
+    """The cases a task's labelled judgements come from (each its own without them)."""
+    labels = stratum.label_cases
+    return len(set(labels)) if labels is not None else len(stratum.human)
 
 
 def _cases(strata: Mapping[str, Stratum]) -> int:

@@ -44,3 +44,9 @@ def t_quantile(level: float, df: int) -> float:
             break
         low, high = (middle, high) if t_two_sided(middle, df) < level else (low, middle)
     return (low + high) / 2
+
+
+def t_below(t: float, df: int) -> float:
+    """P(T ≤ t) for T ~ Student's t with ``df`` ≥ 1 degrees of freedom: a one-sided p."""
+    tail = (1 - t_two_sided(abs(t), df)) / 2
+    return tail if t < 0 else 1 - tail

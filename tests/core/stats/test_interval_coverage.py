@@ -147,6 +147,18 @@ def ppi_coverage(runs: int, cases: int, repeats: int, copy: float, labels: int, 
     return hits / runs
 
 
+def ppi_small_tasks_coverage(
+    runs: int, cases: int, repeats: int, copy: float, seed: int = 27
+) -> float:
+    """Three tasks with 4 labels each (the smallest the report shows: 10 labels, 2 a task)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(runs):
+        strata = {f"t{i}": ppi_data(rng, cases, repeats, copy, labels=4)["t"] for i in range(3)}
+        hits += covered(corrected_win_rate(strata).ci, PPI_TRUTH)
+    return hits / runs
+
+
 def consistency_coverage(runs: int, cases: int, repeats: int, copy: float, seed: int = 27):
     rng = np.random.default_rng(seed)
     hits = 0
@@ -186,3 +198,11 @@ INTERVALS = {  # each interval's coverage over its CI number of data sets
 @pytest.mark.parametrize(("name", "cases", "repeats", "copy"), SETTINGS)
 def test_each_interval_covers_at_90_percent_in_ci(interval, name, cases, repeats, copy):
     assert INTERVALS[interval](cases, repeats, copy) >= 0.90, (interval, name)
+
+
+@pytest.mark.parametrize(("name", "cases", "repeats", "copy"), SETTINGS)
+def test_a_corrected_win_rate_of_few_labels_a_task_covers_at_93_percent(name, cases, repeats, copy):
+    """3 tasks x 4 labels: each task's bias rests on 4 labels, so t's degrees of freedom
+    are Welch-Satterthwaite's over the tasks, not the 11 of 12 labels (91.1% over 2,000
+    independent data sets with those)."""
+    assert ppi_small_tasks_coverage(1000, cases, repeats, copy) >= 0.93, name

@@ -19,6 +19,7 @@ from evalsite.core.stats import (
     kappa_band,
     per_task_kappa,
 )
+from evalsite.core.stats.kappa import case_interval
 from tests.core.stats.reference import rated_pairs
 
 
@@ -215,3 +216,51 @@ def test_per_task_kappa_minimum_n_is_adjustable():
         sklearn_kappa(["baseline", "candidate", "tie"], ["baseline", "tie", "tie"])
     )
     assert per_task_kappa(rows)[0].low_n is True
+
+
+def _task_rows(task: str, n: int, agree: float, seed: int, repeats: int = 1) -> list[tuple]:
+    """(task, human, judge, case) rows of n cases, each label copied into ``repeats``."""
+    humans, judges = agreeing_pairs(n, agree=agree, seed=seed)
+    pairs = enumerate(zip(humans, judges, strict=True))
+    return [(task, h, j, f"{task}/c{i}") for i, (h, j) in pairs for _ in range(repeats)]
+
+
+def _family(repeats: int = 1) -> list[tuple]:
+    rows = _task_rows("bad", 30, 0.0, 1, repeats) + _task_rows("borderline", 20, 0.45, 2, repeats)
+    for index in range(8):
+        rows += _task_rows(f"good{index}", 20, 0.85, 10 + index, repeats)
+    return rows
+
+
+def test_a_task_below_the_floor_is_decided_after_holm_over_every_task_tested():
+    """Ten tasks tested against the floor of 0.40: 'borderline' (kappa 0.00 over 20 cases)
+    is below it at p=0.012 alone, not after Holm's correction for ten comparisons."""
+    from scipy.stats import t as student
+    from statsmodels.stats.multitest import multipletests
+
+    result = {task.task: task for task in per_task_kappa(_family(), floor=0.4)}
+    tested = [task for task in result.values() if task.p_value is not None]
+    assert len(tested) == 10
+    # one-sided: P(T <= (kappa - floor) / se) on cases - 1 degrees of freedom
+    border = result["borderline"]
+    rows = [row for row in _family() if row[0] == "borderline"]
+    se = case_interval([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]).se
+    assert border.p_value == pytest.approx(student.cdf((border.kappa - 0.4) / se, 19), abs=1e-9)
+    reference = multipletests([task.p_value for task in tested], method="holm")[1]
+    assert [task.p_holm for task in tested] == pytest.approx(list(reference), abs=1e-12)
+    assert border.p_value < 0.025 < border.p_holm and border.below_floor is False
+    assert result["bad"].below_floor is True
+    assert not any(result[f"good{i}"].below_floor for i in range(8))
+    assert border.cases == 20 and border.ci is not None
+
+
+def test_copying_labels_into_repeats_does_not_make_a_task_below_the_floor():
+    once = {t.task: t for t in per_task_kappa(_family(), floor=0.4)}
+    thrice = {t.task: t for t in per_task_kappa(_family(repeats=3), floor=0.4)}
+    assert thrice["borderline"].cases == 20 and thrice["borderline"].n == 60
+    assert thrice["borderline"].below_floor is False
+    assert thrice["borderline"].p_value == pytest.approx(once["borderline"].p_value, abs=1e-9)
+
+
+def test_without_a_floor_no_task_is_tested():
+    assert all(t.p_value is None and t.below_floor is None for t in per_task_kappa(_family()))
