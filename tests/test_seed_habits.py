@@ -3,10 +3,14 @@ works as they expect it to, with evalsite's own words."""
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 import pytest
 
-from runs.models import CachedResponse
-from tests.factories import run_command
+from runs.models import CachedResponse, PriceTable
+from runs.prices import ensure_default_table
+from tests.factories import make_price_table, run_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,3 +51,93 @@ def test_cache_stats_is_cache_info():
     info, stats = run_command("cache", "info"), run_command("cache", "stats")
     assert stats == info
     assert info[1].splitlines()[0] == "3 cached responses, 3 characters of text"
+
+
+# --- `evalsite import`'s next: line works as printed -----------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+
+
+def _next_line(out: str) -> str:
+    (line,) = [line for line in out.splitlines() if line.startswith("next: ")]
+    return line.removeprefix("next: ")
+
+
+def _run_as_printed(commands: str) -> list[tuple[int, str, str]]:
+    """Each `evalsite …` command of `a && b` through its real verb, stopping at a failure."""
+    done = []
+    for command in commands.split(" && "):
+        words = shlex.split(command)
+        assert words[0] == "evalsite", command
+        done.append(run_command(*words[1:]))
+        if done[-1][0] != 0:
+            break
+    return done
+
+
+def test_evalpin_s_next_line_runs_the_suite_with_its_replies(tmp_path):
+    ensure_default_table()
+    (tmp_path / "suite.txt").write_text("case greet\nprompt: Greet Ana.\nexpect contains: Ana\n")
+    (tmp_path / "replies.txt").write_text("reply greet\n| Hello Ana!\nreply greet\n| Hi there.\n")
+    out_dir = tmp_path / "out"
+    code, out, err = run_command(
+        "import", "evalpin", str(tmp_path / "suite.txt"), "--replies",
+        str(tmp_path / "replies.txt"), "--repeats", "2", "--out", str(out_dir),
+    )  # fmt: skip
+    assert code == 0, err
+    suite = out_dir / "suite.yaml"
+    assert _next_line(out) == f"evalsite validate {suite} && evalsite run {suite}"
+    validated, ran = _run_as_printed(_next_line(out))
+    assert validated[0] == 0
+    # evalpin's README: the first run passes one attempt of two and exits 1 on its gate
+    assert ran[0] == 1 and "  scripted/evalpin: pass^2 0/1, pass@2 1/1" in ran[1].splitlines()
+    assert "simulated" not in ran[1]
+
+
+def test_evalblink_s_next_line_names_the_price_rows_then_works_once_they_are_added(tmp_path):
+    ensure_default_table()
+    out_dir = tmp_path / "out"
+    code, out, err = run_command(
+        "import", "evalblink", str(FIXTURES / "evalblink" / "benchmark.yaml"), "--out",
+        str(out_dir),
+    )  # fmt: skip
+    assert code == 0, err
+    suite = out_dir / "ticket-routing.yaml"
+    needed = [
+        "openrouter/anthropic/claude-haiku-4.5",
+        "openrouter/google/gemini-2.5-flash",
+        "openrouter/openai/gpt-4o-mini",
+    ]
+    steps, then = _next_line(out).split(", then: ")
+    assert steps == (
+        f"add price rows for {', '.join(needed)} (the admin's Prices, or `evalsite prices "
+        "import FILE --activate`; `evalsite models --catalog` shows OpenRouter's prices)"
+    )
+    assert then == f"evalsite validate {suite} && evalsite run {suite} --fake"
+    assert _run_as_printed(then)[0][0] == 2  # not yet: the rows are missing
+    rows = {str(row.model): (row.input_per_mtok, row.output_per_mtok)
+            for row in PriceTable.objects.get(active=True).prices.all()}  # fmt: skip
+    PriceTable.objects.update(active=False)
+    make_price_table(rows | dict.fromkeys(needed, ("0.1", "0.4")), active=True)
+    validated, ran = _run_as_printed(then)
+    assert validated[0] == 0 and ran[0] in (0, 1), ran
+    assert "simulated" in ran[1]
+
+
+def test_a_suite_with_no_model_translated_gets_a_next_line_naming_one(tmp_path):
+    ensure_default_table()
+    source = tmp_path / "bench.yaml"
+    source.write_text(
+        'name: "Free only"\nmodels: ["poolside/laguna-xs-2.1:free"]\n'
+        'prompts: [{id: v1, template: "Label {{ text }}"}]\n'
+        "evaluation: exact_match\n"
+        "test_cases:\n  - {id: a, variables: {text: hi}, expected_output: greeting}\n"
+    )
+    code, out, err = run_command("import", "evalblink", str(source), "--out", str(tmp_path))
+    assert code == 0, err
+    suite = tmp_path / "free-only.yaml"
+    assert _next_line(out) == (
+        f"evalsite validate {suite} && evalsite run {suite} --models fake/small --fake"
+    )
+    validated, ran = _run_as_printed(_next_line(out))
+    assert validated[0] == 0 and ran[0] in (0, 1), ran
