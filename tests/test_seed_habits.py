@@ -3,6 +3,7 @@ works as they expect it to, with evalsite's own words."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from runs.models import CachedResponse, PriceTable
 from runs.prices import ensure_default_table
-from tests.factories import make_price_table, run_command
+from tests.factories import make_price_table, run_command, write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -141,3 +142,61 @@ def test_a_suite_with_no_model_translated_gets_a_next_line_naming_one(tmp_path):
     )
     validated, ran = _run_as_printed(_next_line(out))
     assert validated[0] == 0 and ran[0] in (0, 1), ran
+
+
+# --- evalpin's per-case table after a run with repeats ---------------------------------------
+
+PIN_SUITE = """\
+suite: pin
+version: 1
+models: [scripted/evalpin]
+replies: replies.yaml
+repeats: 3
+tasks:
+  - id: evalpin
+    prompt: "{{prompt}}"
+    cases:
+      - {id: greet, vars: {prompt: Greet Ana.}, checks: [{contains: Ana}]}
+      - {id: bye, vars: {prompt: Bye Bo.}, checks: [{contains: Bo}]}
+      - {id: hey, vars: {prompt: Hey Cy.}, checks: [{contains: Cy}]}
+"""
+PIN_REPLIES = """\
+evalpin:
+  evalpin/greet: [Hello Ana!, Hi there., Hi there.]
+  evalpin/bye: [Bye Bo, Bye Bo, Bye Bo]
+  evalpin/hey: [Hey Cy, Hey Cy, hey]
+"""
+
+
+def _case_table(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = lines.index("CASE           PASSED  RATE  ALL")
+    return lines[start : start + 4]
+
+
+def test_a_run_with_repeats_prints_each_case_s_passed_attempts_rate_and_all(tmp_path):
+    suite = write_scripted_suite(tmp_path, PIN_SUITE, PIN_REPLIES)
+    code, out, err = run_command("run", str(suite))
+    assert code == 0, err
+    # RATE is a whole percentage, halves up (1/3 is 33%, 2/3 67%), as evalpin prints it
+    assert _case_table(out) == [
+        "CASE           PASSED  RATE  ALL",
+        "evalpin/greet  1/3     33%   no",
+        "evalpin/bye    3/3     100%  yes",
+        "evalpin/hey    2/3     67%   no",
+    ]
+
+
+def test_cases_prints_the_table_for_a_run_of_one_repeat_and_json_never(tmp_path):
+    suite = write_scripted_suite(tmp_path, PIN_SUITE.replace("repeats: 3", "repeats: 1"),
+                                 PIN_REPLIES)  # fmt: skip
+    _, plain, _ = run_command("run", str(suite))
+    assert "PASSED  RATE  ALL" not in plain
+    _, out, _ = run_command("run", str(suite), "--cases")
+    assert _case_table(out)[1:] == [
+        "evalpin/greet  1/1     100%  yes",
+        "evalpin/bye    1/1     100%  yes",
+        "evalpin/hey    1/1     100%  yes",
+    ]
+    _, printed, _ = run_command("run", str(suite), "--cases", "--json")
+    assert json.loads(printed)["status"] == "done"

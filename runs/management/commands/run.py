@@ -14,12 +14,12 @@ from django.core.management.base import CommandParser
 
 from evalsite.core.datasource import SourceError, with_source_cases
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.report.case_diff import diff_lines
+from evalsite.core.report.case_diff import case_lines, diff_lines
 from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.core.report.text import visible
 from evalsite.management import EvalsiteCommand
 from runs import sealed
-from runs.case_diff import Baseline, SideError, failing_cases, load_baseline
+from runs.case_diff import Baseline, SideError, failing_cases, load_baseline, run_attempts
 from runs.management.interrupts import Interrupts
 from runs.models import Run, SuiteVersion
 from runs.planner import PlanError, RunOptions, keys_line, make_plan, store_plan
@@ -79,6 +79,12 @@ class Command(EvalsiteCommand):
             "is worse, or new and not fully passing.",
         )
         parser.add_argument(
+            "--cases",
+            action="store_true",
+            help="Print each case's passed attempts (CASE PASSED RATE ALL), as a run with "
+            "repeats does.",
+        )
+        parser.add_argument(
             "--resume",
             metavar="RUN",
             help="Continue RUN, whose process died, from this unchanged suite file.",
@@ -86,6 +92,7 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, **opts):
         self.baseline: Baseline | None = None  # --baseline, read before anything is spent
+        self.show_cases = opts["cases"]
         self.interrupts = Interrupts(self.stderr)  # SIGINT and SIGTERM, from the start
         try:
             self._handle(opts)
@@ -237,6 +244,12 @@ class Command(EvalsiteCommand):
             self.stderr.write(f"baseline: {visible(change.key)} {change.after} is {why}")
         return ExitCode.GATE_FAILED if failing else 0
 
+    def _print_cases(self, run: Run) -> None:
+        """evalpin's per-case table: after a run with repeats, or with --cases."""
+        if self.show_cases or (run.report or {}).get("repeats", 1) > 1:
+            for line in case_lines(run_attempts(run)):
+                self.stdout.write(visible(line))
+
     def _print_interrupted(self, run: Run) -> None:
         totals = answer_totals(run)
         where = f"partial report: {run.report_dir / 'report.md'}" if run.report else "no report"
@@ -279,6 +292,7 @@ class Command(EvalsiteCommand):
                 colour = wants_colour(self.stdout, os.environ)
                 for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
+                self._print_cases(run)
             sys.exit(self._against_baseline(run, quiet=as_json) or run.exit_code)
         totals = answer_totals(run)
         if as_json:
