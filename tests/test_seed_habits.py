@@ -200,3 +200,53 @@ def test_cases_prints_the_table_for_a_run_of_one_repeat_and_json_never(tmp_path)
     ]
     _, printed, _ = run_command("run", str(suite), "--cases", "--json")
     assert json.loads(printed)["status"] == "done"
+
+
+# --- evaling's importer: expected values, and the suite's file name --------------------------
+
+EVALING = """\
+models:
+  - {id: gpt-4o-mini, provider: openai}
+variants:
+  - {name: plain, prompt: "Answer: {{ question }}"}
+cases:
+  file: cases.jsonl
+scorecard:
+  - {criterion: right, weight: 1, scorer: {type: python, file: scorers/right.py}}
+  - {criterion: polite, weight: 1, scorer: {type: not-contains, value: "Here's"}}
+"""
+EVALING_CASES = (
+    '{"id": "q1", "question": "Refund time?", "expected": "10 business days"}\n'
+    '{"id": "q2", "question": "Express?"}\n'
+)
+
+
+def _evaling_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "rag-pipeline"
+    folder.mkdir()
+    (folder / "eval.yaml").write_text(EVALING)
+    (folder / "cases.jsonl").write_text(EVALING_CASES)
+    return folder
+
+
+def test_an_expected_value_no_check_reads_is_listed_untranslated(tmp_path):
+    folder = _evaling_folder(tmp_path)
+    code, out, err = run_command("import", "evaling", str(folder / "eval.yaml"), "--out",
+                                 str(tmp_path / "out"))  # fmt: skip
+    assert code == 0, err
+    cases = (tmp_path / "out" / "cases.imported.jsonl").read_text()
+    assert "10 business days" not in cases
+    assert (
+        f"untranslated: {folder / 'cases.jsonl'}:1: case 1: expected: no translated check "
+        "compares with it (a python check receives the case's vars: add it there)"
+    ) in out.splitlines()
+    assert "case 2: expected" not in out  # q2 has none
+
+
+def test_an_eval_yaml_imported_from_its_own_folder_is_named_after_the_folder(tmp_path, monkeypatch):
+    folder = _evaling_folder(tmp_path)
+    monkeypatch.chdir(folder)
+    code, out, err = run_command("import", "evaling", "eval.yaml", "--out", "out")
+    assert code == 0, err
+    assert "wrote out/rag-pipeline.yaml" in out.splitlines()
+    assert not (folder / "out" / "evaling.yaml").exists()
