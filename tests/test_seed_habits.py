@@ -250,3 +250,50 @@ def test_an_eval_yaml_imported_from_its_own_folder_is_named_after_the_folder(tmp
     assert code == 0, err
     assert "wrote out/rag-pipeline.yaml" in out.splitlines()
     assert not (folder / "out" / "evaling.yaml").exists()
+
+
+# --- evaling's --model / --variant filters ----------------------------------------------------
+
+GRID = """\
+suite: grid
+version: 1
+models: [scripted/a, scripted/a@short, scripted/b, scripted/b@short]
+replies: replies.yaml
+variants:
+  short: {system: "Be brief."}
+tasks:
+  - id: t
+    judge: false
+    prompt: "Say {{w}}"
+    cases: [{id: one, vars: {w: one}, checks: [{contains: one}]}]
+"""
+GRID_REPLIES = "a:\n  t/one: [one]\nb:\n  t/one: [two]\n"
+
+
+@pytest.mark.parametrize(
+    ("filters", "contestants"),
+    [
+        (["--variant", "short"], ["scripted/a@short", "scripted/b@short"]),
+        (["--variant", "base"], ["scripted/a", "scripted/b"]),
+        (["--model", "scripted/b"], ["scripted/b", "scripted/b@short"]),
+        (["--model", "b", "--variant", "short"], ["scripted/b@short"]),  # evaling's bare id
+        (["--model", "a", "--model", "b", "--variant", "short", "--variant", "base"],
+         ["scripted/a", "scripted/a@short", "scripted/b", "scripted/b@short"]),
+        (["--models", "scripted/b@short,scripted/a", "--model", "scripted/a"], ["scripted/a"]),
+    ],
+)  # fmt: skip
+def test_model_and_variant_run_the_sub_matrix(tmp_path, filters, contestants):
+    suite = write_scripted_suite(tmp_path, GRID, GRID_REPLIES)
+    code, printed, err = run_command("run", str(suite), "--json", *filters)
+    assert code == 0, err
+    assert json.loads(printed)["contestants"] == contestants
+
+
+def test_a_filter_that_matches_no_contestant_is_one_error(tmp_path):
+    suite = write_scripted_suite(tmp_path, GRID, GRID_REPLIES)
+    code, out, err = run_command("run", str(suite), "--model", "c", "--variant", "short")
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "error: --model c --variant short match none of the contestants: scripted/a, "
+        "scripted/a@short, scripted/b, scripted/b@short"
+    )

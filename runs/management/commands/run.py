@@ -17,6 +17,7 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.report.case_diff import case_lines, diff_lines
 from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.core.report.text import visible
+from evalsite.core.suites import select_contestants
 from evalsite.management import EvalsiteCommand
 from runs import sealed
 from runs.case_diff import Baseline, SideError, failing_cases, load_baseline, run_attempts
@@ -38,6 +39,20 @@ class Command(EvalsiteCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("suite", help="Path to the suite YAML file.")
         parser.add_argument("--models", help="Contestants, baseline first: a,b[@variant],…")
+        parser.add_argument(
+            "--model",
+            action="append",
+            default=[],
+            metavar="MODEL",
+            help="Only the contestants of this model (repeat for several; evaling's filter).",
+        )
+        parser.add_argument(
+            "--variant",
+            action="append",
+            default=[],
+            metavar="VARIANT",
+            help="Only the contestants of this variant, `base` for none (repeatable).",
+        )
         parser.add_argument("--fake", action="store_true", help="Answer with the fake adapter.")
         parser.add_argument("--replies", help="Scripted replies file for scripted/… models.")
         parser.add_argument(
@@ -167,7 +182,7 @@ class Command(EvalsiteCommand):
             [m.strip() for m in opts["models"].split(",") if m.strip()] if opts["models"] else None
         )
         return RunOptions(
-            models=models,
+            models=self._sub_matrix(models, opts),
             fake=opts["fake"],
             replies=opts["replies"],
             max_cost=max_cost,
@@ -181,6 +196,16 @@ class Command(EvalsiteCommand):
             judge=opts["judge"],
             dry_run=opts["dry_run"],
         )
+
+    def _sub_matrix(self, models: list[str] | None, opts) -> list[str] | None:
+        """--models (or the suite's), narrowed by --model and --variant (evaling's filters)."""
+        if not opts["model"] and not opts["variant"]:
+            return models
+        texts = models or self.suite_or_exit(opts["suite"]).models
+        try:
+            return select_contestants(list(texts), opts["model"], opts["variant"])
+        except ValueError as error:
+            self.fail(str(error))
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
         """The run's one shard on a thread, its progress here. SIGINT or SIGTERM asks the
