@@ -297,3 +297,25 @@ def test_a_filter_that_matches_no_contestant_is_one_error(tmp_path):
         "error: --model c --variant short match none of the contestants: scripted/a, "
         "scripted/a@short, scripted/b, scripted/b@short"
     )
+
+
+# --- evalblink's dry-run budget verdict --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cap", "code", "verdict"),
+    [
+        ("2", 0, "within the budget: estimate $0.0167 <= cap $2.0000"),
+        ("0.01", 4, "over the budget: estimate $0.0167 > cap $0.0100; the run would be refused "
+                    "(exit 4), nothing is spent"),
+    ],
+)  # fmt: skip
+def test_a_dry_run_says_whether_the_estimate_is_within_the_budget(tmp_path, cap, code, verdict):
+    suite = write_scripted_suite(tmp_path, GRID, GRID_REPLIES)
+    done, out, err = run_command(
+        "run", str(suite), "--dry-run", "--fake", "--models", "fake/small,fake/large",
+        "--max-cost", cap,
+    )  # fmt: skip
+    assert done == code, err
+    assert verdict in out.splitlines()
+    assert out.splitlines()[0].startswith("estimate (simulated: --fake): $0.0167 against a cap")

@@ -140,6 +140,7 @@ class Command(EvalsiteCommand):
             (self.stdout if opts["dry_run"] else self.stderr).write(f"note: {note}")
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
+            self.stdout.write(budget_line(plan))
             self.stdout.write(keys_line(plan.keys, plan.options.env))
             sys.exit(ExitCode.REFUSED if plan.over_cap else ExitCode.OK)
         with self.interrupts.holding():  # a signal now cancels the stored run
@@ -328,6 +329,18 @@ class Command(EvalsiteCommand):
             if run.detail:
                 self.stderr.write(run.detail)
         sys.exit(run.exit_code)
+
+
+def budget_line(plan) -> str:
+    """A dry run's verdict on its estimate, as evalblink's --dry-run gives one: within the
+    budget, or over it (the run is refused, exit 4, before anything is spent)."""
+    estimate = f"estimate ${Decimal(plan.estimate['total_usd']):.4f}"
+    if plan.over_cap:
+        return (
+            f"over the budget: {estimate} > cap ${plan.cap:.4f}; the run would be refused "
+            f"(exit {ExitCode.REFUSED.value}), nothing is spent"
+        )
+    return f"within the budget: {estimate} <= cap ${plan.cap:.4f}"
 
 
 def run_summary(run: Run, totals: dict) -> dict:
