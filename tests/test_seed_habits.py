@@ -319,3 +319,48 @@ def test_a_dry_run_says_whether_the_estimate_is_within_the_budget(tmp_path, cap,
     assert done == code, err
     assert verdict in out.splitlines()
     assert out.splitlines()[0].startswith("estimate (simulated: --fake): $0.0167 against a cap")
+
+
+# --- evalblink's best-combination gate --------------------------------------------------------
+
+BEST = GRID.replace("tasks:", "gate: {min_best_score: THRESHOLD}\ntasks:").replace(
+    "cases: [{id: one, vars: {w: one}, checks: [{contains: one}]}]",
+    "cases:\n      - {id: one, vars: {w: one}, checks: [{contains: o}]}\n"
+    "      - {id: two, vars: {w: two}, checks: [{contains: t}]}",
+)
+BEST_REPLIES = "a:\n  t/one: [one]\n  t/two: [two]\nb:\n  t/one: [nix]\n  t/two: [nah]\n"
+
+
+@pytest.mark.parametrize(
+    ("threshold", "code", "status", "line"),
+    [
+        ("0.9", 0, "passed", None),
+        ("1.5", None, None, None),  # refused by validation: a rate is 0-1
+    ],
+)
+def test_min_best_score_passes_when_the_best_combination_reaches_it(
+    tmp_path, threshold, code, status, line
+):
+    suite = write_scripted_suite(tmp_path, BEST.replace("THRESHOLD", threshold), BEST_REPLIES)
+    done, printed, err = run_command("run", str(suite), "--json")
+    if code is None:
+        assert done == 2 and "gate.min_best_score" in err
+        return
+    assert done == code, err
+    (gate,) = json.loads(printed)["gates"]
+    assert gate == {
+        "gate": "min_best_score", "subject": "scripted/a", "status": status, "figure": 1.0,
+        "threshold": 0.9,
+        "message": "best combination scripted/a: score 1.000 >= 0.900 (of 4 combinations)",
+    }  # fmt: skip
+
+
+def test_min_best_score_fails_naming_the_best_combination_and_its_score(tmp_path):
+    suite = write_scripted_suite(tmp_path, BEST.replace("THRESHOLD", "0.9"),
+                                 BEST_REPLIES.replace("[two]", "[nope]"))  # fmt: skip
+    done, out, _ = run_command("run", str(suite))
+    assert done == 1
+    assert (
+        "  gate failed: min_best_score - best combination scripted/a: score 0.500 < 0.900 "
+        "(of 4 combinations)"
+    ) in out.splitlines()
