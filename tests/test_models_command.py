@@ -439,8 +439,29 @@ class CatalogCommandTests(TestCase):
         assert "\x1b" not in out and "\x07" not in out
         assert "openrouter/evil/\\u001b]0;pwned\\u0007model" in out
 
-    def test_free_and_min_context_filter_the_catalog_and_imply_it(self):
-        code, out, _ = models("--free", "--min-context", "100k")
+    def test_free_and_min_context_without_the_key_or_catalog_reach_no_network(self):
+        """Issue 28: the catalog is fetched with the key or --catalog, never for a filter."""
+        for args in (["--free"], ["--min-context", "100k"], ["--json", "--free"]):
+            served = Served()
+            code, out, err = models(*args, served=served)
+
+            assert code == 0 and served.requests == [], args
+            assert "OpenRouter catalog:" not in out, args
+            assert err.strip() == (
+                f"note: {args[-2] if args[-1] == '100k' else args[-1]} filters OpenRouter's "
+                "catalog, which is fetched only when OPENROUTER_API_KEY is set or with "
+                "--catalog: add --catalog to fetch it (it is public: no key is sent)"
+            ), args
+
+    def test_free_with_the_key_filters_the_catalog(self):
+        served = Served()
+        code, out, _ = models("--free", env={"OPENROUTER_API_KEY": SECRET}, served=served)
+
+        assert code == 0 and len(served.requests) == 1
+        assert "7 models, 2 shown (--free)" in out
+
+    def test_free_and_min_context_filter_the_catalog(self):
+        code, out, _ = models("--catalog", "--free", "--min-context", "100k")
 
         assert code == 0
         assert "7 models, 1 shown (--free --min-context 100000)" in out
@@ -466,7 +487,7 @@ class CatalogCommandTests(TestCase):
             models("--catalog", "--no-catalog")
 
     def test_json_carries_the_catalog_with_prices_as_decimal_strings(self):
-        code, out, _ = models("--json", "--free")
+        code, out, _ = models("--json", "--catalog", "--free")
 
         catalog = json.loads(out)["catalog"]
         assert code == 0

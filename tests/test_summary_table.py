@@ -130,8 +130,14 @@ def test_no_warnings_prints_nothing():
 def test_the_terminal_summary_keeps_the_spec_lines_first():
     report = make_report("uncalibrated")
     lines = terminal_summary(report)
-    assert lines[: len(summary_lines(report))] == summary_lines(report)
-    assert lines[len(summary_lines(report))] == contestant_table(report)[0]
+    spec = len(summary_lines(report))
+    assert lines[:spec] == summary_lines(report)
+    # then pass^k and pass@k per contestant (two repeats here, issue 28), then the table
+    named = len(report["per_contestant"])
+    assert [line.split(": ")[1].split(",")[0] for line in lines[spec : spec + named]] == [
+        "pass^2 16/20"
+    ] * named
+    assert lines[spec + named] == contestant_table(report)[0]
 
 
 class Tty(io.StringIO):

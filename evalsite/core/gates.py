@@ -19,12 +19,13 @@ uncached) in percent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from evalsite.core.gate_subjects import unknown_subjects
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.document import one_contestant
+from evalsite.core.report.matrix import matrix_of
 
 __all__ = ["GateResult", "check_gates"]
 
@@ -100,6 +101,8 @@ def check_gates(
                 for c in subjects
             ]
     results += _scorecard_gates(report, gate)
+    if "min_best_score" in gate:
+        results.append(_best_score(report, gate["min_best_score"]))
     if gate.get("require_headline_eligible"):
         eligible = bool(report.get("headline_eligible"))
         reason = (report.get("calibration") or {}).get("reason", "")
@@ -167,6 +170,23 @@ def _scorecard_gates(report: Mapping[str, Any], gate: Mapping[str, Any]) -> list
             figure = cell.get("score") if key == "min_score" else _pass_rate(cell)
             results.append(_at_least(key, contestant, figure, wanted, what))
     return results
+
+
+def _best_score(report: Mapping[str, Any], threshold: float) -> GateResult:
+    """evalblink's quality gate: the highest score of the run's matrix (each contestant, a
+    model with its variant; the scorecard's score, else the pass share) reaches it. Its
+    subject is that combination, the first in run order on a tie."""
+    matrix, _ = matrix_of(report)  # the report's, or built from its figures as it will be
+    cells = [c for c in matrix.get("cells") or () if c.get("score") is not None]
+    if not cells:
+        return _at_least("min_best_score", "run", None, threshold, "scored combination")
+    best = max(cells, key=lambda cell: cell["score"])  # max keeps the first of equals
+    result = _at_least(
+        "min_best_score", best["contestant"], best["score"], threshold, "score"
+    )  # fmt: skip
+    return replace(
+        result, message=f"best combination {result.message} (of {len(cells)} combinations)"
+    )
 
 
 def _pass_rate(cell: Mapping[str, Any]) -> float | None:

@@ -402,6 +402,8 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "significance": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
                     "min_score": _RATE_OR_PER_CONTESTANT,
                     "min_pass_rate": _RATE_OR_PER_CONTESTANT,
+                    # the highest matrix score of the run must reach it (evalblink's gate)
+                    "min_best_score": _RATE,
                 },
                 rules=[_SIGNIFICANCE_NEEDS_POINTS],
             ),

@@ -64,7 +64,7 @@ from evalsite.core.yamlsafe import YamlDocument, load_yaml
 __all__ = [
     "Case", "Contestant", "Judge", "Problem", "Suite", "SuiteError", "SuiteLabel", "Task",
     "TaskVariant", "Variant", "format_problems", "load_suite", "parse_contestant",
-    "parse_document", "parse_suite", "render_messages", "request_params",
+    "parse_document", "parse_suite", "render_messages", "request_params", "select_contestants",
 ]  # fmt: skip
 
 ORIGINS = ("file", "upload")
@@ -99,6 +99,24 @@ def parse_contestant(text: str) -> Contestant:
             "digits and '-', e.g. 'concise'"
         )
     return Contestant(model, None if not at or variant == "base" else variant)
+
+
+def select_contestants(texts: list[str], models: list[str], variants: list[str]) -> list[str]:
+    """The contestants of ``texts`` (in their order) whose model is one of ``models`` (the
+    model string, or its name after the provider: evaling's model id) and whose variant is
+    one of ``variants`` (``base``: none); an empty filter keeps all. evaling's ``--model`` /
+    ``--variant``: any sub-matrix. ValueError naming the filters when none is left."""
+    kept = []
+    for text in texts:
+        contestant = parse_contestant(text)
+        names = {contestant.model, contestant.model.partition("/")[2]}
+        variant = contestant.variant or "base"
+        if (not models or names & set(models)) and (not variants or variant in variants):
+            kept.append(text)
+    if not kept:
+        given = [f"--model {m}" for m in models] + [f"--variant {v}" for v in variants]
+        raise ValueError(f"{' '.join(given)} match none of the contestants: {', '.join(texts)}")
+    return kept
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,8 @@ def test_evalblink_benchmark_maps_as_the_quickstart_example_does():
         "openrouter/openai/gpt-4o-mini@short",
         "openrouter/openai/gpt-4o-mini@careful",
     ]
-    assert suite["gate"] == {"min_score": {"openrouter/openai/gpt-4o-mini@short": 0.8}}
+    # evalblink gates its best combination: quality_threshold 80 (issue 28)
+    assert suite["gate"] == {"min_best_score": 0.8}
     assert suite["limits"] == {"max_cost_usd": 2.5}
     assert suite["variants"]["careful"]["system"] == "You route support tickets."
     cases = {case["id"]: case for task in suite["tasks"] for case in task["cases"]}
@@ -189,7 +190,16 @@ def test_evalblink_benchmark_maps_as_the_quickstart_example_does():
     skipped = {item.what: item.line for item in result.untranslated}
     assert skipped["model 'poolside/laguna-xs-2.1:free'"] == 9
     assert skipped["concurrency"] == 5
-    assert "quality_threshold (best combination)" in skipped
+    assert "quality_threshold (best combination)" not in skipped
+
+
+def test_evalblink_s_gate_block_narrows_the_quality_gate_to_one_combination(tmp_path):
+    source = (FIXTURES / "evalblink" / "benchmark.yaml").read_text()
+    (tmp_path / "b.yaml").write_text(
+        source + "gate: {model: openai/gpt-4o-mini, prompt: careful}\n"
+    )
+    suite = translate("evalblink", tmp_path / "b.yaml").suite
+    assert suite["gate"] == {"min_score": {"openrouter/openai/gpt-4o-mini@careful": 0.8}}
 
 
 def test_promptfoo_config_maps_prompts_providers_tests_and_assertions():

@@ -143,6 +143,14 @@ def identifier(text: str, fallback: str) -> str:
     return slug or fallback
 
 
+def suite_name(source: pathlib.Path, default_stem: str, fallback: str) -> str:
+    """The suite's name: the source file's, or for the tool's default file name (evaling's
+    ``eval.yaml``, promptfoo's ``promptfooconfig.yaml``) its folder's, however the path was
+    written (``eval.yaml``, from inside that folder, too)."""
+    named = source.absolute().parent.name if source.stem == default_stem else source.stem
+    return identifier(named, fallback)
+
+
 def unique(name: str, taken: set[str]) -> str:
     """``name``, or ``name-2``, ``name-3``… when taken; the result is added to ``taken``."""
     candidate, number = name, 2

@@ -2,8 +2,9 @@
 ``test_cases``, ``evaluation``, ``inference``…) in evalsite's format, with the mapping
 decisions of ``examples/evalblink-quickstart.yaml``: prompts are variants (a contestant is
 ``model@prompt``), ``exact_match`` is the check of that name, ``llm_judge`` a case
-``grade:``, ``weighted_match`` a task of its own, ``quality_threshold`` a ``min_score``
-gate. evalblink routes every model through OpenRouter, so ``openai/gpt-4o-mini`` is the
+``grade:``, ``weighted_match`` a task of its own, ``quality_threshold`` a
+``min_best_score`` gate (a ``min_score`` on the combination a ``gate:`` block names).
+evalblink routes every model through OpenRouter, so ``openai/gpt-4o-mini`` is the
 contestant ``openrouter/openai/gpt-4o-mini``.
 """
 
@@ -161,14 +162,10 @@ def _limits_and_gate(
     threshold = data.get("quality_threshold")
     if threshold is None or not contestants:
         return
-    target = _gated(data.get("gate"), contestants) or contestants[0]
-    suite["gate"] = {"min_score": {target: round(float(threshold) / 100, 6)}}
-    if not isinstance(data.get("gate"), dict):
-        why = (
-            f"evalblink gates its best combination; evalsite has no best-of gate, so "
-            f"min_score names {target}: change it to the combination you ship"
-        )
-        c.skip(("quality_threshold",), "quality_threshold (best combination)", why)
+    wanted = round(float(threshold) / 100, 6)
+    target = _gated(data.get("gate"), contestants)
+    # evalblink gates its best combination, or the one its gate: block names
+    suite["gate"] = {"min_score": {target: wanted}} if target else {"min_best_score": wanted}
 
 
 def _gated(gate: Any, contestants: list[str]) -> str | None:

@@ -18,6 +18,7 @@ from evalsite.core.importers.common import (
     Translation,
     identifier,
     read_yaml,
+    suite_name,
     unique,
     variant_specs,
 )
@@ -61,9 +62,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
         why = "a workspace setting: evalsite's are EVALSITE_DATA_DIR and `evalsite run` options"
         c.skip(("settings", key), f"settings.{key}", why)
     suite: dict[str, Any] = {
-        "suite": identifier(
-            source.parent.name if source.stem == "eval" else source.stem, "evaling"
-        ),
+        "suite": suite_name(source, "eval", "evaling"),
         "version": 1,
         "templating": "jinja2",
     }
@@ -422,6 +421,14 @@ def _case(
             "a check compares with the case's expected value, which this case lacks",
             file=file,
         )
+    elif record.get("expected") is not None and all(_own_value(s) is not None for s in checks):
+        state.c.skip_at(
+            line,
+            f"case {number}: expected",
+            "no translated check compares with it (a python check receives the case's vars: "
+            "add it there)",
+            file=file,
+        )
     if any(case_checks):
         case["checks"] = [check for check in case_checks if check]
     if record.get("tags"):
@@ -438,9 +445,15 @@ def _mapping(record: dict[str, Any], key: str, number: int, at: At, c: Collector
     return {}
 
 
+def _own_value(spec: dict[str, Any]) -> Any:
+    """The value a scorer spec compares with itself; None: the case's expected value."""
+    return spec.get("pattern", spec.get("value"))
+
+
 def _check(spec: dict[str, Any], expected: Any) -> dict[str, Any] | None:
     kind = spec["type"]
-    value = spec.get("pattern", spec.get("value", expected))
+    value = _own_value(spec)
+    value = expected if value is None else value
     if value is None:
         return None
     sensitive = spec.get("case_sensitive")

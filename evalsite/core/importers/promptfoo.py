@@ -18,6 +18,7 @@ from evalsite.core.importers.common import (
     Translation,
     identifier,
     read_yaml,
+    suite_name,
     unique,
     variant_specs,
 )
@@ -60,9 +61,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     tests = _tests(data.get("tests"), c)
     default = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
     suite: dict[str, Any] = {
-        "suite": identifier(
-            source.parent.name if source.stem == "promptfooconfig" else source.stem, "promptfoo"
-        ),
+        "suite": suite_name(source, "promptfooconfig", "promptfoo"),
         "version": 1,
     }
     if data.get("description"):

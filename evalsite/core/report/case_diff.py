@@ -93,12 +93,34 @@ def diff_lines(changes: list[CaseChange], *, show: str = "all") -> list[str]:
     rows = [("CASE", "OLD", "NEW", "VS")] + [
         (c.key, str(c.before or "-"), str(c.after or "-"), c.status) for c in shown
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = [
-        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[3]])
+    return [*_aligned(rows), f"cases: {totals_text(changes)}"]
+
+
+def case_lines(cases: Mapping[str, Attempts]) -> list[str]:
+    """evalpin's run table: each case's passed attempts, their share as a whole percentage
+    (halves rounded up) and whether every attempt passed."""
+    rows = [("CASE", "PASSED", "RATE", "ALL")] + [
+        (key, str(attempts), f"{_percent(attempts.rate)}%", _yes(attempts))
+        for key, attempts in cases.items()
+    ]
+    return _aligned(rows)
+
+
+def _percent(rate: Fraction) -> int:
+    return int(rate * 100 + Fraction(1, 2))  # floor(x + 1/2): halves up, exact
+
+
+def _yes(attempts: Attempts) -> str:
+    return "yes" if attempts.passed == attempts.total else "no"
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """Columns two spaces apart, each as wide as its widest cell; the last one unpadded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
         for row in rows
     ]
-    return [*lines, f"cases: {totals_text(changes)}"]
 
 
 def parse_results(text: str, *, filename: str) -> dict[str, Attempts]:

@@ -180,9 +180,10 @@ def headline_text(report: Mapping[str, Any]) -> str:
 
 
 def terminal_summary(report: Mapping[str, Any], *, colour: bool = False) -> list[str]:
-    """What `run` and `last` print: the SPEC's lines, the table, the matrix and its
-    frontier, the warnings."""
-    return [*summary_lines(report), *contestant_table(report, colour=colour),
+    """What `run` and `last` print: the SPEC's lines (and pass^k / pass@k where they are
+    not among them), the table, the matrix and its frontier, the warnings."""
+    pass_k = [] if Context.of(report).one_contestant else _pass_k_lines(report)
+    return [*summary_lines(report), *pass_k, *contestant_table(report, colour=colour),
             *matrix_lines(report, colour=colour),
             *warning_lines(report, colour=colour)]  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""`evalsite cache info|clear`: the shared response cache."""
+"""`evalsite cache info|stats|clear`: the shared response cache."""
 
 from __future__ import annotations
 
@@ -12,18 +12,27 @@ from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
-    help = "Show or clear the response cache shared by every run, user and worker."
+    help = "Show (info, or stats) or clear the response cache shared by every run and worker."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=["info", "clear"])
+        parser.add_argument("action", choices=["info", "stats", "clear"])
         parser.add_argument("--model", help="clear: only this model's responses.")
+        parser.add_argument(
+            "--yes", action="store_true", help="clear: delete them (without it, only count)."
+        )
 
-    def handle(self, *args, action: str, model: str | None, **options):
+    def handle(self, *args, action: str, model: str | None, yes: bool, **options):
         prepare_database()
         entries = CachedResponse.objects.all()
         if model:
             entries = entries.filter(model=model)
         if action == "clear":
+            if not yes:  # evalblink's habit: a clear without --yes counts, deletes nothing
+                self.stdout.write(
+                    f"{entries.count()} cached responses would be cleared; nothing was "
+                    "deleted: pass --yes to clear them"
+                )
+                return
             count, _ = entries.delete()
             self.stdout.write(f"cleared {count} cached responses")
             return

@@ -71,22 +71,45 @@ class Command(EvalsiteCommand):
         self.stdout.write(f"{count} part(s) not translated" if count else "everything translated")
         if translation.suite_file:
             suite = out_dir / translation.suite_file
-            for error in _unpriced(suite):
+            errors, unpriced = _unpriced(suite)
+            for error in errors:
                 self.stdout.write(
                     f"note: {error}; add a row (the admin's Prices, or `evalsite "
                     "prices import`) before `evalsite validate` accepts it"
                 )
-            self.stdout.write(f"next: evalsite validate {suite} && evalsite run {suite} --fake")
+            self.stdout.write(f"next: {next_steps(translation, suite, unpriced)}")
 
 
-def _unpriced(path: Path) -> list[str]:
-    """The model strings of the written suite the active price table cannot resolve (an
-    OpenRouter model of evalblink's, typically): the one check of `validate` that needs the
-    database, which the pure importer cannot make."""
+def next_steps(translation, suite: Path, unpriced: list[str]) -> str:
+    """The commands that validate and run the written suite, exactly as they work: a
+    scripted suite (evalpin's) with its replies, any other with --fake (and a fake model
+    when no model was translated); after the price rows it still needs, named."""
+    models = translation.suite.get("models") or []
+    scripted = bool(models) and all(str(m).startswith("scripted/") for m in models)
+    if scripted and translation.suite.get("replies"):
+        run = f"evalsite run {suite}"
+    elif models:
+        run = f"evalsite run {suite} --fake"
+    else:
+        run = f"evalsite run {suite} --models fake/small --fake"
+    commands = f"evalsite validate {suite} && {run}"
+    if not unpriced:
+        return commands
+    return (
+        f"add price rows for {', '.join(unpriced)} (the admin's Prices, or `evalsite prices "
+        "import FILE --activate`; `evalsite models --catalog` shows OpenRouter's prices), "
+        f"then: {commands}"
+    )
+
+
+def _unpriced(path: Path) -> tuple[list[str], list[str]]:
+    """The errors for, and the model strings of, the written suite's models the active price
+    table cannot resolve (an OpenRouter model of evalblink's, typically): the one check of
+    `validate` that needs the database, which the pure importer cannot make."""
     from evalsite.core.suites import load_suite
     from runs.setup import prepare_database
     from runs.validation import model_errors
 
     prepare_database()  # a first command on a new data dir: the price table is loaded here
-    errors, _ = model_errors(load_suite(path))
-    return errors
+    errors, details = model_errors(load_suite(path))
+    return errors, list((details.get("models") or {}).get("unknown") or [])

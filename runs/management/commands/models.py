@@ -64,14 +64,13 @@ class Command(EvalsiteCommand):
         parser.add_argument(
             "--free",
             action="store_true",
-            help="Only the catalog's free models (implies --catalog).",
+            help=f"Only the catalog's free models (the catalog: {OPENROUTER_KEY} or --catalog).",
         )
         parser.add_argument(
             "--min-context",
             type=_context_argument,
             metavar="N",
-            help="Only catalog models with at least N tokens of context: 131072, 100k, 1m "
-            "(implies --catalog).",
+            help="Only catalog models with at least N tokens of context: 131072, 100k, 1m.",
         )
 
     def handle(self, *args, **options):
@@ -88,6 +87,9 @@ class Command(EvalsiteCommand):
         catalog, problem = None, None
         if _wants_catalog(options, os.environ):
             catalog, problem = _catalog()
+        else:
+            for note in _unfetched_filters(options):
+                self.stderr.write(note)
         shown = [] if catalog is None else _selected(catalog, provider, options)
         if options["json"]:
             document = _table_dict(table, rows, keys)
@@ -164,10 +166,28 @@ def _context_argument(text: str) -> int:
 
 
 def _wants_catalog(options: Mapping, env: Mapping[str, str]) -> bool:
+    """The catalog is fetched with the key or --catalog: nothing else reaches the network
+    (--free and --min-context filter a catalog fetched for one of those)."""
     if options["no_catalog"]:
         return False
-    asked = options["catalog"] or options["free"] or options["min_context"] is not None
-    return asked or _key_set(env, OPENROUTER_KEY)
+    return options["catalog"] or _key_set(env, OPENROUTER_KEY)
+
+
+def _unfetched_filters(options: Mapping) -> list[str]:
+    """A note per catalog filter given when the catalog is not fetched."""
+    filters = ["--free"] if options["free"] else []
+    filters += ["--min-context"] if options["min_context"] is not None else []
+    if options["no_catalog"]:
+        return [
+            f"note: {name} filters OpenRouter's catalog, which --no-catalog leaves unfetched"
+            for name in filters
+        ]
+    return [
+        f"note: {name} filters OpenRouter's catalog, which is fetched only when "
+        f"{OPENROUTER_KEY} is set or with --catalog: add --catalog to fetch it (it is "
+        "public: no key is sent)"
+        for name in filters
+    ]
 
 
 def _catalog() -> tuple[Catalog | None, str | None]:

@@ -12,12 +12,13 @@ from decimal import Decimal
 from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.report.case_diff import diff_lines
+from evalsite.core.report.case_diff import case_lines, diff_lines
 from evalsite.core.report.summary import gate_lines, terminal_summary, wants_colour
 from evalsite.core.report.text import visible
+from evalsite.core.suites import select_contestants
 from evalsite.management import EvalsiteCommand
 from runs import sealed
-from runs.case_diff import Baseline, SideError, failing_cases, load_baseline
+from runs.case_diff import Baseline, SideError, failing_cases, load_baseline, run_attempts
 from runs.management.interrupts import Interrupts
 from runs.models import Run
 from runs.planner import RunOptions, keys_line, store_plan
@@ -38,6 +39,20 @@ class Command(EvalsiteCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("suite", help="Path to the suite YAML file.")
         parser.add_argument("--models", help="Contestants, baseline first: a,b[@variant],…")
+        parser.add_argument(
+            "--model",
+            action="append",
+            default=[],
+            metavar="MODEL",
+            help="Only the contestants of this model (repeat for several; evaling's filter).",
+        )
+        parser.add_argument(
+            "--variant",
+            action="append",
+            default=[],
+            metavar="VARIANT",
+            help="Only the contestants of this variant, `base` for none (repeatable).",
+        )
         parser.add_argument("--fake", action="store_true", help="Answer with the fake adapter.")
         parser.add_argument("--replies", help="Scripted replies file for scripted/… models.")
         parser.add_argument(
@@ -84,6 +99,12 @@ class Command(EvalsiteCommand):
             help="Fail (exit 1) a gate naming a contestant that is not in the run.",
         )
         parser.add_argument(
+            "--cases",
+            action="store_true",
+            help="Print each case's passed attempts (CASE PASSED RATE ALL), as a run with "
+            "repeats does.",
+        )
+        parser.add_argument(
             "--resume",
             metavar="RUN",
             help="Continue RUN, whose process died, from this unchanged suite file.",
@@ -91,6 +112,7 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, **opts):
         self.baseline: Baseline | None = None  # --baseline, read before anything is spent
+        self.show_cases = opts["cases"]
         self.interrupts = Interrupts(self.stderr)  # SIGINT and SIGTERM, from the start
         try:
             self._handle(opts)
@@ -120,6 +142,7 @@ class Command(EvalsiteCommand):
             (self.stdout if opts["dry_run"] else self.stderr).write(f"note: {note}")
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
+            self.stdout.write(budget_line(plan))
             self.stdout.write(keys_line(plan.keys, plan.options.env))
             if plan.no_sandbox:
                 self.stdout.write(f"note: {plan.no_sandbox}")
@@ -157,7 +180,7 @@ class Command(EvalsiteCommand):
             [m.strip() for m in opts["models"].split(",") if m.strip()] if opts["models"] else None
         )
         return RunOptions(
-            models=models,
+            models=self._sub_matrix(models, opts),
             fake=opts["fake"],
             replies=opts["replies"],
             max_cost=max_cost,
@@ -172,6 +195,16 @@ class Command(EvalsiteCommand):
             dry_run=opts["dry_run"],
             strict_gates=opts["strict_gates"],
         )
+
+    def _sub_matrix(self, models: list[str] | None, opts) -> list[str] | None:
+        """--models (or the suite's), narrowed by --model and --variant (evaling's filters)."""
+        if not opts["model"] and not opts["variant"]:
+            return models
+        texts = models or self.suite_or_exit(opts["suite"]).models
+        try:
+            return select_contestants(list(texts), opts["model"], opts["variant"])
+        except ValueError as error:
+            self.fail(str(error))
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
         """The run's one shard on a thread, its progress here. SIGINT or SIGTERM asks the
@@ -236,6 +269,12 @@ class Command(EvalsiteCommand):
             self.stderr.write(f"baseline: {visible(change.key)} {change.after} is {why}")
         return ExitCode.GATE_FAILED if failing else 0
 
+    def _print_cases(self, run: Run) -> None:
+        """evalpin's per-case table: after a run with repeats, or with --cases."""
+        if self.show_cases or (run.report or {}).get("repeats", 1) > 1:
+            for line in case_lines(run_attempts(run)):
+                self.stdout.write(visible(line))
+
     def _print_interrupted(self, run: Run) -> None:
         totals = answer_totals(run)
         where = f"partial report: {run.report_dir / 'report.md'}" if run.report else "no report"
@@ -283,6 +322,7 @@ class Command(EvalsiteCommand):
                 colour = wants_colour(self.stdout, os.environ)
                 for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
+                self._print_cases(run)
             held = self._against_baseline(run, quiet=as_json)
             sys.exit(run.exit_code or held)
         summary = run_summary(run)
@@ -294,6 +334,18 @@ class Command(EvalsiteCommand):
         if run.detail:  # why it did not finish (exit 3, 4 or 5)
             self.stderr.write(run.detail)
         sys.exit(run.exit_code)
+
+
+def budget_line(plan) -> str:
+    """A dry run's verdict on its estimate, as evalblink's --dry-run gives one: within the
+    budget, or over it (the run is refused, exit 4, before anything is spent)."""
+    estimate = f"estimate ${Decimal(plan.estimate['total_usd']):.4f}"
+    if plan.over_cap:
+        return (
+            f"over the budget: {estimate} > cap ${plan.cap:.4f}; the run would be refused "
+            f"(exit {ExitCode.REFUSED.value}), nothing is spent"
+        )
+    return f"within the budget: {estimate} <= cap ${plan.cap:.4f}"
 
 
 def summary_lines(run: Run, totals: dict) -> list[str]:
