@@ -256,6 +256,11 @@ class Comparison:
             )
         lines += [f"  schema pass {visible(c.name)}: {_rates(c)}" for c in self.schema_pass]
         lines += [f"  check pass {visible(c.name)}: {_rates(c)}" for c in self.check_pass]
+        lines += [
+            f"  {m.measure} {visible(m.subject)}: {_rates(Change(m.subject, m.before, m.after))}"
+            for m in self.measures
+            if m.measure in ("scorecard score", "pass rate") or m.measure.startswith("pass^")
+        ]  # the rest of the measures the regression rule reads have lines of their own
         spent = {change.name: change for change in self.spend}
         if self.cost_total:
             lines.append(f"  cost total: {_money(self.cost_total, self.spend_total)}")
