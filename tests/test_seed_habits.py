@@ -352,6 +352,7 @@ def test_min_best_score_passes_when_the_best_combination_reaches_it(
         "gate": "min_best_score", "subject": "scripted/a", "status": status, "figure": 1.0,
         "threshold": 0.9,
         "message": "best combination scripted/a: score 1.000 >= 0.900 (of 4 combinations)",
+        "measure": "",
     }  # fmt: skip
 
 

@@ -54,8 +54,9 @@ def plan_problems(loaded: Suite) -> list[str]:
     scripted replies, parameters, media, contestants. A dry run, so no key is needed and
     nothing is stored or read from a datasource; a suite whose cases come from one is
     planned at run time (its cases are not read here). A suite that names no replies file
-    gets one at run time (`--replies`), as a key: its scripted models are not held to one."""
-    if any(task.cases_from for task in loaded.tasks):
+    gets one at run time (`--replies`), as a key: its scripted models are not held to one;
+    a suite that names no models gets them at run time (`--models`), so it is not planned."""
+    if not loaded.models or any(task.cases_from for task in loaded.tasks):
         return []
     try:
         make_plan(None, loaded, RunOptions(dry_run=True, fake=not loaded.replies_path))

@@ -115,9 +115,10 @@ class Measure:
     def worse(self) -> float:
         """How much worse B is: points fallen (0-100) for a rate or score, percent risen for
         a cost; negative when it got better."""
-        if self.is_cost:
-            return round((self.after - self.before) / self.before * 100, 9)
-        return round((self.before - self.after) * 100, 9)
+        if self.is_cost:  # to 0.01%: below that it is the rounding of the stored costs
+            return round((self.after - self.before) / self.before * 100, 2) + 0.0
+        # to 0.0001 points: a stored report keeps its rates to 6 digits, a fresh one does not
+        return round((self.before - self.after) * 100, 4) + 0.0
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,9 @@ def test_to_dict_and_lines():
         f"  check pass {BASELINE}: 0.850 \u2192 0.850 (+0.000)",
         f"  check pass {CANDIDATE}: 0.850 \u2192 0.850 (+0.000)",
         f"  check pass {CONCISE}: 0.850 \u2192 0.850 (+0.000)",
+        f"  pass^2 {BASELINE}: 0.800 \u2192 0.800 (+0.000)",
+        f"  pass^2 {CANDIDATE}: 0.800 \u2192 0.800 (+0.000)",
+        f"  pass^2 {CONCISE}: 0.800 \u2192 0.800 (+0.000)",
         "  cost total: if uncached $0.0658 \u2192 $0.0700 (+$0.004200); "
         "spent $0.0658 \u2192 $0.0658",
         f"  cost {BASELINE}: if uncached $0.003000 \u2192 $0.003000 (+$0.0000); "
