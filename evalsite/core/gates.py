@@ -25,7 +25,7 @@ from typing import Any
 from evalsite.core.gate_subjects import unknown_subjects
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.document import one_contestant
-from evalsite.core.report.matrix import matrix_of
+from evalsite.core.report.matrix import matrix_of, pass_share
 
 __all__ = ["GateResult", "check_gates"]
 
@@ -167,7 +167,7 @@ def _scorecard_gates(report: Mapping[str, Any], gate: Mapping[str, Any]) -> list
             if wanted is None:
                 continue
             cell = cells.get(contestant) or {}
-            figure = cell.get("score") if key == "min_score" else _pass_rate(cell)
+            figure = cell.get("score") if key == "min_score" else pass_share(cell)
             results.append(_at_least(key, contestant, figure, wanted, what))
     return results
 
@@ -187,10 +187,6 @@ def _best_score(report: Mapping[str, Any], threshold: float) -> GateResult:
     return replace(
         result, message=f"best combination {result.message} (of {len(cells)} combinations)"
     )
-
-
-def _pass_rate(cell: Mapping[str, Any]) -> float | None:
-    return cell["passed"] / cell["scored"] if cell.get("scored") else None
 
 
 def _lower_bounds(threshold: Any, candidates: list[str], rates: Mapping) -> list[GateResult]:
@@ -267,7 +263,7 @@ def _regression(report, pinned, points: float, alpha: float | None = None) -> li
     against = f" against the pinned baseline {pinned.get('run_id')}"
     results = [
         GateResult("max_regression_points", r.measure.subject,
-                   "failed" if r.regressed else "passed", round(r.measure.worse(), 6), points,
+                   "failed" if r.regressed else "passed", r.measure.worse(), points,
                    r.text(against), r.measure.measure)
         for r in comparison.regressions(points, alpha)
     ]  # fmt: skip

@@ -22,7 +22,7 @@ from typing import Any
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import one_contestant
-from evalsite.core.report.matrix import matrix_of
+from evalsite.core.report.matrix import matrix_of, pass_share
 from evalsite.core.report.pairing import (
     below_zero,
     delta_interval,
@@ -401,7 +401,7 @@ def _measures(
             add("scorecard score", c, cells_a[c].get("score"), cells_b[c].get("score"), "score")
     if same_scorecard:
         for c in both:
-            add("pass rate", c, _share(cells_a[c]), _share(cells_b[c]), "passed")
+            add("pass rate", c, pass_share(cells_a[c]), pass_share(cells_b[c]), "passed")
     for c in both:
         k_a, k_b = (_pass_k(r, c) for r in (a, b))
         if k_a.get("k") == k_b.get("k") and (k_a.get("k") or 0) > 1:
@@ -423,14 +423,6 @@ def _cells(report: Report) -> dict[str, dict[str, Any]]:
 
 def _criteria(report: Report) -> Any:
     return (report.get("scorecard") or {}).get("criteria") or None
-
-
-def _share(cell: Mapping[str, Any]) -> float | None:
-    return (
-        cell["passed"] / cell["scored"]
-        if cell.get("scored") and cell.get("passed") is not None
-        else None
-    )
 
 
 def _pass_k(report: Report, contestant: str) -> Mapping[str, Any]:

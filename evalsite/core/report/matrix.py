@@ -26,7 +26,7 @@ from evalsite.core.pricing import UNPRICED_PROVIDERS
 
 __all__ = [
     "BASE", "DEFAULT_POINTS", "build_frontier", "build_matrix", "matrix_of", "matrix_report",
-    "split_contestant", "unpriced_contestants", "variant_label",
+    "pass_share", "split_contestant", "unpriced_contestants", "variant_label",
 ]  # fmt: skip
 
 BASE = "(base)"
@@ -39,6 +39,13 @@ class _Answer(Protocol):
     contestant: str
     status: str
     cost_if_uncached_usd: float | None
+
+
+def pass_share(cell: Mapping[str, Any]) -> float | None:
+    """A matrix or scorecard cell's passed / scored; None when it scored nothing."""
+    if not cell.get("scored") or cell.get("passed") is None:
+        return None
+    return cell["passed"] / cell["scored"]
 
 
 def split_contestant(name: str) -> tuple[str, str | None]:

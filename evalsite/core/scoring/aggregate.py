@@ -57,7 +57,7 @@ def answer_passed(
         and checks_passed is True
         and execution in (None, "", "pass")
         and match is not False
-        and (grade is True if graded else True)
+        and (grade is True or not graded)
     )
 
 
