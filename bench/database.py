@@ -141,7 +141,7 @@ def plan_run(path: Path, concurrency: int | None, label: str, *, fake: bool = Fa
     before it queues the run: --no-cache, the given concurrency, a cap of $1,000."""
     from evalsite.core.suites import load_suite
     from runs.models import Run, SuiteVersion
-    from runs.planner import RunOptions, make_plan, store_plan
+    from runs.planning.planner import RunOptions, make_plan, store_plan
 
     started = time.perf_counter()
     loaded = load_suite(path)

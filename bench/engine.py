@@ -16,7 +16,7 @@ What it does, start to finish (the parts and paths chosen run in this order):
 3. **Worker path**: starts real ``evalsite worker`` processes (``--clusters`` ×
    ``--worker-processes``, the latter passed as EVALSITE_WORKERS), warms them up with a small
    run, then for each run plans and stores it here and queues it with
-   ``runs.tasks.enqueue_run(run, shards=--shards)``:
+   ``runs.engine.tasks.enqueue_run(run, shards=--shards)``:
    - *answers only*, at each ``--concurrency`` C: ``--answers`` answers (answers/2 cases ×
      ``mock/bench`` and ``mock/bench@alt``, one model, so C limits the whole run; every task
      ``judge: false``), timed from the run's ``started_at`` to the last answer stored (the

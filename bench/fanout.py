@@ -44,7 +44,7 @@ def request_bodies(run_id: str, model: str) -> tuple[str, list[dict]]:
     """The URL and JSON bodies the engine sent for the answers of `run_id`."""
     from evalsite.core.providers import Request, build_provider
     from runs.models import Answer
-    from runs.planner import endpoint_configs
+    from runs.planning.planner import endpoint_configs
 
     provider = build_provider(model, env=os.environ, endpoints=endpoint_configs())
     bodies, url = [], ""

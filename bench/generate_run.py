@@ -19,7 +19,7 @@ have, then builds the report the way the app does. In the data dir of ``EVALSITE
    ``evalsite.core.stats.pairs.pair_score``;
 6. two Judgements per included pair (order 1 and 2) with the judge's request (built by
    ``evalsite.core.judging.judge_messages``), verdict and rationale;
-7. the report, with ``runs.reporting.write_report`` (stored on the run and written under
+7. the report, with ``runs.results.reporting.write_report`` (stored on the run and written under
    ``REPORTS_DIR``), then ``run.finish("done")``.
 
 Rows are bulk-created in batches of 2,000. The answers and verdicts are random but seeded
@@ -228,9 +228,9 @@ def generate_run(pairs: int = 10_000, *, seed: int = 0) -> str:
     from evalsite.core.stats.pairs import pair_score
     from evalsite.core.suites import parse_suite, render_messages
     from runs.models import Answer, Judgement, Pair, PriceTable, Run, SuiteVersion, text_sha
-    from runs.planner import new_run_id
+    from runs.planning.planner import new_run_id
     from runs.prices import ensure_default_table
-    from runs.reporting import write_report
+    from runs.results.reporting import write_report
 
     timings = Timings()
     rng = random.Random(seed)
@@ -456,7 +456,7 @@ def generate_run(pairs: int = 10_000, *, seed: int = 0) -> str:
     timings.step(f"{stored:,} judgements stored")
 
     report = write_report(run)
-    timings.step("report written (runs.reporting.write_report)")
+    timings.step("report written (runs.results.reporting.write_report)")
     run.finish(Run.Status.DONE)
     timings.step("run finished")
     total = sum(seconds for _, seconds in timings.steps)

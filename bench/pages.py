@@ -9,7 +9,7 @@ What it does, start to finish:
    are added to that database).
 2. Writes a finished run of ``--pairs`` pairs with ``bench/generate_run.py`` (20 tasks,
    fake/a vs fake/b, two judge calls per included pair, the report built by
-   ``runs.reporting.write_report``) and a superuser ``bench``. ``--earlier N`` first writes
+   ``runs.results.reporting.write_report``) and a superuser ``bench``. ``--earlier N`` first writes
    N finished runs of the same suite and size (the run page lists earlier runs and the
    report compares with the previous one); about 25 s each at 10,000 pairs.
 3. Starts the server the way the README does, ``evalsite serve --port <free port>``

@@ -1,13 +1,13 @@
 """The two ways a user's run reaches the engine, each measured from the database.
 
 - **worker**: the bench plans and stores the run in this process (as the web page does),
-  queues it with ``runs.tasks.enqueue_run(run, shards=…)`` and real ``evalsite worker``
+  queues it with ``runs.engine.tasks.enqueue_run(run, shards=…)`` and real ``evalsite worker``
   processes execute it. Times are from the run's ``started_at``, as SPEC §17 measures
   ("from run started"); the queue's pickup (enqueue to ``started_at``) is given on its own.
 - **cli**: ``evalsite run SUITE --no-cache --concurrency C --max-cost 1000 --label L`` as a
   subprocess with this process's environment (``EVALSITE_DATA_DIR``, and ``DATABASE_URL`` /
   ``EVALSITE_REDIS_URL`` when set). The command plans, stores and runs the run's one shard on
-  a thread of its own process (``runs.runner.execute``); nothing is queued. Times are from
+  a thread of its own process (``runs.engine.runner.execute``); nothing is queued. Times are from
   the run's ``started_at`` (the moment its shard marked it running). The caller stops the
   workers first, and :attr:`EngineResult.resumed` says whether a worker was ever asked to
   resume the run (``Run.resumed_at``, stamped by ``resume_stalled_runs``).
@@ -161,7 +161,7 @@ def on_workers(
     planned: Planned, *, shards: int, worker_roots: list[int], mock: str | None, timeout_s: float
 ) -> EngineResult:
     """Queue a run this process planned and follow it until it is finished."""
-    from runs.tasks import enqueue_run
+    from runs.engine.tasks import enqueue_run
 
     run = planned.run
     result = EngineResult("worker", plan_s=planned.plan_s, store_s=planned.store_s)

@@ -1,7 +1,7 @@
 """The soak's runs: planned and queued as the web page does, and watched while they go.
 
 A run is planned as a dry run (the planner stands in for the provider key, which only the
-workers hold), stored and queued with ``runs.tasks.enqueue_run`` — the web's launch path
+workers hold), stored and queued with ``runs.engine.tasks.enqueue_run`` — the web's launch path
 without its check that the *web* process holds the key. Each run has its own concurrency and
 its own cap; the sampler reads every run's ``spent`` and ``reserved`` several times a second,
 so a cap passed at any moment is seen, not only at the end.
@@ -46,9 +46,9 @@ def plan_and_queue(
     could not be queued (the broker down at that moment) is returned too: the engine has to
     pick it up."""
     from evalsite.core.suites import load_suite
+    from runs.engine.tasks import enqueue_run
     from runs.models import Run, SuiteVersion
-    from runs.planner import RunOptions, make_plan, store_plan
-    from runs.tasks import enqueue_run
+    from runs.planning.planner import RunOptions, make_plan, store_plan
 
     path = write_suite(folder, shape)
     loaded = load_suite(path)

@@ -10,8 +10,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from labels.queue import queue_count
-from runs.calibration import suite_calibration
 from runs.models import Run, Suite, SuiteVersion
+from runs.results.calibration import suite_calibration
 from runs.setup import DEMO_FIRST_RUN
 
 

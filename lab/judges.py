@@ -4,7 +4,7 @@ A lab run is an ordinary :class:`~runs.models.Run` whose answers were given, not
 its suite (``lab-<pair set>``, one case per pair, prompt ``{{question}}``) is registered
 like an uploaded one, its contestants are ``given/a`` (the baseline side) and ``given/b``,
 and its Answer rows are stored already done with the pair's texts. It is planned by the run
-planner (:func:`runs.planner.make_plan` with the given answers), which resolves the judge
+planner (:func:`runs.planning.planner.make_plan` with the given answers), which resolves the judge
 (price, key, replies), estimates its calls and creates the run as for a suite's run; the
 engine then scores the answers, forms the pairs and makes the two judge calls of each
 through the cache, the spend reservation against the cap and the retries, and writes a
@@ -32,7 +32,7 @@ from evalsite.core.suite_schema import MODEL
 from evalsite.core.suites import SuiteError, parse_suite
 from lab.models import PairSet, PairSetJudgeRun
 from runs.models import Call, Judgement, Run, SuiteVersion
-from runs.planner import Plan, PlanError, RunOptions, make_plan, store_plan
+from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, store_plan
 
 CONTESTANTS = ["given/a", "given/b"]
 
@@ -130,8 +130,8 @@ def plan_judge_run(pairset: PairSet, config: JudgeConfig) -> LabPlan:
 @transaction.atomic
 def start_judge_run(lab: LabPlan, *, user=None) -> Run:
     """Register the lab suite and store the run with its given answers (the planner's
-    `store_plan`) and its link to the pair set, ready for the engine: ``runs.runner.execute``
-    or ``runs.tasks.enqueue_run``. Over the cap: LabError (exit 4) and nothing is stored."""
+    `store_plan`) and its link to the pair set, ready for the engine: ``runs.engine.runner.execute``
+    or ``runs.engine.tasks.enqueue_run``. Over the cap: LabError (exit 4) and nothing is stored."""
     if lab.plan.over_cap:
         raise LabError([lab.refusal()], ExitCode.REFUSED)
     member = user if user is not None and user.is_authenticated else None

@@ -12,10 +12,10 @@ from evalsite.core.pairsets import LabCase, PairSetError, lab_cases, pairset_nam
 from evalsite.core.problems import Problem
 from lab.judges import LabError
 from lab.models import PairSet, PairSetItem
-from runs.calibration import run_calibration
-from runs.judging import task_text
+from runs.engine.judging import task_text
+from runs.engine.scoring import stored_suite
 from runs.models import Judgement, Pair, Run
-from runs.scoring import stored_suite
+from runs.results.calibration import run_calibration
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
 

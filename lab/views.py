@@ -18,11 +18,11 @@ from evalsite.core.problems import Problem
 from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_judge_run
 from lab.models import PairSet
 from lab.transfer import import_pairset
+from runs.engine.tasks import enqueue_run
 from runs.forms import CapField
-from runs.launch import MAX_SHARDS
 from runs.models import Run
+from runs.planning.launch import MAX_SHARDS
 from runs.prices import NoActivePriceTable, active_table
-from runs.tasks import enqueue_run
 
 MAX_WARNINGS_SHOWN = 10
 

@@ -34,9 +34,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from labels.models import Assignment
-from runs.calibration import pair_rows, refresh_human
-from runs.memo import FinishedRunMemo
 from runs.models import Label, Pair, Run, Suite
+from runs.results.calibration import pair_rows, refresh_human
+from runs.results.memo import FinishedRunMemo
 
 SAMPLE, TARGETED = Label.Mode.SAMPLE, Label.Mode.TARGETED
 PAIR_CONTENT = (

@@ -26,8 +26,8 @@ from django.db import transaction
 from evalsite.core.suites import SuiteError
 from evalsite.core.yamlsafe import load_yaml
 from labels.queue import SAMPLE, content_of
-from runs.calibration import refresh_human
 from runs.models import Label, Pair, Run, Suite
+from runs.results.calibration import refresh_human
 
 PREFERS = ("baseline", "candidate", "tie")
 KEYS = {"task", "case", "baseline", "candidate", "prefer", "note", "labeller"}

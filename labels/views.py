@@ -26,11 +26,11 @@ from lab.judges import LabError
 from lab.transfer import import_suite_pairs
 from labels import queue
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.calibration import calibration_of, suite_calibration
-from runs.judging import task_text
-from runs.media import case_files
+from runs.engine.judging import task_text
+from runs.engine.scoring import stored_suite
 from runs.models import Label, Run, Suite
-from runs.scoring import stored_suite
+from runs.results.calibration import calibration_of, suite_calibration
+from runs.results.media import case_files
 
 MODES = (queue.SAMPLE, queue.TARGETED)
 

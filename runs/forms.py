@@ -20,7 +20,7 @@ from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
 from runs.models import Decision, Run, SuiteVersion
 from runs.models.run import label_problem
-from runs.validation import model_errors
+from runs.planning.validation import model_errors
 
 _SALT = "runs.forms.FormToken"
 

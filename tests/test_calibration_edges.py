@@ -10,8 +10,8 @@ from django.test import Client
 from evalsite.core.calibration import SUITE_FILE, LabelView, PairView, match_labels
 from evalsite.core.judging import judge_config
 from evalsite.core.suites import parse_suite
-from runs.calibration import run_calibration, suite_calibration
 from runs.models import Run, SuiteVersion
+from runs.results.calibration import run_calibration, suite_calibration
 from tests.factories import (
     make_judged_run,
     make_label,
@@ -244,9 +244,9 @@ def test_two_labellers_on_one_pair_count_once_in_n():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_shard_that_finds_a_cancel_requested_run_closes_it_with_a_partial_report():
-    from runs.planner import RunOptions, make_plan, store_plan
+    from runs.engine.runner import execute
+    from runs.planning.planner import RunOptions, make_plan, store_plan
     from runs.prices import ensure_default_table
-    from runs.runner import execute
 
     ensure_default_table()
     version = make_suite_version()
@@ -263,7 +263,7 @@ def test_a_shard_that_finds_a_cancel_requested_run_closes_it_with_a_partial_repo
 
 @pytest.mark.django_db
 def test_a_new_judge_earns_no_headline_from_the_old_judges_agreement():
-    from runs.reporting import write_report
+    from runs.results.reporting import write_report
 
     text = labelled_suite(0).replace("min_labels: 10", "min_labels: 2")
     cases = "\n".join(f"      - {{id: c{i}, vars: {{who: W{i}}}}}" for i in range(4))
@@ -289,7 +289,7 @@ def test_mcp_compare_takes_latest_after_a_refused_run_and_names_the_suites_calib
     from evalsite.mcp import tools
 
     first = make_judged_run(report=None)
-    from runs.reporting import write_report
+    from runs.results.reporting import write_report
 
     write_report(first)
     make_run(suite_version=first.suite_version, status=Run.Status.REFUSED)  # no report

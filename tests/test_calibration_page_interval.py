@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from runs.calibration import suite_calibration
+from runs.results.calibration import suite_calibration
 from tests.factories import make_judged_run, make_suite_version, make_user
 from tests.test_calibration_edges import agreeing, labelled_suite
 

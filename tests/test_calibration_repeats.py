@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from runs.calibration import calibration_of
 from runs.models import Pair, Run
-from runs.reporting import compute_report
+from runs.results.calibration import calibration_of
+from runs.results.reporting import compute_report
 from tests.factories import make_label, make_user, run_command, write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)

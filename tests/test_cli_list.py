@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.test import TestCase
 from django.utils import timezone
 
-from runs.listing import START_HINT
 from runs.models import Run, SuiteVersion
+from runs.results.listing import START_HINT
 from tests.core.report.conftest import make_report
 from tests.engine.conftest import evalsite
 from tests.factories import make_run, make_suite_version, small_suite_text

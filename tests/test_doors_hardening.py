@@ -332,7 +332,7 @@ def test_run_label_refuses_a_label_that_looks_like_a_run_id_before_planning(tmp_
 
 @pytest.mark.django_db
 def test_the_new_run_form_refuses_a_label_that_looks_like_a_run_id(monkeypatch):
-    monkeypatch.setattr("runs.tasks.async_task", lambda *args, **kw: None)
+    monkeypatch.setattr("runs.engine.tasks.async_task", lambda *args, **kw: None)
     make_price_table(active=True)
     version = make_suite_version()
     client = Client()

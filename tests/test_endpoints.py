@@ -20,7 +20,7 @@ from evalsite.core.providers import (
 )
 from evalsite.core.providers.endpoints import base_url_problem, key_variable_problem
 from runs.models import Endpoint, Run
-from runs.planner import PlanError
+from runs.planning.planner import PlanError
 from tests.engine.conftest import MockLLM, execute, make_endpoint, make_mock_prices, plan_run
 from tests.factories import make_user
 

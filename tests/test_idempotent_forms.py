@@ -40,7 +40,7 @@ def _form_token(page: str, action: str) -> str:
 @pytest.fixture
 def queued(monkeypatch) -> list:
     shards: list = []
-    monkeypatch.setattr("runs.tasks.async_task", lambda *args, **kw: shards.append(args))
+    monkeypatch.setattr("runs.engine.tasks.async_task", lambda *args, **kw: shards.append(args))
     return shards
 
 

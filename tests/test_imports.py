@@ -15,10 +15,10 @@ from django.test import TestCase
 from django.urls import reverse
 
 from evalsite.core.suites import load_suite
+from runs.engine.runner import execute
 from runs.models import Answer, Price, PriceTable, Run, Suite, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
-from runs.runner import execute
 from tests.factories import make_user
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "imports"

@@ -10,10 +10,10 @@ from django.urls import reverse
 
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.suites import parse_suite
+from runs.engine.runner import execute
 from runs.models import Judgement, Pair, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
-from runs.runner import execute
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,8 +20,8 @@ from evalsite.core.judge_warnings import (
 from evalsite.core.report.build import AnswerRow, ReportInput, build_report
 from evalsite.core.report.card import group_warnings
 from runs.models import Judgement
-from runs.reporting import compute_report
-from runs.validation import validate
+from runs.planning.validation import validate
+from runs.results.reporting import compute_report
 from tests.factories import make_judged_run, make_suite_version, small_suite_text
 
 HAIKU, SONNET = "anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-6"

@@ -11,10 +11,10 @@ from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score
 
 from evalsite.core.suites import parse_suite
+from runs.engine.runner import execute
 from runs.models import Answer, Judgement, Label, Pair, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
-from runs.runner import execute
 
 SUITE = """\
 suite: judged
@@ -179,7 +179,7 @@ def test_report_kappa_equals_scikit_learn_on_the_runs_judge_and_consensus_pairs(
         baseline="scripted/base", candidate="scripted/cand", baseline_sha=pair.baseline_sha,
         candidate_sha=pair.candidate_sha, prefer="baseline",
     )  # fmt: skip
-    from runs.reporting import write_report
+    from runs.results.reporting import write_report
 
     report = write_report(run)
 

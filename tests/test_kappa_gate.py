@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalsite.core.suites import SuiteError, parse_suite
-from runs.calibration import suite_calibration
+from runs.results.calibration import suite_calibration
 from tests.factories import make_judged_run, make_suite_version
 from tests.test_calibration_edges import agreeing, labelled_suite
 

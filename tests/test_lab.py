@@ -28,8 +28,8 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 from evalsite import urls as site_urls
 from evalsite.core.judging import PROMPT_VERSION
 from lab.models import PairSet, PairSetItem, PairSetJudgeRun
-from runs.launch import MAX_SHARDS
 from runs.models import Answer, CachedResponse, Judgement, Run, Suite, SuiteVersion
+from runs.planning.launch import MAX_SHARDS
 from runs.prices import ensure_default_table
 from tests.factories import make_user
 
@@ -592,7 +592,7 @@ class LabPageTests(TestCase):
 
         # whichever broker is configured (the ORM, or Redis on the second CI leg)
         with (
-            mock.patch("runs.tasks.async_task") as queued,
+            mock.patch("runs.engine.tasks.async_task") as queued,
             self.captureOnCommitCallbacks(execute=True),
         ):
             form = {"model": "fake/small", "rubric": "Be strict.", "fake": "on"}
@@ -606,7 +606,7 @@ class LabPageTests(TestCase):
         assert answers.count() == 4 and set(answers.values_list("status", flat=True)) == {"done"}
         assert queued.call_count == MAX_SHARDS
         assert {c.args for c in queued.call_args_list} == {
-            ("runs.tasks.run_shard", lab.run_id, MAX_SHARDS)
+            ("runs.engine.tasks.run_shard", lab.run_id, MAX_SHARDS)
         }
         page = self.client.get(url).content.decode()
         assert lab.run_id in page and 'hx-trigger="every 2s"' in page
@@ -633,7 +633,7 @@ class LabPageTests(TestCase):
 @pytest.mark.django_db
 def test_the_planner_refuses_a_plan_of_given_answers_that_lacks_one(tmp_path):
     from lab.judges import CONTESTANTS, JudgeConfig, plan_judge_run
-    from runs.planner import PlanError, RunOptions, make_plan
+    from runs.planning.planner import PlanError, RunOptions, make_plan
 
     ensure_default_table()
     assert cli("import", str(small_pairset(tmp_path, count=2)))[0] == 0

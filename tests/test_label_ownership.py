@@ -20,8 +20,8 @@ from django.test import Client, override_settings
 
 from labels.queue import waiting
 from labels.transfer import LabelImportError, import_yaml
-from runs.calibration import suite_calibration
 from runs.models import Label, Pair, Run
+from runs.results.calibration import suite_calibration
 from tests.factories import make_judged_run, make_label, make_suite_version, make_user
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from evalsite.core.suites import parse_suite
 from labels.queue import baseline_on_left, content_key
 from runs.models import Answer, Decision, Judgement, Label, Pair, Run
 from runs.prices import ensure_default_table
-from runs.reporting import write_report
+from runs.results.reporting import write_report
 from tests.factories import make_pair, make_run, make_suite_version, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

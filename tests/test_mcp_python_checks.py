@@ -15,9 +15,9 @@ from django.test import override_settings
 
 from evalsite.core.suites import SuiteError, parse_suite
 from evalsite.mcp import tools
+from runs.engine.runner import execute
 from runs.models import Answer, Run, SuiteVersion
 from runs.prices import ensure_default_table
-from runs.runner import execute
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

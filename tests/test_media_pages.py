@@ -14,10 +14,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from runs.media import NO_LOOK_MEDIA, report_attachments
 from runs.models import Pair, Run
 from runs.models.suites import blob_store
 from runs.prices import ensure_default_table
+from runs.results.media import NO_LOOK_MEDIA, report_attachments
 from tests.factories import make_answer, make_pair, make_run, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from evalsite.core.suites import load_suite
 from runs.models import Answer, Judgement
-from runs.planner import RunOptions, make_plan
+from runs.planning.planner import RunOptions, make_plan
 from tests.factories import run_command, write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)

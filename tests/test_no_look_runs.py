@@ -17,11 +17,11 @@ from django.utils import timezone
 from evalsite.core.no_look import NO_LABELS, NO_WORKER
 from evalsite.core.suites import load_suite, parse_suite
 from runs import sealed
+from runs.engine.resume import DATASOURCE_REASON
+from runs.engine.runner import Shard, execute
+from runs.engine.tasks import resume_stalled_runs
 from runs.models import Answer, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
-from runs.resume import DATASOURCE_REASON
-from runs.runner import Shard, execute
-from runs.tasks import resume_stalled_runs
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from tests.factories import (
     make_pair,
     make_price_table,
@@ -138,7 +138,7 @@ def test_the_run_pages_say_no_look_and_show_no_text_in_full_and_over_htmx():
 
 def test_the_workers_stalled_run_sweep_leaves_a_no_look_run_alone(monkeypatch):
     queued = []
-    monkeypatch.setattr("runs.tasks.async_task", lambda *args, **kw: queued.append(args[1]))
+    monkeypatch.setattr("runs.engine.tasks.async_task", lambda *args, **kw: queued.append(args[1]))
     old = timezone.now() - timedelta(hours=1)
     sealed_run = make_run(status=Run.Status.RUNNING, no_look=True)
     normal = make_run(status=Run.Status.RUNNING)

@@ -159,7 +159,7 @@ def test_with_no_schema_in_the_run_there_is_no_schema_pass_rate(tmp_path):
 
 def test_the_diff_counts_attempts_as_pass_k_does_never_an_answer_not_asked_for():
     from evalsite.core.report.case_diff import Attempts
-    from runs.case_diff import run_attempts
+    from runs.results.case_diff import run_attempts
     from tests.factories import make_answer, make_run
 
     run = make_run(contestants=["fake/small"], repeats=3, status=Run.Status.CANCELLED)

@@ -10,10 +10,10 @@ import textwrap
 import pytest
 
 from evalsite.core.suites import load_suite
+from runs.engine.runner import execute
 from runs.models import Answer, Judgement, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
-from runs.runner import execute
 
 SUITE = """\
 suite: every-check

@@ -12,8 +12,8 @@ import pytest
 from django.core.management import call_command
 from django.test import TestCase
 
-from runs.exports import ANSWER_COLUMNS, PAIR_COLUMNS, cell
 from runs.models import Answer, Judgement, Run
+from runs.results.exports import ANSWER_COLUMNS, PAIR_COLUMNS, cell
 from tests.factories import make_pair, make_run
 
 HOSTILE = '=HYPERLINK("http://evil.example/","x")\x1b[2J\rnext\u202e'

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from evalsite.core.suites import parse_suite
+from runs.engine.runner import execute
 from runs.models import Run
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
-from runs.runner import execute
 from tests.factories import make_suite_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +39,7 @@ def test_an_exception_while_scoring_fails_the_run_with_its_reason(monkeypatch):
     def broken(run):
         raise ValueError("the scorer broke")
 
-    monkeypatch.setattr("runs.judging.score_run", broken)
+    monkeypatch.setattr("runs.engine.judging.score_run", broken)
     run = execute(run.id)
 
     assert run.status == Run.Status.FAILED

@@ -14,8 +14,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from runs.launch import contestant_choices
 from runs.models import Run, SuiteVersion
+from runs.planning.launch import contestant_choices
 from tests.factories import make_price_table, make_run, make_suite_version, make_user
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -61,7 +61,7 @@ def member():
 @pytest.fixture(autouse=True)
 def _no_queue(monkeypatch):
     # whichever broker is configured: the launch is what is tested here, not the workers
-    monkeypatch.setattr("runs.tasks.async_task", lambda *args, **kw: None)
+    monkeypatch.setattr("runs.engine.tasks.async_task", lambda *args, **kw: None)
 
 
 class _Inputs(HTMLParser):

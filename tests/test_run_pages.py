@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import Decision, Pair, Run
-from runs.progress import progress
+from runs.results.progress import progress
 from tests.factories import make_price_table, make_suite_version, make_user
 from tests.test_judging import _run
 
@@ -210,7 +210,7 @@ def test_the_live_estimate_is_a_fragment_with_htmx_and_the_page_without(member):
 def test_launching_from_the_form_queues_the_run_and_lands_on_its_page(member, monkeypatch):
     queued = []
     # whichever broker is configured (the ORM, or Redis on the second CI leg)
-    monkeypatch.setattr("runs.tasks.async_task", lambda *args, **kw: queued.append(args))
+    monkeypatch.setattr("runs.engine.tasks.async_task", lambda *args, **kw: queued.append(args))
     make_price_table(active=True)
     version = make_suite_version()
     url = reverse("run_new", args=[version.suite.name, version.sha256])
@@ -221,7 +221,9 @@ def test_launching_from_the_form_queues_the_run_and_lands_on_its_page(member, mo
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.id}/"
     assert run.contestants == ["fake/small", "fake/large"] and run.options["fake"] is True
     assert run.status == Run.Status.QUEUED and run.created_by.username == "member"
-    assert queued == [("runs.tasks.run_shard", run.id, 2)] * 2  # two shards, after the commit
+    assert (
+        queued == [("runs.engine.tasks.run_shard", run.id, 2)] * 2
+    )  # two shards, after the commit
 
 
 def test_the_baseline_is_the_lowest_position_and_bad_choices_say_why(member):

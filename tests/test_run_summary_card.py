@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import Decision, Judgement, Run
-from runs.progress import progress
+from runs.results.progress import progress
 from tests.core.report.conftest import CANDIDATE, CONCISE, make_report
 from tests.factories import make_judged_run, make_run, make_user
 from tests.test_judging import _run

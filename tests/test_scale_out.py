@@ -9,7 +9,7 @@ import pytest
 from django.db import IntegrityError, OperationalError
 from django.utils import timezone
 
-from runs import tasks
+from runs.engine import tasks
 from runs.models import Run
 from tests.factories import make_run
 
@@ -44,14 +44,14 @@ def test_the_workers_sweep_queues_a_shard_for_a_run_whose_shards_were_lost(monke
     _created(lost, 2 * 600 + 1)
 
     assert tasks.resume_stalled_runs() == [lost.id]
-    assert sent == [("runs.tasks.run_shard", lost.id, 1)]
+    assert sent == [("runs.engine.tasks.run_shard", lost.id, 1)]
     assert tasks.resume_stalled_runs() == []  # once per two leases, however many look
 
 
 def test_a_shard_whose_connection_is_terminated_starts_again(monkeypatch):
     # pg_terminate_backend mid-run: the shard's task failed, and django-q2 hands a failed
     # task out again only after Q_CLUSTER["retry"] (an hour). Found by the soak.
-    import runs.runner
+    import runs.engine.runner
 
     outcomes = [OperationalError("terminating connection due to administrator command"), None]
     calls, slept = [], []
@@ -61,7 +61,7 @@ def test_a_shard_whose_connection_is_terminated_starts_again(monkeypatch):
         if error := outcomes.pop(0):
             raise error
 
-    monkeypatch.setattr(runs.runner, "execute", execute)
+    monkeypatch.setattr(runs.engine.runner, "execute", execute)
     monkeypatch.setattr(tasks.time, "sleep", slept.append)
 
     tasks.run_shard("r1", 2)
@@ -71,7 +71,7 @@ def test_a_shard_whose_connection_is_terminated_starts_again(monkeypatch):
 
 
 def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(monkeypatch):
-    import runs.runner
+    import runs.engine.runner
 
     calls = []
 
@@ -79,7 +79,7 @@ def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(mo
         calls.append(run_id)
         raise OperationalError("the connection is lost")
 
-    monkeypatch.setattr(runs.runner, "execute", lost)
+    monkeypatch.setattr(runs.engine.runner, "execute", lost)
     monkeypatch.setattr(tasks.time, "sleep", lambda s: None)
     with pytest.raises(OperationalError):
         tasks.run_shard("r1", 1)
@@ -90,7 +90,7 @@ def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(mo
         raise IntegrityError("a bug, not the network")
 
     calls.clear()
-    monkeypatch.setattr(runs.runner, "execute", broken)
+    monkeypatch.setattr(runs.engine.runner, "execute", broken)
     with pytest.raises(IntegrityError):
         tasks.run_shard("r1", 1)
     assert calls == ["r1"]

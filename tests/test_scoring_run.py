@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from evalsite.core.suites import parse_suite
+from runs.engine.runner import execute
 from runs.models import Answer, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
-from runs.runner import execute
 
 SUITE = """\
 suite: scored

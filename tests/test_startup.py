@@ -1,6 +1,6 @@
 """The verbs that serve no pages start without the web: `evalsite validate` and `evalsite run`
 import no view, no URLconf and no MCP server, and validate no numpy and no report builder
-(the URL system checks imported all of them, through labels.queue and runs.calibration)."""
+(the URL system checks imported all of them, through labels.queue and runs.results.calibration)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ from tests.engine.conftest import cli_env
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ("evalsite.urls", "evalsite.views", "labels.views", "lab.views", "runs.views")
 MCP = ("evalsite.mcp", "mcp")
-RUN_ONLY = ("numpy", "evalsite.core.report.build", "evalsite.core.stats", "runs.calibration")
+RUN_ONLY = (
+    "numpy",
+    "evalsite.core.report.build",
+    "evalsite.core.stats",
+    "runs.results.calibration",
+)
 # Runs a verb as the console script does, then lists every module it imported.
 PROBE = """
 import sys

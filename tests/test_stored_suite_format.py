@@ -19,11 +19,11 @@ from django.urls import reverse
 
 from evalsite.core.datasource import with_source_cases
 from evalsite.core.suites import load_suite, parse_suite
-from runs import scoring
+from runs.engine import scoring
+from runs.engine.runner import execute
+from runs.engine.scoring import stored_suite
 from runs.models import Answer, Run, Suite, SuiteVersion
 from runs.prices import ensure_default_table
-from runs.runner import execute
-from runs.scoring import stored_suite
 from tests.factories import make_suite_version, make_user, run_command
 from tests.test_run_faults import SCHEMA_SUITE, planned
 

@@ -14,10 +14,10 @@ from django.urls import reverse
 
 from evalsite.core.problems import SuiteError
 from evalsite.core.suites import parse_suite
+from runs.engine.scoring import stored_suite
 from runs.models import Run, SuiteVersion
-from runs.planner import PlanError, RunOptions, make_plan
+from runs.planning.planner import PlanError, RunOptions, make_plan
 from runs.prices import ensure_default_table
-from runs.scoring import stored_suite
 from tests.factories import make_user
 
 SOURCED = """\

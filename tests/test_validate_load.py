@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from runs import validation
 from runs.models import Suite
+from runs.planning import validation
 from tests.factories import make_price_table, make_user
 
 HTMX = {"HTTP_HX_REQUEST": "true"}

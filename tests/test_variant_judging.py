@@ -17,11 +17,11 @@ import pytest
 from evalsite.core.judging import PairSide
 from evalsite.core.report.pairing import paired_changes
 from evalsite.core.suites import load_suite, parse_suite
-from runs import judging
+from runs.engine import judging
+from runs.engine.runner import execute
 from runs.models import Judgement, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
-from runs.runner import execute
 from tests.engine.conftest import evalsite
 
 MULTIMODAL = pathlib.Path(__file__).parents[1] / "examples" / "multimodal"

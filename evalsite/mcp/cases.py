@@ -26,8 +26,9 @@ from evalsite.core.suites import Contestant, parse_contestant
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.mcp import replies
 from evalsite.mcp.tools import Refused, find_run, load, suite_file
+from runs.engine.scoring import stored_suite
 from runs.models import Answer, CachedResponse, Judgement, Pair, Run
-from runs.planner import (
+from runs.planning.planner import (
     PlanError,
     RunOptions,
     check_priced,
@@ -36,7 +37,6 @@ from runs.planner import (
     suite_contestant,
 )
 from runs.prices import NoActivePriceTable, active_table
-from runs.scoring import stored_suite
 
 ANSWER_FIELDS = (
     "pk", "repeat", "status", "passed", "schema_verdict", "schema_mode", "checks",

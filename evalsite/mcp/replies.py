@@ -1,7 +1,7 @@
 """What the MCP tools send back, shaped from plain values (docs/mcp.md).
 
 Contract: a reply is a summary and paths. A run's summary is the one the CLI's ``--json``
-prints (:func:`runs.summary.run_summary`, report.json, which holds no answer text, judge
+prints (:func:`runs.results.summary.run_summary`, report.json, which holds no answer text, judge
 rationale or provider response); the other replies are built here from named keys of the
 report and the rows; every reply carries ``headline_eligible`` and the calibration status;
 and

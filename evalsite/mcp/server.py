@@ -26,7 +26,7 @@ from pydantic import Field, PlainValidator
 from evalsite.core.report.compare import REGRESSION_POINTS
 from evalsite.mcp import cases, history, replies, tools
 from runs import sealed
-from runs.runner import execute
+from runs.engine.runner import execute
 from runs.setup import prepare_database
 
 logger = logging.getLogger(__name__)

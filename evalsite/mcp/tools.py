@@ -22,13 +22,13 @@ from evalsite.core.report.compare import REGRESSION_POINTS, compare_reports
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.core.suites import SuiteError, load_suite
 from evalsite.mcp import replies
-from runs.calibration import suite_calibration
 from runs.models import Answer, Call, Endpoint, Judgement, Pair, Run, Suite, SuiteVersion
-from runs.planner import RunOptions, store_plan
+from runs.planning.planner import RunOptions, store_plan
 from runs.planning.start import Refused as PlanRefused
 from runs.planning.start import plan_file
-from runs.progress import progress
-from runs.summary import run_summary
+from runs.results.calibration import suite_calibration
+from runs.results.progress import progress
+from runs.results.summary import run_summary
 
 SHOWN_PROBLEMS = 5
 

@@ -123,7 +123,7 @@ def lease_expiry(lease_s: float) -> ExpressionWrapper:
     )
 
 
-# What a run id starts like (``20261203T141439Z_<suite>_<models>_<random>``, runs.planner):
+# What a run id starts like (``20261203T141439Z_<suite>_<models>_<random>``, runs.planning.planner):
 # digits of the date, the T, the time, the Z. A reference of this shape is an id or an id
 # prefix, and a label of it would hide the run it names.
 _RUN_ID_START = re.compile(r"\d{1,8}|\d{8}T\d{0,6}|\d{8}T\d{6}Z.*", re.DOTALL)

@@ -14,9 +14,9 @@ from pathlib import Path
 from evalsite.core.datasource import SourceError, source_problems, with_source_cases
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.suites import Suite
+from runs.engine.scoring import python_check_problems
 from runs.models import SuiteVersion
-from runs.planner import Plan, PlanError, RunOptions, make_plan, no_look_problem
-from runs.scoring import python_check_problems
+from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, no_look_problem
 
 
 class Refused(Exception):

@@ -25,12 +25,12 @@ from evalsite.core.report.card import summary_card
 from evalsite.core.report.case_diff import counts, diff_cases
 from evalsite.core.report.compare import compare_reports, regression_points
 from evalsite.core.report.html import render_sections
-from runs.case_diff import run_attempts
 from runs.forms import DecisionForm
-from runs.media import NO_LOOK_MEDIA, case_files, download_name, files_by_case, served_file
 from runs.models import Answer, Judgement, Pair, Run
-from runs.progress import progress
-from runs.reporting import REPORT_FILES
+from runs.results.case_diff import run_attempts
+from runs.results.media import NO_LOOK_MEDIA, case_files, download_name, files_by_case, served_file
+from runs.results.progress import progress
+from runs.results.reporting import REPORT_FILES
 
 PAGE_SIZE = 50
 # An attached file is shown by the app's pages, never run in its origin: a sandboxed

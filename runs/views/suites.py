@@ -13,19 +13,19 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.suites import Problem, SuiteError, load_suite
+from runs.engine.scoring import stored_suite
 from runs.forms import RunForm, SuiteForm
-from runs.launch import (
+from runs.models import PriceTable, Run, Suite, SuiteVersion
+from runs.planning.launch import (
     contestant_choices,
     judge_choices,
     launch,
     missing_keys_message,
     plan_from_form,
 )
-from runs.models import PriceTable, Run, Suite, SuiteVersion
-from runs.planner import PlanError
-from runs.scoring import stored_suite
+from runs.planning.planner import PlanError
+from runs.planning.validation import BUSY, member_validation
 from runs.suite_files import suite_files
-from runs.validation import BUSY, member_validation
 
 
 @require_GET

@@ -160,7 +160,7 @@ def make_hostile_run(tmp_path: Path, user=None):
 
     from evalsite.core.suites import parse_suite
     from runs.models import Decision, Price, PriceTable, SuiteVersion
-    from runs.planner import RunOptions, make_plan, store_plan
+    from runs.planning.planner import RunOptions, make_plan, store_plan
     from runs.prices import ensure_default_table
 
     ensure_default_table()
@@ -194,9 +194,9 @@ def make_hostile_run(tmp_path: Path, user=None):
 
 
 def execute_in_thread(run_id: str, timeout: float = 60):
-    """``runs.runner.execute`` in its own thread: it runs an asyncio loop, and Playwright's
+    """``runs.engine.runner.execute`` in its own thread: it runs an asyncio loop, and Playwright's
     sync API already runs one in the test's thread."""
-    from runs.runner import execute
+    from runs.engine.runner import execute
 
     outcome: list = []
 

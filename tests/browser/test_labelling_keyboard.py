@@ -11,7 +11,7 @@ import pytest
 from django.test import override_settings
 
 from runs.models import Label, Run
-from runs.reporting import write_report
+from runs.results.reporting import write_report
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, PageWatch
 from tests.browser.helpers import log_in
 from tests.factories import make_user

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from evalsite.core.suites import load_suite
 from runs.models import Pair, Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
 from tests.browser.helpers import CSP_LISTENER, ROOT, execute_in_thread
 

@@ -110,7 +110,7 @@ def walk_data():
     """The demo suite with two finished fake runs (judged; the suite file carries labels), a
     decision on the later one, the active price table and a staff member."""
     from evalsite.core.suites import load_suite
-    from runs.planner import RunOptions, make_plan, store_plan
+    from runs.planning.planner import RunOptions, make_plan, store_plan
     from runs.prices import ensure_default_table
 
     ensure_default_table()

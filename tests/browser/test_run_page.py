@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from evalsite.core.report import render_html
 from evalsite.core.suites import parse_suite
 from runs.models import Run, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import ensure_default_table
 from tests.browser.helpers import execute_in_thread
 from tests.core.report.conftest import make_report

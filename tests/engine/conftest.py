@@ -31,9 +31,9 @@ import pytest
 
 from evalsite.core import pacing
 from evalsite.core.suites import parse_suite
-from runs import runner
+from runs.engine import runner
 from runs.models import Endpoint, Run
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from tests.factories import make_price_table, make_suite_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,7 +246,9 @@ def fast_backoff(monkeypatch):
     still honoured (the wrapper only changes the base).
     """
     monkeypatch.setattr(pacing, "BACKOFF_BASE_S", 0.01)
-    monkeypatch.setattr("runs.runner.backoff_delay", partial(pacing.backoff_delay, base=0.01))
+    monkeypatch.setattr(
+        "runs.engine.runner.backoff_delay", partial(pacing.backoff_delay, base=0.01)
+    )
 
 
 # --- subprocesses and real servers ------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from django.db.models import Sum
 
 from runs.models import Answer, CachedResponse, Run
-from runs.progress import answer_totals
+from runs.results.progress import answer_totals
 from tests.engine.conftest import (
     CALL_COST,
     MockLLM,

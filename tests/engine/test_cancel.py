@@ -8,7 +8,7 @@ import time
 import pytest
 from django.db.models import Sum
 
-from runs import runner
+from runs.engine import runner
 from runs.models import Answer, Run
 from tests.engine.conftest import MockLLM, error, execute, mock_run, reply, wait_until
 

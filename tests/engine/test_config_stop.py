@@ -15,7 +15,7 @@ import pytest
 from evalsite.core import pacing
 from evalsite.core.plan import WorstCase
 from evalsite.core.providers.base import refused
-from runs import outcomes
+from runs.engine import outcomes
 from runs.models import Answer, Run
 from tests.engine.conftest import (
     TOKENS_OUT,
@@ -155,7 +155,7 @@ def test_a_429_with_retry_after_2_waits_the_computed_two_seconds(monkeypatch):
         waits.append((retry_after, delay))
         return 0.01  # the wait computed, not slept: no timed assertion
 
-    monkeypatch.setattr("runs.runner.backoff_delay", partial(recorded))
+    monkeypatch.setattr("runs.engine.runner.backoff_delay", partial(recorded))
     run = mock_run(cases=1)
     limited = openai_error(429, "Rate limit reached.", headers={"retry-after": "2"})
     mock = MockLLM(

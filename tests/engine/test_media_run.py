@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from evalsite.core.suites import load_suite
 from runs.models import Answer, Endpoint, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from tests.engine.conftest import execute, make_endpoint, make_mock_prices, reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

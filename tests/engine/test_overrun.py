@@ -28,7 +28,7 @@ from evalsite.core.providers.base import ErrorKind, ProviderError, Request
 from evalsite.core.providers.command import MAX_OUTPUT_BYTES, CommandProvider
 from evalsite.core.providers.fake import FakeProvider
 from evalsite.core.providers.scripted import ScriptedProvider
-from runs import runner
+from runs.engine import runner
 from runs.models import Answer, Endpoint, Run
 from tests.engine.conftest import (
     TOKENS_IN,

@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from runs import runner
+from runs.engine import runner
 from runs.models import Answer, Run
 from tests.engine.conftest import MockLLM, answer_key, execute, mock_run, suite_text, wait_until
 

@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 from django.db.models import Sum
 
-from runs import runner
+from runs.engine import runner
 from runs.models import Answer, Run
-from runs.progress import progress
+from runs.results.progress import progress
 from tests.engine.conftest import CALL_COST, MockLLM, error, execute, mock_run, reply, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fast_backoff")]

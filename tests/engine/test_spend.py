@@ -12,7 +12,7 @@ from django.db.models import Sum
 from evalsite.core.plan import worst_case_cost
 from evalsite.core.pricing import PriceRow
 from evalsite.core.providers.base import Request
-from runs import runner
+from runs.engine import runner
 from runs.models import Answer, Run
 from tests.engine.conftest import PRICE, MockLLM, evalsite, mock_run, reply, sqlite_rows
 from tests.factories import small_suite_text

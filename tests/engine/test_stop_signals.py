@@ -119,7 +119,7 @@ import django
 django.setup()
 from django.conf import settings
 from django.db import OperationalError
-from runs import outcomes, runner
+from runs.engine import outcomes, runner
 from runs.management.commands import run as command
 from runs.models import Run
 
@@ -175,7 +175,7 @@ from evalsite.console import main
 main(["run", suite, "--fake", "--no-cache", "--concurrency", "1"])
 """
 
-CLOSE = "from runs.runner import execute; print('STATUS=' + execute({run_id!r}).status)"
+CLOSE = "from runs.engine.runner import execute; print('STATUS=' + execute({run_id!r}).status)"
 
 
 @pytest.mark.parametrize(

@@ -40,10 +40,10 @@ PLAN = """
 from decimal import Decimal
 from evalsite.core.suites import load_suite
 from runs.models import Endpoint, Price, SuiteVersion
-from runs.planner import RunOptions, make_plan, store_plan
+from runs.planning.planner import RunOptions, make_plan, store_plan
 from runs.prices import active_table
 from runs.setup import prepare_database
-from runs.tasks import enqueue_run
+from runs.engine.tasks import enqueue_run
 
 prepare_database()
 Endpoint.objects.create(name="mock", base_url={url!r})

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.db import OperationalError
 
-from runs import writer
+from runs.engine import writer
 from runs.models import Answer, Run
 from tests.engine.conftest import MockLLM, execute, mock_run
 

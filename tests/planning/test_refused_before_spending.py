@@ -91,9 +91,9 @@ def test_without_a_sandbox_a_dry_run_estimates_and_validate_warns_while_run_refu
 ):
     """A dry run makes no call and runs no check, as it needs no key: the missing sandbox
     is said, not refused; validate says it too; the real run refuses before spending."""
-    import runs.planner
+    import runs.planning.planner
 
-    monkeypatch.setattr(runs.planner, "sandbox_or_none", lambda: None)
+    monkeypatch.setattr(runs.planning.planner, "sandbox_or_none", lambda: None)
     ensure_default_table()
     path = tmp_path / "checked.yaml"
     path.write_text(CHECKED)

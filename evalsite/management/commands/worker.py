@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from evalsite.management import EvalsiteCommand
+from runs.engine.tasks import run_worker
 from runs.setup import prepare_database
-from runs.tasks import run_worker
 
 
 class Command(EvalsiteCommand):

@@ -23,7 +23,7 @@ from evalsite.management import EvalsiteCommand
 from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_judge_run
 from lab.models import PairSet
 from lab.transfer import import_pairset, import_suite_pairs
-from runs.runner import execute
+from runs.engine.runner import execute
 from runs.setup import prepare_database
 
 

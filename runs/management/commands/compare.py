@@ -14,7 +14,7 @@ from evalsite.core.report.case_diff import counts, diff_cases, diff_lines
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.text import visible
 from evalsite.management import EvalsiteCommand
-from runs.case_diff import SideError, results_file, run_attempts
+from runs.results.case_diff import SideError, results_file, run_attempts
 from runs.setup import prepare_database
 
 

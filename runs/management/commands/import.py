@@ -107,8 +107,8 @@ def _unpriced(path: Path) -> tuple[list[str], list[str]]:
     table cannot resolve (an OpenRouter model of evalblink's, typically): the one check of
     `validate` that needs the database, which the pure importer cannot make."""
     from evalsite.core.suites import load_suite
+    from runs.planning.validation import model_errors
     from runs.setup import prepare_database
-    from runs.validation import model_errors
 
     prepare_database()  # a first command on a new data dir: the price table is loaded here
     errors, details = model_errors(load_suite(path))

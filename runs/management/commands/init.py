@@ -16,10 +16,10 @@ from evalsite.core.output_files import OutputError, check_output
 from evalsite.core.starter import Judging, Starter, StarterError
 from evalsite.core.suites import load_suite
 from evalsite.management import EvalsiteCommand
-from runs.planner import PlanError, RunOptions, endpoint_configs, make_plan, needed_keys
+from runs.planning.planner import PlanError, RunOptions, endpoint_configs, make_plan, needed_keys
+from runs.planning.validation import validate
 from runs.prices import NoActivePriceTable, active_table
 from runs.setup import prepare_database
-from runs.validation import validate
 
 T = TypeVar("T")
 

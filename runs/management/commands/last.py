@@ -9,8 +9,8 @@ from django.core.management.base import CommandParser
 
 from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.management import EvalsiteCommand
+from runs.results.summary import run_summary
 from runs.setup import prepare_database
-from runs.summary import run_summary
 
 
 class Command(EvalsiteCommand):

@@ -7,8 +7,8 @@ import json
 from django.core.management.base import CommandParser
 
 from evalsite.management import EvalsiteCommand
-from runs.listing import START_HINT, listing_lines, run_row
 from runs.models import Run
+from runs.results.listing import START_HINT, listing_lines, run_row
 from runs.setup import prepare_database
 
 DEFAULT_LIMIT = 20

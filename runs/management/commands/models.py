@@ -35,7 +35,7 @@ from evalsite.core.providers.openai import OPENROUTER_BASE_URL
 from evalsite.management import EvalsiteCommand
 from runs.models import Price, PriceTable
 from runs.models.pricing import decimal_text
-from runs.planner import endpoint_configs
+from runs.planning.planner import endpoint_configs
 from runs.prices import NoActivePriceTable, active_table
 from runs.setup import prepare_database
 

@@ -11,11 +11,17 @@ from django.core.management.base import CommandParser
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.management import EvalsiteCommand
-from runs.exports import ANSWER_COLUMNS, PAIR_COLUMNS, answer_rows, pair_rows, write_csv
-from runs.inspection import case_keys, case_keys_latest, case_lines, failure_lines, known_cases
-from runs.media import report_attachments
+from runs.results.exports import ANSWER_COLUMNS, PAIR_COLUMNS, answer_rows, pair_rows, write_csv
+from runs.results.inspection import (
+    case_keys,
+    case_keys_latest,
+    case_lines,
+    failure_lines,
+    known_cases,
+)
+from runs.results.media import report_attachments
+from runs.results.summary import run_summary
 from runs.setup import prepare_database
-from runs.summary import run_summary
 
 
 class Command(EvalsiteCommand):

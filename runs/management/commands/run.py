@@ -18,17 +18,17 @@ from evalsite.core.report.text import visible
 from evalsite.core.suites import select_contestants
 from evalsite.management import EvalsiteCommand
 from runs import sealed
-from runs.case_diff import Baseline, SideError, failing_cases, load_baseline, run_attempts
+from runs.engine.resume import ResumeRefused, resume_run
+from runs.engine.runner import execute
 from runs.management.interrupts import Interrupts
 from runs.models import Run
-from runs.planner import RunOptions, keys_line, store_plan
+from runs.planning.planner import RunOptions, keys_line, store_plan
 from runs.planning.start import Refused, plan_file
-from runs.progress import answer_totals, progress
-from runs.resume import ResumeRefused, resume_run
-from runs.runner import execute
+from runs.planning.validation import judge_lines
+from runs.results.case_diff import Baseline, SideError, failing_cases, load_baseline, run_attempts
+from runs.results.progress import answer_totals, progress
+from runs.results.summary import run_summary
 from runs.setup import prepare_database
-from runs.summary import run_summary
-from runs.validation import judge_lines
 
 MAX_CONCURRENCY = 1024  # calls in flight per model
 

@@ -7,7 +7,7 @@ import sys
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.management import EvalsiteCommand
-from runs.validation import validate
+from runs.planning.validation import validate
 
 
 class Command(EvalsiteCommand):

@@ -12,7 +12,13 @@ from evalsite.core.gate_subjects import unknown_subject_problems
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
-from runs.planner import PlanError, endpoint_configs, keys_line, needed_keys, sandbox_problem
+from runs.planning.planner import (
+    PlanError,
+    endpoint_configs,
+    keys_line,
+    needed_keys,
+    sandbox_problem,
+)
 from runs.planning.start import file_problems, plan_problems
 from runs.prices import NoActivePriceTable, active_table, resolve_against
 from runs.setup import prepare_database

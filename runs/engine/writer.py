@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, transaction
 
+from runs.engine.outcomes import Outcome
 from runs.models import CachedResponse, Run
-from runs.outcomes import Outcome
 
 if TYPE_CHECKING:
-    from runs.runner import Shard
+    from runs.engine.runner import Shard
 
 FLUSH_S = 0.05
 FLUSH_ROWS = 200

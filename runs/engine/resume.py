@@ -24,7 +24,7 @@ from evalsite.core.providers import ScriptedReplies, build_contestant_providers
 from evalsite.core.suites import Suite
 from runs import sealed
 from runs.models import Answer, Call, Judgement, Run
-from runs.planner import endpoint_configs
+from runs.planning.planner import endpoint_configs
 
 DATASOURCE_REASON = (
     "its cases came from a datasource, which cannot be read again the same way: a live "

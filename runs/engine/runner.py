@@ -10,7 +10,7 @@ One *shard* is one call of :func:`execute`: an asyncio loop that claims pending 
 batches (a conditional UPDATE, so shards never share a row; the batch's cache hits looked
 up and its worst cases reserved against the cap in the same transaction), calls the
 providers under per-model limits, and hands each outcome to its writer
-(:mod:`runs.writer`), which stores them in small batches behind the calls. A concurrency
+(:mod:`runs.engine.writer`), which stores them in small batches behind the calls. A concurrency
 slot is held for the provider call only, never for a database round trip. Shards keep
 going until nothing is pending; the one that wins the move to the next phase does it. A
 shard that dies leaves claimed rows, which go back to pending when their lease expires,
@@ -54,14 +54,15 @@ from evalsite.core.providers import (
 )
 from evalsite.core.providers.base import Request
 from evalsite.core.providers.http_json import HttpAdapter
-from runs import outcomes, phases, sealed
-from runs.judging import prepare_judging
+from runs import sealed
+from runs.engine import outcomes, phases
+from runs.engine.judging import prepare_judging
+from runs.engine.outcomes import Outcome
+from runs.engine.writer import Writer
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.models.suites import blob_store
-from runs.outcomes import Outcome
-from runs.planner import endpoint_configs
+from runs.planning.planner import endpoint_configs
 from runs.sealed import Sealed
-from runs.writer import Writer
 
 db = partial(sync_to_async, thread_sensitive=True)
 log = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ def execute(
 class Shard:
     """One shard of a run: the asyncio loop that claims calls, makes them under per-model
     limits, and hands their outcomes to its writer; between phases it makes the moves in
-    :mod:`runs.phases`."""
+    :mod:`runs.engine.phases`."""
 
     def __init__(self, run_id: str, *, transport=None, shards: int = 1, halt=None):
         self.run_id = run_id
@@ -511,7 +512,7 @@ class Shard:
             await asyncio.sleep(POLL_S / 2)
         return False
 
-    # --- between the phases: the moves themselves are in runs.phases ------------------------
+    # --- between the phases: the moves themselves are in runs.engine.phases ---
 
     async def _join_judging(self) -> str | None:
         """JUDGING once the shard that moved the run there has queued the judge calls, so

@@ -14,9 +14,9 @@ from pathlib import PurePosixPath
 
 from evalsite.core.media import MEDIA_TYPES, MediaError, MediaFile, read_part
 from evalsite.core.report.html import EMBED_MAX_BYTES, Attachment
+from runs.engine.scoring import stored_suite
 from runs.models import Answer, Run
 from runs.models.suites import blob_store
-from runs.scoring import stored_suite
 
 NO_LOOK_MEDIA = "A no-look run keeps no case data: its attached files are not shown."
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -104,10 +104,10 @@ def _given_judge_requests(suite, cells, given, contestants) -> list[Request]:
     """The pair calls the engine will make on the given answers, built by its own
     `pair_requests`, so their hashes find the cache. Grading is not estimated: the planner
     refuses a plan of given answers with a graded task."""
-    # Imported here: runs.judging pulls in the statistics, which `evalsite validate` (this
+    # Imported here: runs.engine.judging pulls in the statistics, which `evalsite validate` (this
     # module's other user) must not load.
     from evalsite.core.judging import PairSide
-    from runs.judging import pair_requests
+    from runs.engine.judging import pair_requests
 
     judged = {task.id for task in suite.tasks if task.judge}
     keys = dict.fromkeys((c.task_id, c.case_id, c.repeat) for c in cells if c.task_id in judged)

@@ -39,10 +39,11 @@ from evalsite.core.scoring.grading import (
 from evalsite.core.stats import pair_score
 from evalsite.core.suite_params import judge_params
 from evalsite.core.suites import Suite, parse_contestant
-from runs import consistency, sealed
+from runs import sealed
+from runs.engine import consistency
+from runs.engine.scoring import score_run, stored_suite
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
-from runs.scoring import score_run, stored_suite
 
 RATIONALE_CHARS = 4000
 

@@ -1,5 +1,5 @@
-"""Planning a run: resolve contestants, prices, keys and replies; estimate it (runs.estimates);
-store the plan.
+"""Planning a run: resolve contestants, prices, keys and replies; estimate it
+(runs.planning.estimates); store the plan.
 
 Everything that can refuse a run happens here, before the first provider call: an unknown
 model or variant, a missing key, a replies file without a case, an estimate over the cap.
@@ -51,7 +51,8 @@ from evalsite.core.providers import (
 from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suite_params import Note, parameter_notes, parameter_problems
 from evalsite.core.suites import Contestant, Suite, parse_contestant
-from runs import estimates, sealed
+from runs import sealed
+from runs.engine.scoring import sandbox_or_none
 from runs.models import (
     Answer,
     Call,
@@ -62,8 +63,8 @@ from runs.models import (
     text_sha,
 )
 from runs.models.run import StoredOptions, label_problem
+from runs.planning import estimates
 from runs.prices import NoActivePriceTable, active_table
-from runs.scoring import sandbox_or_none
 from runs.sealed import Sealed
 
 DEFAULT_CAP_USD = Decimal("2.00")
@@ -453,7 +454,7 @@ def new_run_id(suite_hash: str, contestants: list[str]) -> str:
 @transaction.atomic
 def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
     """The Run and its pending Answer rows; a run over its cap is stored as refused.
-    `form_submission` is the launch form's token (runs.launch), when it came from one."""
+    `form_submission` is the launch form's token (runs.planning.launch), when it came from one."""
     options = plan.options
     run = Run.objects.create(
         id=new_run_id(plan.version.sha256, plan.contestants),

@@ -1,7 +1,7 @@
 """What a finished call writes: its row's new fields and what it does to the run's money.
 
 The runner builds an :class:`Outcome` the moment a call ends (a reply, an error, a cache
-hit, a skip, a call given back unsent); the shard's writer (:mod:`runs.writer`) stores
+hit, a skip, a call given back unsent); the shard's writer (:mod:`runs.engine.writer`) stores
 many of them in one transaction. Building them is plain Python: nothing here touches the
 database.
 """
@@ -17,7 +17,7 @@ from evalsite.core.plan import WorstCase, call_hash
 from evalsite.core.pricing import MAX_USAGE_TOKENS, PriceRow, Usage, call_cost, to_nano
 from evalsite.core.providers import Completion, ErrorKind, Provider, ProviderError
 from evalsite.core.providers.base import Request
-from runs.judging import read_judgement
+from runs.engine.judging import read_judgement
 from runs.models import CachedResponse, Call
 from runs.sealed import Sealed
 

@@ -1,6 +1,6 @@
 """Writing a run's report (SPEC §11): rows in, the pure core builds the dict once, the dict is
 stored on the run and rendered to files under ``REPORTS_DIR/<suite>/<run-id>/``. The
-calibration section comes from :func:`runs.calibration.run_calibration`, the one builder
+calibration section comes from :func:`runs.results.calibration.run_calibration`, the one builder
 of a run's calibration set (the suite file's labels and the members' labels matched to the
 run's pairs), as the pages and MCP have it.
 """
@@ -28,11 +28,11 @@ from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
-from runs.calibration import PAIR_FIELDS, run_calibration, store_human
-from runs.consistency import recheck_rows
-from runs.media import report_attachments
+from runs.engine.consistency import recheck_rows
+from runs.engine.scoring import score_run, stored_suite
 from runs.models import Answer, Judgement, Pair, Run
-from runs.scoring import score_run, stored_suite
+from runs.results.calibration import PAIR_FIELDS, run_calibration, store_human
+from runs.results.media import report_attachments
 
 REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pairs.jsonl")
 

@@ -27,9 +27,9 @@ from evalsite.core.report.build import calibration_summary
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suites import Suite as CoreSuite
-from runs.memo import FinishedRunMemo
+from runs.engine.scoring import stored_suite
 from runs.models import Label, Pair, Run, Suite
-from runs.scoring import stored_suite
+from runs.results.memo import FinishedRunMemo
 
 PAIR_FIELDS = (
     "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",

@@ -14,8 +14,8 @@ from django.db.models import Q
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.text import visible
-from runs.exports import CHUNK, checks_note
 from runs.models import Answer, Judgement, Pair, Run
+from runs.results.exports import CHUNK, checks_note
 
 FAILED = Q(status=Answer.Status.ERROR) | Q(passed=False)  # a failed grade fails the attempt
 JUDGE_FAILED = Q(status=Judgement.Status.ERROR) | Q(parse_status=Judgement.Parse.UNPARSEABLE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from runs.models import Run
-from runs.progress import answer_totals
+from runs.results.progress import answer_totals
 
 
 def run_summary(run: Run) -> dict[str, Any]:

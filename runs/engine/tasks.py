@@ -52,7 +52,7 @@ def run_shard(run_id: str, shards: int) -> None:
     database (PostgreSQL restarted, a connection terminated mid-transaction, the network)
     starts the shard again on a new connection: every step is idempotent, and the calls
     the lost shard had claimed go back to pending when their lease expires."""
-    from runs.runner import execute
+    from runs.engine.runner import execute
 
     for attempt in range(SHARD_RECONNECTS + 1):
         try:
@@ -74,7 +74,9 @@ def enqueue_run(run: Run, *, shards: int = 2) -> None:
 
     def send() -> None:
         for index in range(shards):
-            async_task("runs.tasks.run_shard", run.id, shards, task_name=f"{run.id}-shard-{index}")
+            async_task(
+                "runs.engine.tasks.run_shard", run.id, shards, task_name=f"{run.id}-shard-{index}"
+            )
 
     transaction.on_commit(send, robust=True)
 
@@ -96,7 +98,7 @@ def resume_stalled_runs() -> list[str]:
     for run_id in stalled.values_list("pk", flat=True):
         fresh = Q(resumed_at__isnull=True) | Q(resumed_at__lt=recently)
         if Run.objects.filter(fresh, pk=run_id).update(resumed_at=now):
-            async_task("runs.tasks.run_shard", run_id, 1, task_name=f"{run_id}-resume")
+            async_task("runs.engine.tasks.run_shard", run_id, 1, task_name=f"{run_id}-resume")
             resumed.append(run_id)
     return resumed
 

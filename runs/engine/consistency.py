@@ -11,7 +11,7 @@ import dataclasses
 from evalsite.core.providers.base import Provider
 from evalsite.core.stats.consistency import sample_pairs
 from evalsite.core.suites import Suite
-from runs import judging  # the module, read at call time: judging calls queue_rechecks
+from runs.engine import judging  # the module, read at call time: judging calls queue_rechecks
 from runs.models import Call, Judgement, Pair, Run
 
 

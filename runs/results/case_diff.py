@@ -25,9 +25,9 @@ from evalsite.core.report.case_diff import (
     read_baseline_json,
     read_results,
 )
+from runs.engine.scoring import stored_suite
 from runs.models import Answer, Run
 from runs.models.run import report_run_id
-from runs.scoring import stored_suite
 
 RESULTS_MAX_BYTES = 5 * 1024 * 1024
 

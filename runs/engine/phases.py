@@ -1,4 +1,4 @@
-"""A run's moves from phase to phase, as the shards make them (runs.runner).
+"""A run's moves from phase to phase, as the shards make them (runs.engine.runner).
 
 Each move is conditional (``Run.advance`` and ``Run.finish`` change a row only from the
 status they expect), so when every shard tries it, one makes it and the others learn where
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from evalsite.core.plan import WorstCase
 from evalsite.core.providers import Provider
-from runs.judging import finish_judging, prepare_judging
+from runs.engine.judging import finish_judging, prepare_judging
 from runs.models import Answer, Call, Judgement, Run
-from runs.reporting import write_partial_report, write_report
+from runs.results.reporting import write_partial_report, write_report
 
 PREPARING = "preparing"  # judging_state: the judge calls are not queued yet
 

@@ -17,11 +17,11 @@ from django.db import transaction
 from evalsite.core.no_look import NO_WORKER
 from evalsite.core.providers import RepliesFileError, ScriptedReplies
 from evalsite.core.suites import parse_contestant
+from runs.engine.scoring import stored_suite
+from runs.engine.tasks import enqueue_run
 from runs.models import Run, SuiteVersion
-from runs.planner import Plan, PlanError, RunOptions, make_plan, store_plan
+from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, store_plan
 from runs.prices import NoActivePriceTable, active_table
-from runs.scoring import stored_suite
-from runs.tasks import enqueue_run
 
 MAX_SHARDS = 2
 

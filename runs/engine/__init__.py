@@ -1,0 +1,1 @@
+"""Running a planned run: the runner, the writer, scoring, judging, resume and the worker jobs."""

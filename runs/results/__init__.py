@@ -1,0 +1,1 @@
+"""Reading a run: reports, calibration, the per-case diff, exports, progress and listings."""
