@@ -20,13 +20,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.calibration import SUITE_FILE
+from evalsite.core.judging import task_text
 from evalsite.core.no_look import NO_LABELS
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
 from lab.judges import LabError
 from lab.transfer import import_suite_pairs
 from labels import queue
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.engine.judging import task_text
 from runs.engine.scoring import stored_suite
 from runs.models import Label, Run, Suite
 from runs.results.calibration import calibration_of, suite_calibration
