@@ -20,10 +20,10 @@ from evalsite.core.calibration import (
     LabelView,
     PairIndex,
     PairView,
+    calibration_summary,
     match_labels,
 )
 from evalsite.core.judging import judge_config
-from evalsite.core.report.build import calibration_summary
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suites import Suite as CoreSuite
@@ -185,16 +185,25 @@ def calibration_of(
     """The calibration section of `run` with every label given so far (the report's own,
     recomputed), with the judge configuration it measures."""
     core = stored_suite(run.suite_version)
-    judge = core.judge
     summary = calibration_summary(
         run_calibration(run, core, keep=keep),
-        min_kappa=judge.min_kappa if judge else DEFAULT_MIN_KAPPA,
-        min_labels=judge.min_labels if judge else DEFAULT_MIN_LABELS,
-        min_lower_bound=judge.min_kappa_lower_bound if judge else None,
+        **calibration_gate(core),
         seed=seed_from(run.suite_version.sha256),
         brief=brief,
     )
     return jsonable(summary) | {"judge_config": run.judge_config}
+
+
+def calibration_gate(suite: CoreSuite) -> dict[str, Any]:
+    """What the calibration gate of a run of `suite` reads (core.calibration_summary's
+    thresholds): the report and the pages take them from here, so both build the same
+    section."""
+    judge = suite.judge
+    return {
+        "min_kappa": judge.min_kappa if judge else DEFAULT_MIN_KAPPA,
+        "min_labels": judge.min_labels if judge else DEFAULT_MIN_LABELS,
+        "min_lower_bound": judge.min_kappa_lower_bound if judge else None,
+    }
 
 
 def suite_calibration(

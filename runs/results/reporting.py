@@ -2,7 +2,8 @@
 stored on the run and rendered to files under ``REPORTS_DIR/<suite>/<run-id>/``. The
 calibration section comes from :func:`runs.results.calibration.run_calibration`, the one builder
 of a run's calibration set (the suite file's labels and the members' labels matched to the
-run's pairs), as the pages and MCP have it.
+run's pairs), summed up by :func:`evalsite.core.calibration.calibration_summary` at the
+thresholds of :func:`runs.results.calibration.calibration_gate`, as the pages and MCP have it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from evalsite.core.suites import Suite
 from runs.engine.consistency import recheck_rows
 from runs.engine.scoring import score_run, stored_suite
 from runs.models import Answer, Judgement, Pair, Run
-from runs.results.calibration import PAIR_FIELDS, run_calibration, store_human
+from runs.results.calibration import PAIR_FIELDS, calibration_gate, run_calibration, store_human
 from runs.results.media import report_attachments
 
 REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pairs.jsonl")
@@ -72,6 +73,7 @@ def compute_report(
     pairs = [_pair_row(row) for row in rows]
     judge = suite.judge
     calibration = run_calibration(run, suite, rows=rows)
+    thresholds = calibration_gate(suite)
     if store_consensus:
         store_human(run, calibration)
     judge_calls = Judgement.objects.filter(run=run).aggregate(
@@ -99,9 +101,9 @@ def compute_report(
             finished_at=(run.finished_at or timezone.now()).isoformat(),
             judge_model=run.judge.get("model"),
             judge_config=run.judge_config,
-            min_kappa=judge.min_kappa if judge else 0.40,
-            min_labels=judge.min_labels if judge else 10,
-            min_kappa_lower_bound=judge.min_kappa_lower_bound if judge else None,
+            min_kappa=thresholds["min_kappa"],
+            min_labels=thresholds["min_labels"],
+            min_kappa_lower_bound=thresholds["min_lower_bound"],
             mover_threshold=suite.mover_threshold,
             frontier_points=suite.frontier_points,
             task_kinds={task.id: task.kind or "" for task in suite.tasks},
