@@ -27,7 +27,6 @@ from lab.judges import LabError
 from lab.transfer import import_suite_pairs
 from labels import queue
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.engine.scoring import stored_suite
 from runs.models import Label, Run, Suite
 from runs.results.calibration import calibration_of, suite_calibration
 from runs.results.media import case_files
@@ -151,7 +150,7 @@ def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run, labels
     version = version or pair.run.suite_version
     # what each side was sent (its variant's prompt), as the judge is shown it: once when
     # the two are the same, above each answer when they are not (docs/judging.md)
-    core = stored_suite(version)
+    core = version.core_suite()
     prompts = [task_text(core, pair.task_id, pair.case_id, side.contestant) for side in sides]
     apart = prompts[0] != prompts[1]
     context |= {

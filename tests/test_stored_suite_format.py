@@ -19,10 +19,9 @@ from django.urls import reverse
 
 from evalsite.core.datasource import with_source_cases
 from evalsite.core.suites import load_suite, parse_suite
-from runs.engine import scoring
 from runs.engine.runner import execute
-from runs.engine.scoring import stored_suite
 from runs.models import Answer, Run, Suite, SuiteVersion
+from runs.models import suites as suite_models
 from runs.prices import ensure_default_table
 from tests.factories import make_suite_version, make_user, run_command
 from tests.test_run_faults import SCHEMA_SUITE, planned
@@ -48,7 +47,7 @@ def _dangle(version: SuiteVersion) -> SuiteVersion:
     parsed = version.parsed
     parsed["tasks"][0]["schema"]["properties"]["item"]["$ref"] = "#/$defs/missing"
     SuiteVersion.objects.filter(pk=version.pk).update(parsed=parsed)
-    scoring._PARSED.clear()  # a process reads a version once: this one was edited under it
+    suite_models._PARSED.clear()  # a process reads a version once: this one was edited under it
     return SuiteVersion.objects.get(pk=version.pk)
 
 
@@ -62,7 +61,7 @@ class StoredNumbersTests(TestCase):
         self.client.force_login(self.user)
 
     def test_tiny_decimals_read_back_as_the_numbers_stored(self):
-        suite = stored_suite(make_suite_version(TINY))
+        suite = make_suite_version(TINY).core_suite()
         assert suite.defaults["temperature"] == 0.00001
         assert suite.max_cost_usd == 0.00005
         assert suite.mover_threshold == 0.00001
@@ -89,7 +88,7 @@ class StoredNumbersTests(TestCase):
             origin=SuiteVersion.Origin.UPLOAD,
         )
         again = SuiteVersion.objects.get(pk=version.pk)
-        assert stored_suite(again).defaults["temperature"] == 0.00001
+        assert again.core_suite().defaults["temperature"] == 0.00001
         page = self.client.get(reverse("suite_detail", args=[suite.name]))
         assert page.status_code == 200
 
@@ -98,7 +97,7 @@ class StoredNumbersTests(TestCase):
         version = make_suite_version(SCHEMA_SUITE)
         data = json.dumps(version.parsed).encode()
         before = parse_suite(data, filename="x", origin="upload").sha256
-        assert stored_suite(version).sha256 == before
+        assert version.core_suite().sha256 == before
 
 
 class DanglingStoredSchemaTests(TestCase):
@@ -114,7 +113,7 @@ class DanglingStoredSchemaTests(TestCase):
         assert page.status_code == 200
 
     def test_its_stored_suite_reads(self):
-        suite = stored_suite(self.version)
+        suite = self.version.core_suite()
         assert suite.tasks[0].schema["properties"]["item"]["$ref"] == "#/$defs/missing"
 
 
@@ -177,7 +176,7 @@ class UnreadableStoredVersionTests(TestCase):
         parsed = version.parsed
         parsed["tasks"][0]["checks"] = [{"python": "checks:ok"}]
         SuiteVersion.objects.filter(pk=version.pk).update(parsed=parsed)
-        scoring._PARSED.clear()
+        suite_models._PARSED.clear()
         cls.version = SuiteVersion.objects.get(pk=version.pk)
 
     def setUp(self):

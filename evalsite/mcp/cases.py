@@ -26,7 +26,6 @@ from evalsite.core.suites import Contestant, parse_contestant
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.mcp import replies
 from evalsite.mcp.tools import Refused, find_run, load, suite_file
-from runs.engine.scoring import stored_suite
 from runs.models import Answer, CachedResponse, Judgement, Pair, Run
 from runs.planning.planner import (
     PlanError,
@@ -150,7 +149,7 @@ def case_result(run_id: str, contestant: str, case: str) -> dict[str, Any]:
     and where to read the answers; never their text."""
     run = find_run(run_id)
     chosen = _run_contestant(run, contestant)
-    task_id, case_id = case_in(stored_suite(run.suite_version), case)
+    task_id, case_id = case_in(run.suite_version.core_suite(), case)
     answers = Answer.objects.filter(run=run, task_id=task_id, case_id=case_id, contestant=chosen)
     rows = list(answers.order_by("repeat").values(*ANSWER_FIELDS))
     if not rows:

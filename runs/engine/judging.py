@@ -42,7 +42,7 @@ from evalsite.core.stats import pair_score
 from evalsite.core.suites import Suite
 from runs import sealed
 from runs.engine import consistency
-from runs.engine.scoring import score_run, stored_suite
+from runs.engine.scoring import score_run
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
 
@@ -52,7 +52,7 @@ RATIONALE_CHARS = 4000
 def prepare_judging(run: Run, judge: Provider | None) -> None:
     """Score the answers, form the pairs and queue the judge calls of `run`."""
     score_run(run)
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     judge_model = run.judge.get("model")
     if not judge_model or judge is None:
         return
@@ -327,7 +327,7 @@ def _copy_grades(run: Run) -> None:
     grades = Judgement.objects.filter(
         run=run, kind=Judgement.Kind.GRADE, answer__grade_score__isnull=True
     ).select_related("answer")
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     answers = []
     for grade in grades:
         if grade.grade_score is None:

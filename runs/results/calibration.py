@@ -27,7 +27,6 @@ from evalsite.core.judging import judge_config
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suites import Suite as CoreSuite
-from runs.engine.scoring import stored_suite
 from runs.models import Label, Pair, Run, Suite
 from runs.results.memo import FinishedRunMemo
 
@@ -78,7 +77,7 @@ def run_calibration(
     with `keep`, only the labels it keeps (what one member may see). The one builder of a
     run's calibration set: the report (which passes the pair `rows` it has just read), the
     pages, the queue and MCP all call it."""
-    suite = suite or stored_suite(run.suite_version)
+    suite = suite or run.suite_version.core_suite()
     if rows is not None:
         index = PairIndex(pair_view(row) for row in rows)
     else:
@@ -170,7 +169,7 @@ def current_judge_config(suite: Suite) -> dict[str, str] | None:
     version = suite.latest_version()
     if version is None:
         return None
-    core = stored_suite(version)
+    core = version.core_suite()
     return judge_config(core, core.judge_model) if core.judge_model else None
 
 
@@ -184,7 +183,7 @@ def calibration_of(
 ) -> dict[str, Any]:
     """The calibration section of `run` with every label given so far (the report's own,
     recomputed), with the judge configuration it measures."""
-    core = stored_suite(run.suite_version)
+    core = run.suite_version.core_suite()
     summary = calibration_summary(
         run_calibration(run, core, keep=keep),
         **calibration_gate(core),

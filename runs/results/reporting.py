@@ -30,7 +30,7 @@ from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
 from runs.engine.consistency import recheck_rows
-from runs.engine.scoring import score_run, stored_suite
+from runs.engine.scoring import score_run
 from runs.models import Answer, Judgement, Pair, Run
 from runs.results.calibration import PAIR_FIELDS, calibration_gate, run_calibration, store_human
 from runs.results.media import report_attachments
@@ -67,7 +67,7 @@ def compute_report(
 ) -> dict[str, Any]:
     """The report of `run` from its rows; with `store_consensus`, each pair's labellers'
     consensus is also kept on the pair (for the disagreement filter of the pairs page)."""
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
@@ -342,7 +342,7 @@ def _answer_lines(run: Run) -> Iterator[dict]:
         "latency_ms", "input_tokens", "output_tokens", "cost_usd", "cost_if_uncached_usd",
         "cached", "error_kind", "error_message",
     )  # fmt: skip
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     to_row = _row_maker(suite)
     for row in Answer.objects.filter(run=run).finished().values(*fields).iterator(chunk_size=1000):
         line = {key: _plain(value) for key, value in row.items()}

@@ -13,7 +13,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.suites import Problem, SuiteError, load_suite
-from runs.engine.scoring import stored_suite
 from runs.forms import RunForm, SuiteForm
 from runs.models import PriceTable, Run, Suite, SuiteVersion
 from runs.planning.launch import (
@@ -138,7 +137,7 @@ def _unreadable(version: SuiteVersion) -> list[Problem]:
     """What is wrong with a stored version that no longer reads (its row was edited in the
     database); empty when it reads."""
     try:
-        stored_suite(version)
+        version.core_suite()
     except SuiteError as error:
         return list(error.problems)
     return []
