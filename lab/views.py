@@ -20,9 +20,8 @@ from lab.models import PairSet
 from lab.transfer import import_pairset
 from runs.engine.tasks import enqueue_run
 from runs.forms import CapField
-from runs.models import Run
+from runs.models import NoActivePriceTable, PriceTable, Run
 from runs.planning.launch import MAX_SHARDS
-from runs.prices import NoActivePriceTable, active_table
 
 MAX_WARNINGS_SHOWN = 10
 
@@ -119,7 +118,7 @@ def _detail(pairset: PairSet) -> dict:
 
 def _priced_models() -> list[str]:
     try:
-        return list(active_table().prices.values_list("model", flat=True))
+        return list(PriceTable.objects.current().prices.values_list("model", flat=True))
     except NoActivePriceTable:
         return []
 

@@ -20,9 +20,8 @@ from django.urls import reverse
 from evalsite.core.datasource import with_source_cases
 from evalsite.core.suites import load_suite, parse_suite
 from runs.engine.runner import execute
-from runs.models import Answer, Run, Suite, SuiteVersion
+from runs.models import Answer, PriceTable, Run, Suite, SuiteVersion
 from runs.models import suites as suite_models
-from runs.prices import ensure_default_table
 from tests.factories import make_suite_version, make_user, run_command
 from tests.test_run_faults import SCHEMA_SUITE, planned
 
@@ -54,7 +53,7 @@ def _dangle(version: SuiteVersion) -> SuiteVersion:
 class StoredNumbersTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
 
     def setUp(self):
@@ -103,7 +102,7 @@ class StoredNumbersTests(TestCase):
 class DanglingStoredSchemaTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
         cls.version = _dangle(make_suite_version(SCHEMA_SUITE))
 
@@ -133,7 +132,7 @@ def test_a_run_of_a_stored_schema_with_a_dangling_ref_gives_schema_fail():
 
 @pytest.mark.django_db(transaction=True)
 def test_evalsite_run_of_a_suite_with_tiny_decimals_is_judged(tmp_path: Path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY)
 
@@ -170,7 +169,7 @@ class UnreadableStoredVersionTests(TestCase):
 
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
         version = make_suite_version(SCHEMA_SUITE)
         parsed = version.parsed

@@ -14,9 +14,8 @@ from django.urls import reverse
 
 from evalsite.core.problems import SuiteError
 from evalsite.core.suites import parse_suite
-from runs.models import Run, SuiteVersion
+from runs.models import PriceTable, Run, SuiteVersion
 from runs.planning.planner import PlanError, RunOptions, make_plan
-from runs.prices import ensure_default_table
 from tests.factories import make_user
 
 SOURCED = """\
@@ -60,7 +59,7 @@ def _stored(text: str, origin: str) -> SuiteVersion:
 class UploadTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
 
     def setUp(self):

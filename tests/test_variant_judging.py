@@ -19,9 +19,8 @@ from evalsite.core.report.pairing import paired_changes
 from evalsite.core.suites import load_suite, parse_suite
 from runs.engine import judging
 from runs.engine.runner import execute
-from runs.models import Judgement, Run, SuiteVersion
+from runs.models import Judgement, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 from tests.engine.conftest import evalsite
 
 MULTIMODAL = pathlib.Path(__file__).parents[1] / "examples" / "multimodal"
@@ -142,7 +141,7 @@ def _suite_text(base: str = ENGLISH, french: str = FRENCH) -> str:
 
 
 def _run(text: str) -> Run:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     loaded = parse_suite(text.encode(), filename="varg.yaml", origin="upload")
     version, _ = SuiteVersion.objects.register(loaded, text, origin="upload")
     return execute(store_plan(make_plan(version, loaded, RunOptions(fake=True))).id)

@@ -26,16 +26,23 @@ from evalsite.core.suites import Contestant, parse_contestant
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.mcp import replies
 from evalsite.mcp.tools import Refused, find_run, load, suite_file
-from runs.models import Answer, CachedResponse, Judgement, Pair, Run
+from runs.models import (
+    Answer,
+    CachedResponse,
+    Endpoint,
+    Judgement,
+    NoActivePriceTable,
+    Pair,
+    PriceTable,
+    Run,
+)
 from runs.planning.planner import (
     PlanError,
     RunOptions,
     check_priced,
-    endpoint_configs,
     load_replies,
     suite_contestant,
 )
-from runs.prices import NoActivePriceTable, active_table
 
 ANSWER_FIELDS = (
     "pk", "repeat", "status", "passed", "schema_verdict", "schema_mode", "checks",
@@ -109,7 +116,7 @@ def contestant_in(loaded: LoadedSuite, text: str) -> Contestant:
     scripted or command) and a variant the suite declares; Refused as run_suite refuses."""
     try:
         chosen = suite_contestant(loaded, text.strip())
-        table = active_table()
+        table = PriceTable.objects.current()
         check_priced([chosen.model], set(table.prices.values_list("model", flat=True)), table.name)
     except (PlanError, NoActivePriceTable) as error:
         raise Refused("plan_error", str(error)) from None
@@ -118,7 +125,7 @@ def contestant_in(loaded: LoadedSuite, text: str) -> Contestant:
 
 def _key(model: str) -> str | None:
     try:
-        return required_key(model, endpoints=endpoint_configs())
+        return required_key(model, endpoints=Endpoint.objects.configs())
     except ProviderError as error:
         raise Refused("plan_error", str(error)) from None
 
@@ -134,7 +141,7 @@ def _provider(loaded: LoadedSuite, chosen: Contestant, key: str | None) -> Provi
         scripted = chosen.model.startswith("scripted/")
         answers = load_replies(loaded, RunOptions()) if scripted else None
         built = build_contestant_providers(
-            [str(chosen)], env=env, endpoints=endpoint_configs(), replies=answers
+            [str(chosen)], env=env, endpoints=Endpoint.objects.configs(), replies=answers
         )
         return built[str(chosen)]
     except (PlanError, ProviderError) as error:

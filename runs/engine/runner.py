@@ -61,7 +61,6 @@ from runs.engine.outcomes import Outcome
 from runs.engine.writer import Writer
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.models.suites import blob_store
-from runs.planning.planner import endpoint_configs
 from runs.sealed import Sealed
 
 db = partial(sync_to_async, thread_sensitive=True)
@@ -233,7 +232,7 @@ class Shard:
         built = build_contestant_providers(
             [*contestants, *([judge_model] if judge_model else [])],
             env=os.environ,
-            endpoints=endpoint_configs(),
+            endpoints=Endpoint.objects.configs(),
             replies=replies,
             fake=options.fake,
             blobs=blob_store(),

@@ -18,9 +18,8 @@ from evalsite.core.no_look import NO_WORKER
 from evalsite.core.providers import RepliesFileError, ScriptedReplies
 from evalsite.core.suites import parse_contestant
 from runs.engine.tasks import enqueue_run
-from runs.models import Run, SuiteVersion
+from runs.models import NoActivePriceTable, PriceTable, Run, SuiteVersion
 from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, store_plan
-from runs.prices import NoActivePriceTable, active_table
 
 MAX_SHARDS = 2
 
@@ -46,7 +45,7 @@ def judge_choices(version: SuiteVersion) -> list[str]:
 
 def _priced() -> list[str]:
     try:
-        return list(active_table().prices.values_list("model", flat=True))
+        return list(PriceTable.objects.current().prices.values_list("model", flat=True))
     except NoActivePriceTable:
         return []  # the planner says so when the form is submitted
 
