@@ -139,8 +139,6 @@ def start_judge_run(lab: LabPlan, *, user=None) -> Run:
         lab.plan.suite, lab.yaml_text, origin=SuiteVersion.Origin.LAB, user=member
     )
     run = store_plan(dataclasses.replace(lab.plan, version=version), user=member)
-    run.options["lab"] = lab.pairset.pk
-    run.save(update_fields=["options"])
     config = lab.config
     PairSetJudgeRun.objects.create(
         pairset=lab.pairset, run=run, name=lab.name, judge=config.model.strip(),

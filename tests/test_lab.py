@@ -339,7 +339,7 @@ def test_a_fake_judge_runs_through_the_engine_and_a_second_run_is_all_cache_hits
     assert code == 0, err
     first = PairSetJudgeRun.objects.get().run
     assert first.status == Run.Status.DONE and first.contestants == ["given/a", "given/b"]
-    assert first.options["lab"] == PairSet.objects.get().pk
+    assert PairSetJudgeRun.objects.get().pairset == PairSet.objects.get()  # the run's link
     assert first.judge["model"] == "fake/small"
     assert first.judge_config["prompt"] == PROMPT_VERSION  # the judge measured is recorded
     calls = Judgement.objects.filter(run=first, kind="pair")

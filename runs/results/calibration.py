@@ -8,7 +8,7 @@ and the :class:`~runs.models.Label` rows members give in the browser or import.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -223,8 +223,3 @@ def suite_calibration(
         "stale": stale,
         "current_judge_config": current,
     }
-
-
-def calibration_badges(suites: Iterable[Suite]) -> dict[int, dict[str, Any] | None]:
-    """Each suite's badge: its calibration run's live gate, brief."""
-    return {suite.pk: suite_calibration(suite, brief=True) for suite in suites}

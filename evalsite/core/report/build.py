@@ -153,7 +153,6 @@ class ReportInput:
     judge_errors: Sequence[Mapping[str, Any]] = ()
     judge_max_tokens: int | None = None  # the suite's judge.max_tokens, None when unset
     judge_cut_off: int = 0  # judge replies stopped at max_tokens that left no verdict
-    label_times: Mapping[int, str] = field(default_factory=dict)
     simulated: bool = False
     no_look: bool = False  # no case data was kept (docs/no-look.md)
     cost_incomplete: bool = False
