@@ -11,7 +11,7 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from django.utils import timezone
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.providers.base import ErrorKind
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
+from evalsite.core.report.case_diff import CaseBaseline, CaseChange
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.sent import SENT_FIELDS, sent_sets
@@ -32,6 +33,7 @@ from runs.engine.consistency import recheck_rows
 from runs.engine.scoring import score_run, stored_suite
 from runs.models import Answer, Judgement, Pair, Run
 from runs.results.calibration import PAIR_FIELDS, run_calibration, store_human
+from runs.results.case_diff import SideError, baseline_changes
 from runs.results.media import report_attachments
 
 REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pairs.jsonl")
@@ -72,6 +74,7 @@ def compute_report(
     pairs = [_pair_row(row) for row in rows]
     judge = suite.judge
     calibration = run_calibration(run, suite, rows=rows)
+    baseline = run.stored_options.case_baseline  # `run --baseline`: its verdict is a gate
     if store_consensus:
         store_human(run, calibration)
     judge_calls = Judgement.objects.filter(run=run).aggregate(
@@ -129,13 +132,25 @@ def compute_report(
             pinned=_pinned(run),
             strict_gates=run.stored_options.strict_gates,
             on_below_floor=judge.on_below_floor if judge else "flag",
-            case_baseline=run.stored_options.baseline,
+            case_baseline=baseline.name if baseline else "",
+            baseline_changes=_against(baseline, run),
             scorecard=suite.scorecard,
             judge_consistency=judge.consistency if judge else 0,
             rechecks=recheck_rows(run) if judge and judge.consistency else (),
             sent=sent_params(run),
         )
     )
+
+
+def _against(baseline: CaseBaseline | None, run: Run) -> Sequence[CaseChange] | str:
+    """The run's cases against its `--baseline`, or why they cannot be (a results file
+    holds one contestant's cases): the report's `baseline` gate reads either."""
+    if baseline is None:
+        return ()
+    try:
+        return baseline_changes(baseline, run)
+    except SideError as error:
+        return str(error)
 
 
 def sent_params(run: Run) -> dict[str, list[dict[str, Any]]]:
