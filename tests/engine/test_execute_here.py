@@ -11,29 +11,14 @@ from runs.engine import local
 from runs.engine.local import Stop, execute_here
 from runs.models import Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from tests.factories import write_scripted_suite
+from tests.factories import write_no_look_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the run executes on a thread
-
-SUITE = """\
-suite: sealed
-version: 1
-privacy: {no_look: true}
-models: [scripted/a]
-replies: replies.yaml
-tasks:
-  - id: greet
-    judge: false
-    prompt: "Greet {{who}}."
-    cases:
-      - {id: ada, vars: {who: Ada}, checks: [{contains: Ada}]}
-"""
-REPLIES = "a:\n  greet/ada: [Hello Ada.]\n"
 
 
 @pytest.fixture
 def no_look_run(tmp_path) -> Run:
-    path = write_scripted_suite(tmp_path, SUITE, REPLIES)
+    path = write_no_look_suite(tmp_path)
     loaded = load_suite(path)
     version, _ = SuiteVersion.objects.register_file(path, loaded)
     run = store_plan(make_plan(version, loaded, RunOptions()))

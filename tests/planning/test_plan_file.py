@@ -9,26 +9,12 @@ import pytest
 from evalsite.core.suites import load_suite
 from runs.planning.planner import RunOptions
 from runs.planning.start import plan_file
-from tests.factories import write_scripted_suite
-
-SUITE = """\
-suite: sealed
-version: 1
-privacy: {no_look: true}
-models: [scripted/a]
-replies: replies.yaml
-tasks:
-  - id: greet
-    judge: false
-    prompt: "Greet {{who}}."
-    cases:
-      - {id: ada, vars: {who: Ada}, checks: [{contains: Ada}]}
-"""
+from tests.factories import write_no_look_suite
 
 
 @pytest.mark.django_db
 def test_plan_file_leaves_the_callers_options_as_they_were(tmp_path):
-    path = write_scripted_suite(tmp_path, SUITE, "a:\n  greet/ada: [Hello Ada.]\n")
+    path = write_no_look_suite(tmp_path)
     options = RunOptions(dry_run=True)
     before = dataclasses.replace(options)
 
