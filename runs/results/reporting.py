@@ -29,9 +29,8 @@ from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suites import Suite
-from runs.engine.consistency import recheck_rows
-from runs.engine.scoring import score_run, stored_suite
-from runs.models import Answer, Judgement, Pair, Run
+from runs.engine.scoring import stored_suite
+from runs.models import Answer, Call, Judgement, Pair, Run
 from runs.results.calibration import PAIR_FIELDS, run_calibration, store_human
 from runs.results.case_diff import SideError, baseline_changes
 from runs.results.media import report_attachments
@@ -54,13 +53,6 @@ def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
     Run.objects.filter(pk=run.pk).update(report=report)
     run.report = report
     return report
-
-
-def write_partial_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
-    """The report of a run that stops early (cancelled, aborted over budget): its finished
-    answers scored, and whatever pairs were judged."""
-    score_run(run)
-    return write_report(run, status=status)
 
 
 def compute_report(
@@ -410,3 +402,28 @@ def _write(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def recheck_rows(run: Run) -> list[tuple[str, int, str, str]]:
+    """Judge self-consistency's rows (``judge.consistency: k``): (candidate, pair, first
+    verdict, extra verdict) for every extra verdict read whose
+    order's first verdict was read too, in baseline / candidate / tie terms; pairs against
+    the baseline only (with ``pairing: all`` the sample holds others too)."""
+    read = {"status": Call.Status.DONE, "parse_status": Judgement.Parse.OK}
+    first = {
+        (row["pair_id"], row["order"]): row["side"]
+        for row in Judgement.objects.filter(run=run, kind=Judgement.Kind.PAIR, **read).values(
+            "pair_id", "order", "side"
+        )
+    }
+    again = Judgement.objects.filter(
+        run=run,
+        kind=Judgement.Kind.RECHECK,
+        pair__baseline_contestant=run.contestants[0],  # the pairs a win-rate is over
+        **read,
+    ).values("pair_id", "order", "side", "pair__candidate_contestant")
+    return [
+        (row["pair__candidate_contestant"], row["pair_id"], first[key], row["side"])
+        for row in again.order_by("pk")
+        if (key := (row["pair_id"], row["order"])) in first
+    ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from decimal import Decimal
 
@@ -17,9 +16,8 @@ from evalsite.core.report.summary import gate_lines, terminal_summary, wants_col
 from evalsite.core.report.text import visible
 from evalsite.core.suites import select_contestants
 from evalsite.management import EvalsiteCommand
-from runs import sealed
+from runs.engine.local import execute_here
 from runs.engine.resume import ResumeRefused, resume_run
-from runs.engine.runner import execute
 from runs.management.interrupts import Interrupts
 from runs.models import Run
 from runs.planning.planner import RunOptions, keys_line, store_plan
@@ -207,41 +205,27 @@ class Command(EvalsiteCommand):
             self.fail(str(error))
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
-        """The run's one shard on a thread, its progress here. SIGINT or SIGTERM asks the
-        run to cancel (the shard stops between calls and writes a partial report); a second
-        one leaves at once once the cancel is written, and a worker closes the run when its
-        lease is out (runs.management.interrupts)."""
+        """The run executed here (execute_here), its progress on stderr. SIGINT or SIGTERM
+        asks the run to cancel (the shard stops between calls and writes a partial report);
+        a second one leaves at once once the cancel is written, and a worker closes the run
+        when its lease is out (runs.management.interrupts)."""
         interrupts = self.interrupts
-        interrupts.check()  # a signal while the run was stored: cancelled before it starts
-        failure: list[BaseException] = []
-
-        def shard() -> None:
-            try:
-                # once the cancel is written it stops at once, not at its next look
-                execute(run.id, halt=lambda: interrupts.cancel_written)
-            except BaseException as error:  # noqa: BLE001 - raised again below, in this thread
-                failure.append(error)
-            finally:
-                sealed.release(run.id)  # a no-look run's case data: gone with its run
-
-        worker = threading.Thread(target=shard, daemon=True)
-        worker.start()
         bar = ProgressPrinter(self.stderr, quiet=quiet or interrupts.asked.is_set())
-        while worker.is_alive():
-            interrupts.wait_or_join(worker, 0.2)
-            interrupts.check()
-            if interrupts.asked.is_set():
-                bar.quiet = True
-            elif not bar.quiet:
+
+        def on_progress(run: Run) -> None:
+            if not bar.quiet:
                 bar.show(progress(run))
-        interrupts.check()
-        if failure:
+
+        try:
+            run = execute_here(run, on_progress=on_progress, stop=interrupts)
+        except BaseException:
             if bar.tty:
                 self.stderr.write("")
-            raise failure[0]  # the console says it in one line and exits 3
+            raise  # the console says it in one line and exits 3
+        if interrupts.asked.is_set():
+            bar.quiet = True
         if not bar.quiet:
             bar.show(progress(run), final=True)
-        run.refresh_from_db()
         if interrupts.asked.is_set():
             if bar.tty:
                 self.stderr.write("")  # end the bar's line
