@@ -36,8 +36,8 @@ ALLOWED_CROSSINGS = {
     ("runs.results.reporting", "runs.engine.scoring", "stored_suite"),
     # results -> engine: recheck_rows moves into reporting (HOUSE-MOVES part 6)
     ("runs.results.reporting", "runs.engine.consistency", "recheck_rows"),
-    # results -> engine: the report scores a run's unscored answers itself; scoring them
-    # is the engine's step before it asks for the report
+    # results -> engine: write_partial_report (score what finished, then write the report)
+    # moves to runs.engine.phases, its one caller (HOUSE-MOVES part 3)
     ("runs.results.reporting", "runs.engine.scoring", "score_run"),
     # engine -> planning: endpoint_configs becomes Endpoint.objects.configs() (runs.models)
     ("runs.engine.resume", "runs.planning.planner", "endpoint_configs"),
