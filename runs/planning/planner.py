@@ -19,7 +19,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -63,7 +62,7 @@ from runs.models import (
     SuiteVersion,
     text_sha,
 )
-from runs.models.run import StoredOptions, label_problem
+from runs.models.run import StoredOptions, calls_in_flight, label_problem
 from runs.planning import estimates
 from runs.prices import NoActivePriceTable, active_table
 from runs.sealed import Sealed
@@ -522,7 +521,7 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         only=tuple(options.only),
         tags=tuple(options.tags),
         limit=options.limit,
-        concurrency=options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
+        concurrency=calls_in_flight(options.concurrency),
         form_submission=form_submission,
         datasource=options.datasource,
         strict_gates=options.strict_gates,
