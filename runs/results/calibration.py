@@ -147,14 +147,9 @@ def refresh_human(suite: Suite, content: dict[str, str]) -> None:
     """After a label of `content` changed: the consensus of every finished run of the suite
     that has a pair with that content."""
     runs = Run.objects.filter(
-        pk__in=Pair.objects.filter(
-            run__suite_version__suite=suite,
-            task_id=content["task_id"],
-            case_id=content["case_id"],
-            baseline_contestant__in=(content["baseline"], content["candidate"]),
-            candidate_contestant__in=(content["baseline"], content["candidate"]),
-            baseline_sha__in=(content["baseline_sha"], content["candidate_sha"]),
-        ).values("run_id"),
+        pk__in=Pair.objects.filter(run__suite_version__suite=suite)
+        .with_content_either_way(content)
+        .values("run_id"),
         status=Run.Status.DONE,
     ).select_related("suite_version__suite")
     for run in runs:
