@@ -232,7 +232,7 @@ def make_plan(
         estimate = estimates.estimate_given(
             suite, cells, given, contestants, judge, rows.get(judge_model), options.no_cache
         )
-    cap = options.max_cost or _suite_cap(suite) or options.default_cap
+    cap = options.max_cost or suite.cap_usd or options.default_cap
     return Plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
         judge_model, keys, given, parameter_notes(suite, contestants, judge_model), no_sandbox,
@@ -439,10 +439,6 @@ def _given_hashes(cells: list[Cell], given: GivenAnswers) -> list[str]:
     except KeyError as missing:
         task_id, case_id, contestant = missing.args[0]
         raise PlanError(f"no given answer of {contestant} for {task_id}/{case_id}") from None
-
-
-def _suite_cap(suite: Suite) -> Decimal | None:
-    return None if suite.max_cost_usd is None else Decimal(str(suite.max_cost_usd))
 
 
 # --- storing the plan ---------------------------------------------------------------------
