@@ -60,6 +60,7 @@ from runs.engine.judging import prepare_judging
 from runs.engine.outcomes import Outcome
 from runs.engine.writer import Writer
 from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
+from runs.models.run import calls_in_flight
 from runs.models.suites import blob_store
 from runs.sealed import Sealed
 
@@ -239,7 +240,7 @@ class Shard:
         )
         self.providers: dict[str, Provider] = {c: built[c] for c in contestants}
         self.judge = built[judge_model] if judge_model else None
-        limits = Limits(options.concurrency or settings.EVALSITE_MAX_CONCURRENCY)
+        limits = Limits(calls_in_flight(options.concurrency))
         models = dict.fromkeys(c.partition("@")[0] for c in built)  # one gate a model
         self.gates = {model: ModelGate(limits.share(self.shards)) for model in models}
         self.first_calls: dict[str, asyncio.Event] = {}

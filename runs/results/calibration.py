@@ -26,6 +26,7 @@ from evalsite.core.calibration import (
 from evalsite.core.judging import judge_config
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
+from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite as CoreSuite
 from runs.models import Label, Pair, Run, Suite
 from runs.results.memo import FinishedRunMemo
@@ -34,8 +35,6 @@ PAIR_FIELDS = (
     "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
     "baseline_sha", "candidate_sha", "excluded_reason", "score", "flip", "category",
 )  # fmt: skip
-DEFAULT_MIN_KAPPA = 0.40
-DEFAULT_MIN_LABELS = 10
 
 _ROWS: FinishedRunMemo[list[dict]] = FinishedRunMemo()
 _INDEXES: FinishedRunMemo[PairIndex] = FinishedRunMemo()
@@ -147,14 +146,9 @@ def refresh_human(suite: Suite, content: dict[str, str]) -> None:
     """After a label of `content` changed: the consensus of every finished run of the suite
     that has a pair with that content."""
     runs = Run.objects.filter(
-        pk__in=Pair.objects.filter(
-            run__suite_version__suite=suite,
-            task_id=content["task_id"],
-            case_id=content["case_id"],
-            baseline_contestant__in=(content["baseline"], content["candidate"]),
-            candidate_contestant__in=(content["baseline"], content["candidate"]),
-            baseline_sha__in=(content["baseline_sha"], content["candidate_sha"]),
-        ).values("run_id"),
+        pk__in=Pair.objects.filter(run__suite_version__suite=suite)
+        .with_content_either_way(content)
+        .values("run_id"),
         status=Run.Status.DONE,
     ).select_related("suite_version__suite")
     for run in runs:
@@ -197,11 +191,11 @@ def calibration_gate(suite: CoreSuite) -> dict[str, Any]:
     """What the calibration gate of a run of `suite` reads (core.calibration_summary's
     thresholds): the report and the pages take them from here, so both build the same
     section."""
-    judge = suite.judge
+    judge = suite.judge or NO_JUDGE
     return {
-        "min_kappa": judge.min_kappa if judge else DEFAULT_MIN_KAPPA,
-        "min_labels": judge.min_labels if judge else DEFAULT_MIN_LABELS,
-        "min_lower_bound": judge.min_kappa_lower_bound if judge else None,
+        "min_kappa": judge.min_kappa,
+        "min_labels": judge.min_labels,
+        "min_lower_bound": judge.min_kappa_lower_bound,
     }
 
 

@@ -29,6 +29,7 @@ from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
+from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite
 from runs.models import Answer, Call, Judgement, Pair, Run
 from runs.results.calibration import PAIR_FIELDS, calibration_gate, run_calibration, store_human
@@ -64,7 +65,7 @@ def compute_report(
     answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
-    judge = suite.judge
+    judge = suite.judge or NO_JUDGE
     calibration = run_calibration(run, suite, rows=rows)
     thresholds = calibration_gate(suite)
     baseline = run.stored_options.case_baseline  # `run --baseline`: its verdict is a gate
@@ -107,13 +108,13 @@ def compute_report(
                 "verified": table.verified,
             },
             repeats=run.repeats,
-            pairing=judge.pairing if judge else "baseline",
+            pairing=judge.pairing,
             judge_calls=judge_calls["calls"] + judge_calls["retries"],
             judge_cache_hits=judge_calls["cached"] + judge_calls["first_cached"],
             judge_cost_usd=float(judge_calls["cost"] or 0),
             judge_uncached_usd=float(judge_calls["uncached"] or 0),
             judge_errors=_judge_failures(run),
-            judge_max_tokens=judge.max_tokens if judge else None,
+            judge_max_tokens=judge.max_tokens,
             judge_cut_off=_judge_cut_off(run),
             simulated=run.simulated,
             no_look=run.no_look,
@@ -124,12 +125,12 @@ def compute_report(
             gate=dict(suite.gate),
             pinned=_pinned(run),
             strict_gates=run.stored_options.strict_gates,
-            on_below_floor=judge.on_below_floor if judge else "flag",
+            on_below_floor=judge.on_below_floor,
             case_baseline=baseline.name if baseline else "",
             baseline_changes=_against(baseline, run),
             scorecard=suite.scorecard,
-            judge_consistency=judge.consistency if judge else 0,
-            rechecks=recheck_rows(run) if judge and judge.consistency else (),
+            judge_consistency=judge.consistency,
+            rechecks=recheck_rows(run) if judge.consistency else (),
             sent=sent_params(run),
         )
     )

@@ -35,7 +35,6 @@ from evalsite.core.providers.openai import OPENROUTER_BASE_URL
 from evalsite.management import EvalsiteCommand
 from runs.models import Endpoint, NoActivePriceTable, Price, PriceTable
 from runs.models.pricing import decimal_text
-from runs.setup import prepare_database
 
 CATALOG_URL = f"{OPENROUTER_BASE_URL}/models"
 OPENROUTER_KEY = KEY_VARIABLES["openrouter"]
@@ -73,7 +72,6 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, **options):
         provider = options["provider"]
-        prepare_database()
         try:
             table = PriceTable.objects.current()
         except NoActivePriceTable as exc:

@@ -21,7 +21,6 @@ from evalsite.core.yamlsafe import load_yaml
 from evalsite.management import EvalsiteCommand
 from runs.models import NoActivePriceTable, PriceTable
 from runs.models.pricing import decimal_text
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -39,7 +38,6 @@ class Command(EvalsiteCommand):
         parser.add_argument("--json", action="store_true", help="Print the table as JSON.")
 
     def handle(self, *args, action: str, file: str | None, **options):
-        prepare_database()
         if action in {"import", "export"} and not file:
             self.fail(f"`evalsite prices {action}` needs a FILE")
         if action == "import":
