@@ -88,14 +88,16 @@ def execute(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     shards: int = 1,
+    index: int = 0,
     halt: Callable[[], bool] | None = None,
 ) -> Run:
     """Run one shard of `run_id` to the end of the run's pending work; return the run.
 
     Once `halt()` is true (its process is stopping) the shard claims nothing more: its calls
     in flight finish and are written, the ones it has not sent go back to pending, and it
-    returns leaving the run to the other shards (or the stalled-run sweep)."""
-    shard = Shard(run_id, transport=transport, shards=shards, halt=halt)
+    returns leaving the run to the other shards (or the stalled-run sweep). Shard `index` of
+    `shards` makes its part of the run's per-model limit (:meth:`Limits.share`)."""
+    shard = Shard(run_id, transport=transport, shards=shards, index=index, halt=halt)
     try:
         asyncio.run(shard.run())
     finally:
@@ -108,12 +110,13 @@ class Shard:
     limits, and hands their outcomes to its writer; between phases it makes the moves in
     :mod:`runs.engine.phases`."""
 
-    def __init__(self, run_id: str, *, transport=None, shards: int = 1, halt=None):
+    def __init__(self, run_id: str, *, transport=None, shards: int = 1, index: int = 0, halt=None):
         self.run_id = run_id
         self.halt: Callable[[], bool] = halt or (lambda: False)
         self.token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.transport = transport
         self.shards = max(1, shards)
+        self.index = index
         self.stopping = False
         self.stopped_models: set[str] = set()
         self.stop_reasons: dict[str, str] = {}  # why, for the models this shard stopped
@@ -196,6 +199,11 @@ class Shard:
         if self.run_row.no_look and self.sealed is None:
             return self._not_held()
         self.options = self.run_row.stored_options
+        self.limits = Limits(self.options.concurrency or settings.EVALSITE_MAX_CONCURRENCY)
+        if self.limits.share(self.shards, self.index).idle:
+            # more shards than the limit has calls: the others make them all
+            log.info("shard %s of run %s has no call to make", self.index, self.run_id)
+            return None
         self.stopped_models = set(self.run_row.stopped_models)
         self.secrets = held_secrets(
             os.environ, Endpoint.objects.values_list("key_env_var", flat=True)
@@ -240,9 +248,9 @@ class Shard:
         )
         self.providers: dict[str, Provider] = {c: built[c] for c in contestants}
         self.judge = built[judge_model] if judge_model else None
-        limits = Limits(options.concurrency or settings.EVALSITE_MAX_CONCURRENCY)
+        share = self.limits.share(self.shards, self.index)
         models = dict.fromkeys(c.partition("@")[0] for c in built)  # one gate a model
-        self.gates = {model: ModelGate(limits.share(self.shards)) for model in models}
+        self.gates = {model: ModelGate(share) for model in models}
         self.first_calls: dict[str, asyncio.Event] = {}
         self.concurrency = sum(gate.limits.max_concurrency for gate in self.gates.values())
 

@@ -26,6 +26,7 @@ from django_q.cluster import Cluster
 from django_q.tasks import async_task
 
 from evalsite.core.no_look import NO_WORKER
+from evalsite.core.pacing import Limits
 from runs.models import Run
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ def _halt() -> bool:
     return _worker_stopping is not None and _worker_stopping[0] == 1
 
 
-def run_shard(run_id: str, shards: int) -> None:
+def run_shard(run_id: str, shards: int, index: int = 0) -> None:
     """One shard of a run (runs until the run has nothing pending). A lost connection to the
     database (PostgreSQL restarted, a connection terminated mid-transaction, the network)
     starts the shard again on a new connection: every step is idempotent, and the calls
@@ -56,7 +57,7 @@ def run_shard(run_id: str, shards: int) -> None:
 
     for attempt in range(SHARD_RECONNECTS + 1):
         try:
-            execute(run_id, shards=shards, halt=_halt)
+            execute(run_id, shards=shards, index=index, halt=_halt)
             return
         except (OperationalError, InterfaceError) as error:
             if attempt == SHARD_RECONNECTS or _halt():
@@ -67,16 +68,19 @@ def run_shard(run_id: str, shards: int) -> None:
 
 
 def enqueue_run(run: Run, *, shards: int = 2) -> None:
-    """Queue `shards` shards of a planned run once the plan is committed. A broker that cannot
+    """Queue `shards` shards of a planned run once the plan is committed (fewer when its
+    per-model limit has fewer calls: each shard makes its part of them). A broker that cannot
     take them (Redis down or restarting) is logged, not raised: the run is stored and queued,
     and a worker's stalled-run sweep starts it within two leases (the web's launch answered
     500 for a run it had stored)."""
 
+    limit = run.stored_options.concurrency or settings.EVALSITE_MAX_CONCURRENCY
+    shards = Limits(limit).shards(shards)
+
     def send() -> None:
         for index in range(shards):
-            async_task(
-                "runs.engine.tasks.run_shard", run.id, shards, task_name=f"{run.id}-shard-{index}"
-            )
+            name = f"{run.id}-shard-{index}"
+            async_task("runs.engine.tasks.run_shard", run.id, shards, index=index, task_name=name)
 
     transaction.on_commit(send, robust=True)
 
