@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
@@ -73,6 +74,9 @@ ANSWER_BATCH = 2000
 # A given answer's text by (task, case, contestant): answers supplied, not generated.
 GivenAnswers = Mapping[tuple[str, str, str], str]
 
+if TYPE_CHECKING:  # the report package is not imported to validate a suite
+    from evalsite.core.report.case_diff import CaseBaseline
+
 
 class PlanError(Exception):
     """A run that cannot start; `code` is the exit code (2 input, 4 refused over the cap)."""
@@ -100,7 +104,7 @@ class RunOptions:
     no_look: bool = False  # no case data written (docs/no-look.md); the suite may say so too
     datasource: bool = False  # some task's cases were read from a source (never resumed)
     strict_gates: bool = False  # a gate on a contestant not in the run fails (docs/ci.md)
-    baseline: str = ""  # `run --baseline`: the name of what each case is held against
+    baseline: CaseBaseline | None = None  # `run --baseline`: what each case is held against
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -522,7 +526,7 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         form_submission=form_submission,
         datasource=options.datasource,
         strict_gates=options.strict_gates,
-        baseline=options.baseline,
+        baseline=options.baseline.to_json() if options.baseline else {},
     ).to_json()
 
 
