@@ -11,6 +11,8 @@ MAX_ATTEMPTS = 4
 BACKOFF_BASE_S = 1.0
 BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 60.0
+# Calls in flight per model across a run, unless the run or EVALSITE_MAX_CONCURRENCY says.
+DEFAULT_MAX_CONCURRENCY = 8
 
 
 def backoff_delay(
@@ -35,7 +37,7 @@ def backoff_delay(
 
 @dataclass(frozen=True)
 class Limits:
-    max_concurrency: int = 8
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     requests_per_minute: int | None = None
 
     def share(self, parts: int, index: int = 0) -> Limits:

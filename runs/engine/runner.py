@@ -59,6 +59,7 @@ from runs.engine.judging import prepare_judging
 from runs.engine.outcomes import Outcome
 from runs.engine.writer import Writer
 from runs.models import Call, Endpoint, Judgement, Run
+from runs.models.run import calls_in_flight
 from runs.models.suites import blob_store
 from runs.planning.planner import endpoint_configs
 from runs.sealed import Sealed
@@ -244,7 +245,7 @@ class Shard:
             return None
         if run.no_look and self.sealed is None:
             return _not_held(run)
-        limit = Limits(run.stored_options.concurrency or settings.EVALSITE_MAX_CONCURRENCY)
+        limit = Limits(calls_in_flight(run.stored_options.concurrency))
         share = limit.share(*self.part)
         if share.idle:  # more shards than the limit has calls: the others make them all
             log.info("shard %s of run %s has no call to make", self.part[1], self.run_id)

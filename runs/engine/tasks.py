@@ -22,6 +22,7 @@ from django_q.tasks import async_task
 from evalsite.core.no_look import NO_WORKER
 from evalsite.core.pacing import Limits
 from runs.models import Run
+from runs.models.run import calls_in_flight
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,7 @@ def enqueue_run(run: Run, *, shards: int = 2) -> None:
     and a worker's stalled-run sweep starts it within two leases (the web's launch answered
     500 for a run it had stored)."""
 
-    limit = run.stored_options.concurrency or settings.EVALSITE_MAX_CONCURRENCY
-    shards = Limits(limit).shards(shards)
+    shards = Limits(calls_in_flight(run.stored_options.concurrency)).shards(shards)
 
     def send() -> None:
         for index in range(shards):

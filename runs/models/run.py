@@ -133,6 +133,12 @@ def _baseline_json(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def calls_in_flight(concurrency: int | None) -> int:
+    """Calls in flight per model across a run: what it asked for, else
+    EVALSITE_MAX_CONCURRENCY (default :data:`evalsite.core.pacing.DEFAULT_MAX_CONCURRENCY`)."""
+    return concurrency or settings.EVALSITE_MAX_CONCURRENCY
+
+
 def lease_expiry(lease_s: float) -> ExpressionWrapper:
     """The moment, by the database's clock, before which a claim's lease has run out."""
     return ExpressionWrapper(

@@ -28,6 +28,7 @@ from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
+from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite
 from runs.engine.scoring import stored_suite
 from runs.models import Answer, Call, Judgement, Pair, Run
@@ -64,7 +65,7 @@ def compute_report(
     answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
-    judge = suite.judge
+    judge = suite.judge or NO_JUDGE
     calibration = run_calibration(run, suite, rows=rows)
     baseline = run.stored_options.case_baseline  # `run --baseline`: its verdict is a gate
     if store_consensus:
@@ -94,9 +95,9 @@ def compute_report(
             finished_at=(run.finished_at or timezone.now()).isoformat(),
             judge_model=run.judge.get("model"),
             judge_config=run.judge_config,
-            min_kappa=judge.min_kappa if judge else 0.40,
-            min_labels=judge.min_labels if judge else 10,
-            min_kappa_lower_bound=judge.min_kappa_lower_bound if judge else None,
+            min_kappa=judge.min_kappa,
+            min_labels=judge.min_labels,
+            min_kappa_lower_bound=judge.min_kappa_lower_bound,
             mover_threshold=suite.mover_threshold,
             frontier_points=suite.frontier_points,
             task_kinds={task.id: task.kind or "" for task in suite.tasks},
@@ -106,13 +107,13 @@ def compute_report(
                 "verified": table.verified,
             },
             repeats=run.repeats,
-            pairing=judge.pairing if judge else "baseline",
+            pairing=judge.pairing,
             judge_calls=judge_calls["calls"] + judge_calls["retries"],
             judge_cache_hits=judge_calls["cached"] + judge_calls["first_cached"],
             judge_cost_usd=float(judge_calls["cost"] or 0),
             judge_uncached_usd=float(judge_calls["uncached"] or 0),
             judge_errors=_judge_failures(run),
-            judge_max_tokens=judge.max_tokens if judge else None,
+            judge_max_tokens=judge.max_tokens,
             judge_cut_off=_judge_cut_off(run),
             simulated=run.simulated,
             no_look=run.no_look,
@@ -123,12 +124,12 @@ def compute_report(
             gate=dict(suite.gate),
             pinned=_pinned(run),
             strict_gates=run.stored_options.strict_gates,
-            on_below_floor=judge.on_below_floor if judge else "flag",
+            on_below_floor=judge.on_below_floor,
             case_baseline=baseline.name if baseline else "",
             baseline_changes=_against(baseline, run),
             scorecard=suite.scorecard,
-            judge_consistency=judge.consistency if judge else 0,
-            rechecks=recheck_rows(run) if judge and judge.consistency else (),
+            judge_consistency=judge.consistency,
+            rechecks=recheck_rows(run) if judge.consistency else (),
             sent=sent_params(run),
         )
     )

@@ -61,6 +61,7 @@ from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
 from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.pass_k import pass_k_figures
 from evalsite.core.stats.record import jsonable
+from evalsite.core.suite_parts import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELS
 
 __all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report", "calibration_summary"]
 
@@ -151,8 +152,8 @@ class ReportInput:
     finished_at: str | None = None
     judge_model: str | None = None
     judge_config: Mapping[str, str] | None = None  # what the kappa measures (SPEC §19)
-    min_kappa: float = 0.40
-    min_labels: int = 10
+    min_kappa: float = DEFAULT_MIN_KAPPA
+    min_labels: int = DEFAULT_MIN_LABELS
     min_kappa_lower_bound: float | None = None  # judge.calibration.min_kappa_lower_bound
     mover_threshold: float = 0.15
     task_kinds: Mapping[str, str] = field(default_factory=dict)

@@ -6,7 +6,6 @@ import argparse
 
 from evalsite.management import EvalsiteCommand
 from evalsite.management.worker_process import run_worker
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -18,5 +17,4 @@ class Command(EvalsiteCommand):
         parser.add_argument("--stop-with", type=int, metavar="PID", help=argparse.SUPPRESS)
 
     def handle(self, *args, stop_with: int | None, **options):
-        prepare_database()
         run_worker(stop_with=stop_with)

@@ -24,7 +24,6 @@ from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_
 from lab.models import PairSet
 from lab.transfer import import_pairset, import_suite_pairs
 from runs.engine.local import execute_here
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -53,7 +52,6 @@ class Command(EvalsiteCommand):
         suite.add_argument("--name", help="The pair set's name (default: <suite>-labelled).")
 
     def handle(self, *args, **opts):
-        prepare_database()
         getattr(self, "_" + opts["verb"].replace("-", "_"))(opts)
 
     def _from_suite(self, opts) -> None:

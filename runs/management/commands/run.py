@@ -26,7 +26,6 @@ from runs.planning.validation import judge_lines
 from runs.results.case_diff import SideError, baseline_changes, load_baseline, run_attempts
 from runs.results.progress import answer_totals, progress
 from runs.results.summary import run_summary
-from runs.setup import prepare_database
 
 MAX_CONCURRENCY = 1024  # calls in flight per model
 
@@ -122,7 +121,6 @@ class Command(EvalsiteCommand):
 
     def _handle(self, opts) -> None:
         loaded = self.suite_or_exit(opts["suite"])
-        prepare_database()
         if opts["resume"]:
             return self._resume(opts, loaded)
         self.baseline = self._baseline_or_exit(opts["baseline"])
