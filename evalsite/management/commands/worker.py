@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from evalsite.management import EvalsiteCommand
-from runs.engine.tasks import run_worker
+from evalsite.management.worker_process import run_worker
 
 
 class Command(EvalsiteCommand):
