@@ -34,7 +34,7 @@ from evalsite.core.suites import SuiteError, parse_suite
 from lab.models import PairSet, PairSetJudgeRun
 from runs.models import Call, Judgement, Run, SuiteVersion
 from runs.planning.launch import launch
-from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, store_plan
+from runs.planning.start import Plan, PlanError, RunOptions, make_plan, store_plan
 
 CONTESTANTS = ["given/a", "given/b"]
 

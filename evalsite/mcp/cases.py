@@ -19,7 +19,6 @@ from evalsite.core.plan import call_hash, plan_cells
 from evalsite.core.providers import (
     Provider,
     ProviderError,
-    build_contestant_providers,
     required_key,
 )
 from evalsite.core.suites import Contestant, parse_contestant
@@ -33,16 +32,10 @@ from runs.models import (
     Judgement,
     NoActivePriceTable,
     Pair,
-    PriceTable,
     Run,
 )
-from runs.planning.planner import (
-    PlanError,
-    RunOptions,
-    check_priced,
-    load_replies,
-    suite_contestant,
-)
+from runs.planning.preview import preview_contestant, preview_provider
+from runs.planning.start import PlanError
 
 ANSWER_FIELDS = (
     "pk", "repeat", "status", "passed", "schema_verdict", "schema_mode", "checks",
@@ -115,9 +108,7 @@ def contestant_in(loaded: LoadedSuite, text: str) -> Contestant:
     """`text` as a contestant a run of `loaded` would accept: a model with a price (or
     scripted or command) and a variant the suite declares; Refused as run_suite refuses."""
     try:
-        chosen = suite_contestant(loaded, text.strip())
-        table = PriceTable.objects.current()
-        check_priced([chosen.model], set(table.prices.values_list("model", flat=True)), table.name)
+        chosen = preview_contestant(loaded, text)
     except (PlanError, NoActivePriceTable) as error:
         raise Refused("plan_error", str(error)) from None
     return chosen
@@ -138,12 +129,7 @@ def _provider(loaded: LoadedSuite, chosen: Contestant, key: str | None) -> Provi
     if key is not None and not env.get(key, "").strip():
         env[key] = "render_prompt: not set"
     try:
-        scripted = chosen.model.startswith("scripted/")
-        answers = load_replies(loaded, RunOptions()) if scripted else None
-        built = build_contestant_providers(
-            [str(chosen)], env=env, endpoints=Endpoint.objects.configs(), replies=answers
-        )
-        return built[str(chosen)]
+        return preview_provider(loaded, chosen, env)
     except (PlanError, ProviderError) as error:
         raise Refused("plan_error", str(error)) from None
 
