@@ -37,7 +37,7 @@ __all__ = [
     "EXCLUSION_REASONS", "PROMPT_VERSION", "PairSide", "VerdictUnparseable", "exclusion_reason",
     "judge_call_params", "judge_config", "judge_messages", "pair_requests", "parse_verdict",
     "prompt_media", "prompt_text", "retry_messages", "sent_messages", "shown_to_side",
-    "task_media", "task_text", "with_media",
+    "task_text", "with_media",
 ]  # fmt: skip
 
 # Why a pair was not judged (or its judgement not counted), in the order they are checked.
@@ -250,15 +250,8 @@ def with_media(
 def task_text(suite: Suite, task_id: str, case_id: str, contestant: str | None = None) -> str:
     """The task as the judge sees it: the case's prompt as ``contestant`` was sent it (its
     variant's prompt and system; None: the task as written), system text first (its text;
-    the files it sends are :func:`task_media`)."""
+    the files it sends are :func:`prompt_media` of :func:`sent_messages`)."""
     return prompt_text(sent_messages(suite, task_id, case_id, contestant))
-
-
-def task_media(
-    suite: Suite, task_id: str, case_id: str, contestant: str | None = None
-) -> list[dict]:
-    """The files the case's prompt sends ``contestant`` (None: the task as written), in order."""
-    return prompt_media(sent_messages(suite, task_id, case_id, contestant))
 
 
 def prompt_text(messages: list[dict]) -> str:
