@@ -30,7 +30,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import partial
 
 import httpx
 from asgiref.sync import sync_to_async
@@ -64,7 +63,7 @@ from runs.models.suites import blob_store
 from runs.planning.planner import endpoint_configs
 from runs.sealed import Sealed
 
-db = partial(sync_to_async, thread_sensitive=True)
+db = sync_to_async(thread_sensitive=True)
 log = logging.getLogger(__name__)
 POLL_S = 0.25
 RESERVE_WAIT_S = 300.0
