@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalsite.core.stats import score_category, strict_majority
 
@@ -182,8 +183,8 @@ class PairIndex:
     per label."""
 
     def __init__(self, pairs: Iterable[PairView]):
-        self.by_content: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
-        self.by_cell: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
+        self.by_content: dict[tuple[Any, ...], list[tuple[PairView, bool]]] = defaultdict(list[Any])
+        self.by_cell: dict[tuple[Any, ...], list[tuple[PairView, bool]]] = defaultdict(list[Any])
         self.by_case: dict[tuple[str, str], list[PairView]] = defaultdict(list)
         self.by_key: dict[int, PairView] = {}
         for pair in pairs:

@@ -126,7 +126,7 @@ def _located(
 
 def read_cases(
     spec: Mapping[str, Any], folder: Path, *, quote: bool = True
-) -> tuple[list[dict], list[str]]:
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The cases of one source, each checked against the case format, ids unique; with
     where each came from (``command ./x line 3``)."""
     name = source_name(spec)

@@ -122,7 +122,7 @@ def check_gates(
     return results + _not_evaluated(report, gate, strict)
 
 
-def _not_evaluated(report: Mapping[str, Any], gate: Mapping[str, Any], strict: bool) -> list:
+def _not_evaluated(report: Mapping[str, Any], gate: Mapping[str, Any], strict: bool) -> list[Any]:
     contestants = list(report.get("contestants", []))
     results = []
     for name, subject in unknown_subjects(gate, contestants):
@@ -189,7 +189,9 @@ def _best_score(report: Mapping[str, Any], threshold: float) -> GateResult:
     )
 
 
-def _lower_bounds(threshold: Any, candidates: list[str], rates: Mapping) -> list[GateResult]:
+def _lower_bounds(
+    threshold: Any, candidates: list[str], rates: Mapping[str, Any]
+) -> list[GateResult]:
     results = []
     for candidate in candidates:
         wanted = _wanted(threshold, candidate)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from types import CodeType, FrameType
+from types import CodeType, FrameType, UnionType
 from typing import Any
 
 from jinja2.exceptions import SecurityError
@@ -189,7 +189,7 @@ def size(value: Any) -> int:
     return sizes[id(value)]
 
 
-_CONTAINERS = list | tuple | dict | set | frozenset | Namespace
+_CONTAINERS: UnionType = list | tuple | dict | set | frozenset | Namespace
 
 
 def _children(value: Any) -> Any:

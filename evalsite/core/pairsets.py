@@ -163,7 +163,9 @@ def _capped(problems: list[Problem], filename: str) -> list[Problem]:
 class _Line:
     """Checks one line, adding its problems (file, line, key path) to the shared lists."""
 
-    def __init__(self, filename: str, number: int, problems: list, warnings: list) -> None:
+    def __init__(
+        self, filename: str, number: int, problems: list[Any], warnings: list[Any]
+    ) -> None:
         self.filename, self.number = filename, number
         self.problems, self.warnings = problems, warnings
         self.found = 0
@@ -211,7 +213,7 @@ class _Line:
             self.error("", str(error))
         return _UNREADABLE
 
-    def _keys(self, data: dict, known: Sequence[str], where: str) -> None:
+    def _keys(self, data: dict[str, Any], known: Sequence[str], where: str) -> None:
         for key in data:
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
@@ -234,12 +236,12 @@ class _Line:
             return value
         return None
 
-    def _text(self, data: dict, key: str, *, blank: bool = True) -> str:
+    def _text(self, data: dict[str, Any], key: str, *, blank: bool = True) -> str:
         if key not in data:
             return ""  # missing: reported with the required keys
         return self._string(data[key], key, blank=blank, limit=_LIMITS.get(key, 0)) or ""
 
-    def _id(self, data: dict) -> str:
+    def _id(self, data: dict[str, Any]) -> str:
         value = data.get("id")
         if type(value) is int:
             return str(value)
@@ -252,7 +254,7 @@ class _Line:
             return None
         return self._string(value, "task", blank=False, limit=_LIMITS["task"])
 
-    def _answer(self, data: dict, key: str) -> str:
+    def _answer(self, data: dict[str, Any], key: str) -> str:
         value = data.get(key, "")
         if isinstance(value, bool | int | float):
             text = json.dumps(value)
@@ -297,7 +299,9 @@ class _Line:
                 verdicts.append(Verdict(judge, int(order), prefer))
         return tuple(verdicts)
 
-    def _items(self, value: Any, key: str, known: Sequence[str]) -> list[tuple[int, dict]]:
+    def _items(
+        self, value: Any, key: str, known: Sequence[str]
+    ) -> list[tuple[int, dict[str, Any]]]:
         if not isinstance(value, list):
             self.error(key, f"must be a list, not {_kind(value)}")
             return []
@@ -322,7 +326,7 @@ class _Line:
         return None
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
@@ -407,7 +411,7 @@ def lab_suite_yaml(
     """The suite a lab run of pair set ``name`` judges: one task per task id with prompt
     ``{{question}}``, one case per pair, the given answers as contestants ``given/a`` and
     ``given/b``, and ``judge``. ``rubric`` is left out when blank."""
-    tasks: dict[str, list[dict]] = {}
+    tasks: dict[str, list[dict[str, Any]]] = {}
     for case in cases:
         tasks.setdefault(case.task_id, []).append(
             {"id": case.case_id, "vars": {"question": case.question}}

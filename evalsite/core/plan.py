@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from evalsite.core.judging import CONSISTENCY_SAMPLE_PAIRS
 from evalsite.core.media import hashed_part, token_ceiling, token_estimate
@@ -66,7 +67,7 @@ def plan_cells(
     """
     cells = []
     for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
-        rendered: dict[str | None, list] = {}  # a case renders once per variant, not per cell
+        rendered: dict[str | None, list[Any]] = {}  # a case renders once per variant, not per cell
         for repeat in range(repeats):
             for text in contestants:
                 cells.append(_cell(suite, task, case.id, text, repeat, rendered))
@@ -108,7 +109,7 @@ def _known_tags(suite: Suite, tags: Sequence[str]) -> set[str]:
 
 
 def _cell(
-    suite: Suite, task, case_id: str, text: str, repeat: int, rendered: dict[str | None, list]
+    suite: Suite, task, case_id: str, text: str, repeat: int, rendered: dict[str | None, list[Any]]
 ) -> Cell:
     contestant = parse_contestant(text)
     if contestant.variant not in rendered:
@@ -254,7 +255,7 @@ class EstimateLine:
     priced: bool = True
     output_source: set[str] = field(default_factory=set)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "calls": self.calls,

@@ -282,7 +282,7 @@ def _parse_row(
     return row, verified, str(item.get("notes") or "").strip()
 
 
-def _unknown(data: dict, allowed: set[str], prefix: str) -> list[str]:
+def _unknown(data: dict[str, Any], allowed: set[str], prefix: str) -> list[str]:
     problems = []
     for key in data:
         if key not in allowed:

@@ -194,7 +194,7 @@ def _variants(data: dict[str, Any], state: _State) -> dict[str, Any]:
     return out
 
 
-def _prompt(value: Any, state: _State, path: tuple) -> Any:
+def _prompt(value: Any, state: _State, path: tuple[Any, ...]) -> Any:
     if isinstance(value, str) and value.endswith((".yaml", ".yml", ".json", ".txt", ".j2")):
         if value.endswith((".txt", ".j2")):
             found = state.c.read_text(value, state.c.at(path))
@@ -275,7 +275,7 @@ _WHY = {
 }
 
 
-def _rubric(value: Any, state: _State, path: tuple) -> str:
+def _rubric(value: Any, state: _State, path: tuple[Any, ...]) -> str:
     if isinstance(value, str) and value.endswith((".yaml", ".yml", ".txt", ".md", ".j2")):
         at = state.c.at(path)
         if not value.endswith((".yaml", ".yml")):
@@ -298,7 +298,7 @@ def _rubric(value: Any, state: _State, path: tuple) -> str:
     return str(value or "")
 
 
-def _schema(value: Any, state: _State, path: tuple) -> Any:
+def _schema(value: Any, state: _State, path: tuple[Any, ...]) -> Any:
     if isinstance(value, dict):
         return value
     found = state.c.read_yaml(str(value), state.c.at(path))
@@ -323,7 +323,7 @@ def _thresholds(value: Any, c: Collector) -> dict[str, Any]:
     return gate
 
 
-def _cases(value: Any, task: dict[str, Any], checks: list, state: _State) -> None:
+def _cases(value: Any, task: dict[str, Any], checks: list[Any], state: _State) -> None:
     c = state.c
     path: tuple[str | int, ...] = ("cases",)
     if isinstance(value, dict) and "file" in value:
@@ -347,7 +347,7 @@ def _cases(value: Any, task: dict[str, Any], checks: list, state: _State) -> Non
         task["cases"] = cases
 
 
-def _records(written: str, at: At, c: Collector) -> list[tuple[dict, At]]:
+def _records(written: str, at: At, c: Collector) -> list[tuple[dict[str, Any], At]]:
     """Each case of a CSV or JSONL cases file, and where it is (file, line)."""
     found = c.read_text(written, at)
     if found is None:
@@ -375,7 +375,7 @@ def _case(
     record: dict[str, Any],
     number: int,
     at: At,
-    checks: list,
+    checks: list[Any],
     taken: set[str],
     state: _State,
 ) -> dict[str, Any]:
@@ -436,7 +436,7 @@ def _case(
     return case
 
 
-def _mapping(record: dict[str, Any], key: str, number: int, at: At, c: Collector) -> dict:
+def _mapping(record: dict[str, Any], key: str, number: int, at: At, c: Collector) -> dict[str, Any]:
     """The case's ``vars`` or ``files``: a mapping, or untranslated."""
     value = record.get(key)
     if value is None or isinstance(value, dict):

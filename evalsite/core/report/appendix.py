@@ -105,7 +105,7 @@ def failures_section(ctx: Context) -> Section:
     return Section("failures", "Failures and exclusions", tuple(blocks))
 
 
-def _where(row: Mapping[str, Any], who: object) -> tuple:
+def _where(row: Mapping[str, Any], who: object) -> tuple[Any, ...]:
     return (
         Code(row.get("task") or ""),
         " / ",

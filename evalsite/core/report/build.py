@@ -491,7 +491,7 @@ def _per_contestant(data: ReportInput) -> dict[str, Any]:
     by_contestant: dict[str, list[AnswerRow]] = defaultdict(list)
     for answer in data.answers:
         by_contestant[answer.contestant].append(answer)
-    outcomes: dict[tuple, list[bool]] = defaultdict(list)
+    outcomes: dict[tuple[Any, ...], list[bool]] = defaultdict(list[Any])
     for answer in data.answers:
         outcomes[(answer.task, answer.case), answer.contestant].append(answer.effective_pass)
     repeats = contestant_rates(outcomes, k=data.repeats)
@@ -597,7 +597,7 @@ def _task_win_rate(pairs: Sequence[PairRow], seed: int) -> dict[str, Any]:
     return {key: value for key, value in rate.to_dict().items() if key in keys}
 
 
-def _worst_task(row: dict[str, Any]) -> tuple:
+def _worst_task(row: dict[str, Any]) -> tuple[Any, ...]:
     """Worst first: the lowest candidate win-rate, then the lowest pass rate."""
     rates = [r["win_rate"] for r in row["win_rates"].values() if r["win_rate"] is not None]
     pass_rate = row["pass_rate"] if row["pass_rate"] is not None else 1.0

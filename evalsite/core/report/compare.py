@@ -474,7 +474,9 @@ def _task_tests(
     }
 
 
-def _tested(mover: Mover, adjusted: Mapping[tuple[str, str], tuple], level: float) -> Mover:
+def _tested(
+    mover: Mover, adjusted: Mapping[tuple[str, str], tuple[Any, ...]], level: float
+) -> Mover:
     """The mover with its p alone and after Holm; a mover with no test is left as it is."""
     if (mover.candidate, mover.task) not in adjusted:
         return mover

@@ -154,7 +154,9 @@ def _is_unpriced(name: str, card: Mapping[str, Any], unpriced: set[str]) -> bool
     return provider in UNPRICED_PROVIDERS and not (card.get("cost") or {}).get("if_uncached_usd")
 
 
-def _cell(name: str, card: Mapping[str, Any], score: dict[str, Any], unpriced: bool) -> dict:
+def _cell(
+    name: str, card: Mapping[str, Any], score: dict[str, Any], unpriced: bool
+) -> dict[str, Any]:
     model, variant = split_contestant(name)
     tokens, cost = card.get("tokens") or {}, card.get("cost") or {}
     uncached = None if unpriced else cost.get("if_uncached_usd")
@@ -176,7 +178,7 @@ def _cell(name: str, card: Mapping[str, Any], score: dict[str, Any], unpriced: b
 # --- the frontier ----------------------------------------------------------------------------
 
 
-def build_frontier(matrix: Mapping[str, Any], *, points: float = DEFAULT_POINTS) -> dict:
+def build_frontier(matrix: Mapping[str, Any], *, points: float = DEFAULT_POINTS) -> dict[str, Any]:
     """The three facts over the matrix's cells; see the module docstring."""
     cells = list(matrix.get("cells") or ())
     scored = [c for c in cells if c.get("score") is not None]

@@ -91,7 +91,7 @@ def grid_rows(matrix: Row) -> list[tuple[str, ...]]:
 
 
 def _names(names: list[str]) -> tuple[Cell, ...]:
-    parts: list = []
+    parts: list[Any] = []
     for index, name in enumerate(names):
         parts += [", ", Code(name)] if index else [Code(name)]
     return tuple(parts)
