@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from types import CodeType, FrameType, UnionType
+from types import CodeType, FrameType
 from typing import Any
 
 from jinja2.exceptions import SecurityError
@@ -189,7 +189,7 @@ def size(value: Any) -> int:
     return sizes[id(value)]
 
 
-_CONTAINERS: UnionType = list | tuple | dict | set | frozenset | Namespace
+_CONTAINERS = (list, tuple, dict, set, frozenset, Namespace)
 
 
 def _children(value: Any) -> Any:
@@ -221,9 +221,9 @@ def fits(amount: int, what: str) -> None:
         raise OverBudget(_TOO_BIG.format(what))
 
 
-def built(value: Any) -> Any:
+def built[T](value: T) -> T:
     """``value``, charged, once it is checked to be within :data:`MAX_CHARS`."""
-    if isinstance(value, str | _CONTAINERS):
+    if isinstance(value, (str, *_CONTAINERS)):
         amount = size(value)
         if amount > MAX_CHARS:
             raise OverBudget(_TOO_BIG.format("a value"))

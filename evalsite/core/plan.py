@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -109,7 +110,12 @@ def _known_tags(suite: Suite, tags: Sequence[str]) -> set[str]:
 
 
 def _cell(
-    suite: Suite, task, case_id: str, text: str, repeat: int, rendered: dict[str | None, list[Any]]
+    suite: Suite,
+    task: Task,
+    case_id: str,
+    text: str,
+    repeat: int,
+    rendered: dict[str | None, list[Any]],
 ) -> Cell:
     contestant = parse_contestant(text)
     if contestant.variant not in rendered:
@@ -315,9 +321,9 @@ def estimate_judge(
     judge_max_tokens: int,
     judged_tasks: set[str],
     rubric_chars: int,
-    graded_tasks: set[str] = frozenset(),
+    graded_tasks: AbstractSet[str] = frozenset(),
     pairing: str = "baseline",
-    graded_cases: set[tuple[str, str]] = frozenset(),
+    graded_cases: AbstractSet[tuple[str, str]] = frozenset(),
     consistency: int = 0,
 ) -> EstimateLine:
     """Two judge calls per pair of a judged task (the baseline against each candidate, or
