@@ -43,7 +43,7 @@ def movers_section(ctx: Context) -> Section:
         return Section("changes", "What changed", (none,))
     threshold = num.rate(movers.get("threshold"))
     family = movers.get("comparisons")
-    since = (
+    since: tuple[str | Code, ...] = (
         "Since run ",
         Code(movers["previous_run"]),
         f": per-task win-rates that changed by {threshold} or more, largest first",
@@ -111,7 +111,7 @@ def _where(row: Mapping[str, Any], who: object) -> tuple[Any, ...]:
         " / ",
         Code(row.get("case") or ""),
         f" repeat {num.count(row.get('repeat'))}, ",
-        Code(who or ""),
+        Code(str(who or "")),
     )
 
 

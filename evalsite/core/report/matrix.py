@@ -20,7 +20,7 @@ that need them, and listed as left off.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from evalsite.core.pricing import UNPRICED_PROVIDERS
 
@@ -45,7 +45,7 @@ def pass_share(cell: Mapping[str, Any]) -> float | None:
     """A matrix or scorecard cell's passed / scored; None when it scored nothing."""
     if not cell.get("scored") or cell.get("passed") is None:
         return None
-    return cell["passed"] / cell["scored"]
+    return cast(float, cell["passed"] / cell["scored"])
 
 
 def split_contestant(name: str) -> tuple[str, str | None]:
@@ -93,8 +93,8 @@ def build_matrix(
 ) -> dict[str, Any]:
     contestants = [str(c) for c in report.get("contestants") or ()]
     cards = report.get("per_contestant") or {}
-    scorecard = report.get("scorecard")
-    scored_cells = scorecard.get("cells") if isinstance(scorecard, Mapping) else None
+    scorecard: Any = report.get("scorecard")
+    scored_cells: Any = scorecard.get("cells") if isinstance(scorecard, Mapping) else None
     from_scorecard = isinstance(scored_cells, Mapping)
     # a scorecard without criteria scores a cell by its pass rate: say so
     weighted = from_scorecard and bool(scorecard.get("criteria"))

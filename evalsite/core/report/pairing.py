@@ -129,7 +129,7 @@ def _by_task(
     }
 
 
-def delta_interval(paired: Mapping[str, Any] | None, part: str, name: str, task: str = ""):
+def delta_interval(paired: Mapping[str, Any] | None, part: str, name: str, task: str = "") -> Any:
     """The paired entry of one candidate (``win``) or contestant (``score``, ``passed``),
     overall or for ``task``; None when there is none."""
     entry = ((paired or {}).get(part) or {}).get(name)
