@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from evalsite.core.stats import score_category, strict_majority
 
@@ -264,6 +264,6 @@ _CATEGORY_SCORE = {"candidate": 1.0, "tie": 0.5, "baseline": 0.0}
 def _combined(pairs: Sequence[PairView]) -> str:
     """The judge's one category over the repeats an item covers: its mean pair score."""
     if len(pairs) == 1:
-        return pairs[0].judge
-    scores = [_CATEGORY_SCORE[p.judge] if p.score is None else p.score for p in pairs]
+        return cast(str, pairs[0].judge)  # judged pairs: none excluded, each has a category
+    scores = [_CATEGORY_SCORE[cast(str, p.judge)] if p.score is None else p.score for p in pairs]
     return score_category(sum(scores) / len(scores))

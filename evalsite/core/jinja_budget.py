@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from types import CodeType, FrameType
 from typing import Any
@@ -334,7 +334,7 @@ def _format_map_size(text: str, mapping: Any) -> int:
     return format_size(text, mapping.values() if isinstance(mapping, dict) else (mapping,))
 
 
-FILTER_SIZES = {
+FILTER_SIZES: dict[str, Callable[..., int]] = {
     "replace": _replace_size,
     "join": _join_size,
     "format": _format_filter_size,
@@ -342,7 +342,7 @@ FILTER_SIZES = {
     "wordwrap": _wordwrap_size,
     "center": _center_size,
 }
-METHOD_SIZES = {
+METHOD_SIZES: dict[str, Callable[..., int]] = {
     "replace": _replace_size,
     "join": lambda separator, items: _join_size(items, separator),
     "format": _format_method_size,

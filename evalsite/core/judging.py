@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -108,7 +108,7 @@ def exclusion_reason(
     Each side is a mapping with ``status`` (done / error), ``schema_verdict`` and
     ``exec_verdict``. ``which side`` is "baseline", "candidate" or "both".
     """
-    checks = (
+    checks: tuple[tuple[str, Callable[[Mapping[str, Any]], bool]], ...] = (
         ("answer_error", lambda a: a.get("status") != "done"),
         ("parse_fail", lambda a: a.get("schema_verdict") == "parse_fail"),
         ("schema_fail", lambda a: a.get("schema_verdict") == "schema_fail"),

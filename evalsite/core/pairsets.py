@@ -28,7 +28,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -185,7 +185,7 @@ class _Line:
         for key in _REQUIRED:
             if key not in data:
                 self.error(key, f"missing required key {key!r}")
-        values = {
+        values: dict[str, Any] = {
             "id": self._id(data),
             "task": self._task(data.get("task")),
             "question": self._text(data, "question", blank=False),
@@ -269,7 +269,7 @@ class _Line:
         return self._string(value, key) or ""
 
     def _votes(self, value: Any) -> tuple[Vote, ...]:
-        votes = []
+        votes: list[Vote] = []
         for index, item in self._items(value, "votes", _VOTE_KEYS):
             labeller = self._string(
                 item["labeller"], f"votes[{index}].labeller", blank=False, limit=_LIMITS["labeller"]
@@ -282,7 +282,7 @@ class _Line:
         return tuple(votes)
 
     def _verdicts(self, value: Any) -> tuple[Verdict, ...]:
-        verdicts = []
+        verdicts: list[Verdict] = []
         for index, item in self._items(value, "judge", _VERDICT_KEYS):
             where = f"judge[{index}]"
             judge = self._string(
@@ -484,18 +484,21 @@ def human_figures(votes: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
     }
     pairwise = pairwise_cohen(labels)
     agreed = [strict_majority(given.values()) for given in votes.values() if given]
-    return jsonable(
-        {
-            "pairwise": {names: result.kappa for names, result in pairwise.items()},
-            "pairwise_n": {names: result.n for names, result in pairwise.items()},
-            "fleiss_kappa": fleiss_kappa(labels),
-            "krippendorff_alpha": krippendorff_alpha(labels),
-            "labellers": sorted({labeller for given in labels.values() for labeller in given}),
-            "multiply_labelled": sum(1 for given in labels.values() if len(given) >= 2),
-            "consensus": sum(1 for prefer in agreed if prefer is not None),
-            "no_majority": sum(1 for prefer in agreed if prefer is None),
-            "unlabelled": len(votes) - len(labels),
-        }
+    return cast(
+        "dict[str, Any]",
+        jsonable(
+            {
+                "pairwise": {names: result.kappa for names, result in pairwise.items()},
+                "pairwise_n": {names: result.n for names, result in pairwise.items()},
+                "fleiss_kappa": fleiss_kappa(labels),
+                "krippendorff_alpha": krippendorff_alpha(labels),
+                "labellers": sorted({labeller for given in labels.values() for labeller in given}),
+                "multiply_labelled": sum(1 for given in labels.values() if len(given) >= 2),
+                "consensus": sum(1 for prefer in agreed if prefer is not None),
+                "no_majority": sum(1 for prefer in agreed if prefer is None),
+                "unlabelled": len(votes) - len(labels),
+            }
+        ),
     )
 
 
@@ -535,16 +538,19 @@ def _against(humans: Mapping[str, str], judged: Mapping[str, str]) -> dict[str, 
 def kappa_figures(result: Kappa) -> dict[str, Any]:
     """The lab's view of a kappa: n, kappa, interval, standard error, band, agreement and
     the confusion matrix (rows human, columns judge; baseline, candidate, tie = a, b, tie)."""
-    return jsonable(
-        {
-            "n": result.n,
-            "kappa": result.kappa,
-            "kappa_ci": result.ci,
-            "se": result.se,
-            "band": result.band,
-            "agreement": result.agreement,
-            "confusion": result.confusion,
-        }
+    return cast(
+        "dict[str, Any]",
+        jsonable(
+            {
+                "n": result.n,
+                "kappa": result.kappa,
+                "kappa_ci": result.ci,
+                "se": result.se,
+                "band": result.band,
+                "agreement": result.agreement,
+                "confusion": result.confusion,
+            }
+        ),
     )
 
 

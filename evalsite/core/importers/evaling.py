@@ -199,10 +199,10 @@ def _prompt(value: Any, state: _State, path: tuple[Any, ...]) -> Any:
         if value.endswith((".txt", ".j2")):
             found = state.c.read_text(value, state.c.at(path))
             return found[0] if found else None
-        found = state.c.read_yaml(value, state.c.at(path))
-        if found is None:
+        document = state.c.read_yaml(value, state.c.at(path))
+        if document is None:
             return None
-        value = found[0].data
+        value = document[0].data
         if isinstance(value, dict):
             value = value.get("messages", value.get("prompt"))
     if isinstance(value, str) or (isinstance(value, list) and value):
@@ -219,7 +219,7 @@ def _scorecard(
     scorecard: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     judge: dict[str, Any] = {}
-    judges = data.get("judges") if isinstance(data.get("judges"), dict) else {}
+    judges: Any = data.get("judges") if isinstance(data.get("judges"), dict) else {}
     for index, entry in enumerate(data.get("scorecard") or []):
         scorer = entry.get("scorer") if isinstance(entry, dict) else None
         if not isinstance(scorer, dict):
@@ -231,7 +231,7 @@ def _scorecard(
         }
         if kind == "llm-judge":
             name = scorer.get("judge")
-            spec = judges.get(name) if isinstance(judges.get(name), dict) else {}
+            spec: Any = judges.get(name) if isinstance(judges.get(name), dict) else {}
             if judge:
                 c.skip(
                     path,
@@ -281,10 +281,10 @@ def _rubric(value: Any, state: _State, path: tuple[Any, ...]) -> str:
         if not value.endswith((".yaml", ".yml")):
             found = state.c.read_text(value, at)
             return found[0] if found else ""
-        found = state.c.read_yaml(value, at)
-        if found is None:
+        document = state.c.read_yaml(value, at)
+        if document is None:
             return ""
-        loaded = found[0].data
+        loaded = document[0].data
         if isinstance(loaded, list):  # a judge prompt: its messages' text is the rubric
             state.c.notes.append(
                 f"the judge prompt {value} is the grade's rubric text; "
@@ -355,7 +355,7 @@ def _records(written: str, at: At, c: Collector) -> list[tuple[dict[str, Any], A
     text, file = found
     if written.lower().endswith(".csv"):
         return [(row, (file, line, "")) for line, row in c.csv_rows(text, file)]
-    out = []
+    out: list[tuple[dict[str, Any], At]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue

@@ -59,7 +59,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     prompts = _prompts(data.get("prompts"), c)
     models, params = _providers(data.get("providers", data.get("targets")), c)
     tests = _tests(data.get("tests"), c)
-    default = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
+    default: Any = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
     suite: dict[str, Any] = {
         "suite": suite_name(source, "promptfooconfig", "promptfoo"),
         "version": 1,
@@ -192,7 +192,7 @@ def _providers(value: Any, c: Collector) -> tuple[list[str], dict[str, Any]]:
     configs: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         spec = item if isinstance(item, dict) else {"id": item}
-        config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
+        config: Any = spec.get("config") if isinstance(spec.get("config"), dict) else {}
         model = _model(str(spec.get("id", "")), config, ("providers", index), c)
         if model and model not in models:
             models.append(model)
@@ -279,10 +279,10 @@ def _test_file(
         found = c.read_text(written, c.at(where))
         return _csv_tests(*found, c) if found else []
     if suffix in DATA:
-        found = c.read_yaml(written, c.at(where))
-        if found is None:
+        loaded = c.read_yaml(written, c.at(where))
+        if loaded is None:
             return []
-        document, file = found
+        document, file = loaded
         tests = document.data if isinstance(document.data, list) else []
         return [
             (t, (file, document.lines.get((i,)), f"[{i}]"))
@@ -294,7 +294,7 @@ def _test_file(
 
 
 def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict[str, Any], At]]:
-    out = []
+    out: list[tuple[dict[str, Any], At]] = []
     for line, row in c.csv_rows(text, file):
         test: dict[str, Any] = {"vars": {}, "assert": []}
         for column, cell in row.items():
@@ -486,10 +486,11 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
         )
         c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
         return None
-    found = c.read_yaml(written, at) if suffix in DATA else c.read_text(written, at)
-    if found is None:
-        return None
-    return found[0].data if suffix in DATA else found[0]
+    if suffix in DATA:
+        document = c.read_yaml(written, at)
+        return None if document is None else document[0].data
+    found = c.read_text(written, at)
+    return None if found is None else found[0]
 
 
 def _assertions(
@@ -528,7 +529,7 @@ def _assertions(
         if mapped is None:
             c.skip_at(where, f"assertion {kind}", why, file=file)
         checks += mapped or []
-    grade = None
+    grade: dict[str, Any] | None = None
     if criteria:
         grade = {"criteria": "\n".join(criteria)}
         if isinstance(threshold, int | float):

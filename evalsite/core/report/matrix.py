@@ -36,9 +36,12 @@ _PLACES = 9  # scores and costs equal to this many places are a tie
 
 
 class _Answer(Protocol):
-    contestant: str
-    status: str
-    cost_if_uncached_usd: float | None
+    @property
+    def contestant(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def cost_if_uncached_usd(self) -> float | None: ...
 
 
 def pass_share(cell: Mapping[str, Any]) -> float | None:

@@ -14,6 +14,7 @@ from evalsite.core.report.document import (
     Heading,
     Items,
     Para,
+    Part,
     Section,
     Table,
 )
@@ -106,7 +107,7 @@ def _judge(ctx: Context) -> tuple[Any, ...]:
     return (Code(judge.get("model") or ""), also)
 
 
-def _when(value: str | None) -> Cell:
+def _when(value: str | None) -> Part:
     return Code(value) if value else num.MISSING
 
 
