@@ -12,7 +12,7 @@ from typing import Any
 PER_CONTESTANT = ("min_win_rate_lower_bound", "min_score", "min_pass_rate")
 
 
-def unknown_subjects(gate: Mapping[str, Any], contestants: list[str]) -> list[tuple[str, str]]:
+def unknown_subjects(gate: Mapping[str, Any], contestants: Sequence[str]) -> list[tuple[str, str]]:
     """(gate, contestant) for each per-contestant threshold naming none of `contestants`."""
     return [
         (name, subject)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 from django.core.checks import Tags
 from django.core.management.base import BaseCommand
@@ -43,7 +42,7 @@ class EvalsiteCommand(BaseCommand):
     """A verb of evalsite's: its own options in --help, failures as one `error:` line and
     an exit code (never a traceback), and the lookups every verb shares."""
 
-    requires_system_checks: Sequence[str] = MODEL_CHECKS  # a verb may say "__all__"
+    requires_system_checks: list[str] | Literal["__all__"] = MODEL_CHECKS  # or every check
     suppressed_base_arguments = DJANGO_OPTIONS
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs):

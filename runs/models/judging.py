@@ -15,7 +15,7 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class PairQuerySet(models.QuerySet):
+class PairQuerySet(models.QuerySet["Pair"]):
     def included(self) -> PairQuerySet:
         return self.filter(excluded_reason="")
 

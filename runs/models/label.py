@@ -13,7 +13,7 @@ from django.db import models
 from runs.models.suites import Suite
 
 
-class LabelQuerySet(models.QuerySet):
+class LabelQuerySet(models.QuerySet["Label"]):
     def for_suite(self, suite: Suite) -> LabelQuerySet:
         return self.filter(suite=suite)
 

@@ -19,7 +19,7 @@ class FrozenPriceTable(ValidationError):
     """Raised when something tries to change a table a run has used."""
 
 
-class PriceTableQuerySet(models.QuerySet):
+class PriceTableQuerySet(models.QuerySet["PriceTable"]):
     def active(self) -> PriceTable | None:
         return self.filter(active=True).first()
 
