@@ -30,7 +30,7 @@ from runs.models.rows import update_each
 FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.MCP, SuiteVersion.Origin.DEMO)
 
 
-_PARSED: dict[tuple[int, str, str, str], Suite] = {}
+_PARSED: dict[tuple[int, str, str, str, bool], Suite] = {}
 _PARSED_MAX = 64
 
 

@@ -105,7 +105,9 @@ class Writer:
         if back:
             calls.filter(pk__in=back).give_back(run, shard.token, judge=judge)
         finished = [o for o in batch if o.values is not None]
-        kept = calls.finish_claimed(shard.token, {o.call.pk: o.values for o in finished})
+        kept = calls.finish_claimed(
+            shard.token, {o.call.pk: o.values for o in finished if o.values is not None}
+        )
         # A lost claim's reservation was returned by whoever reclaimed it; the spend stands,
         # as reported even above the reservation: what was billed was billed.
         mine = [o for o in finished if o.call.pk in kept]
