@@ -56,7 +56,7 @@ def content_key(pair: Pair) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def _content(pair: Pair) -> dict[str, str]:
+def _content(pair: Pair) -> dict[str, Any]:
     return dict(zip(CONTENT_FIELDS, content_key(pair), strict=True))
 
 
@@ -64,7 +64,7 @@ def _label_key(label) -> tuple[str, ...]:
     return tuple(getattr(label, name) for name in CONTENT_FIELDS)
 
 
-def content_of(row) -> dict[str, str]:
+def content_of(row: Any) -> dict[str, Any]:
     """The content-key fields of a label or an assignment, for filtering the other."""
     return {name: getattr(row, name) for name in CONTENT_FIELDS}
 

@@ -176,7 +176,7 @@ def _pair(run: Run, entry: dict) -> Pair | None:
     return pairs.order_by("repeat").first()
 
 
-def _content(pair: Pair) -> dict[str, str]:
+def _content(pair: Pair) -> dict[str, Any]:
     return {
         "task_id": pair.task_id,
         "case_id": pair.case_id,
