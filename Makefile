@@ -26,8 +26,9 @@ test-pg:
 	EVALSITE_SOAK=1 .venv/bin/python -m pytest -q -m soak tests/test_soak.py
 
 # mypy with django-stubs: strict on evalsite/core, check_untyped_defs elsewhere (pyproject.toml).
-# The plugin loads the settings, so the data dir is a throwaway one.
+# Its Django plugin loads the settings, which make a data dir: one beside mypy's cache, never
+# the one `make serve` uses.
 lint:
 	@scripts/bootstrap dev
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
-	EVALSITE_DATA_DIR=$${EVALSITE_DATA_DIR:-$$(mktemp -d)} PYTHONPATH=. .venv/bin/mypy
+	EVALSITE_DATA_DIR=.mypy_cache/evalsite-data PYTHONPATH=. .venv/bin/mypy

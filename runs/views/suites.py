@@ -16,7 +16,7 @@ from evalsite.core.suites import Problem, SuiteError, load_suite
 from evalsite.htmx import HtmxHttpRequest
 from runs.engine.scoring import stored_suite
 from runs.forms import RunForm, SuiteForm
-from runs.models import PriceTable, Run, Suite, SuiteVersion
+from runs.models import Price, PriceTable, Run, Suite, SuiteVersion
 from runs.planning.launch import (
     contestant_choices,
     judge_choices,
@@ -230,7 +230,7 @@ def prices(request: HttpRequest) -> HttpResponse:
     tables = PriceTable.objects.all()
     name = request.GET.get("table", "")
     table = tables.filter(name=name).first() if name else tables.active()
-    rows = table.prices.all() if table else []
+    rows = table.prices.all() if table else Price.objects.none()
     provider = request.GET.get("provider", "")
     if provider and table:
         rows = rows.filter(model__startswith=f"{provider}/")
