@@ -17,6 +17,8 @@ from pathlib import Path
 import dj_database_url
 from django.utils.csp import CSP
 
+from evalsite.core.pacing import DEFAULT_MAX_CONCURRENCY
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -165,7 +167,7 @@ Q_CLUSTER = {
     "label": "Background tasks",
 }
 # Calls in flight per model across a run (split between its shards).
-EVALSITE_MAX_CONCURRENCY = int(env_str("EVALSITE_MAX_CONCURRENCY", "8"))
+EVALSITE_MAX_CONCURRENCY = int(env_str("EVALSITE_MAX_CONCURRENCY", str(DEFAULT_MAX_CONCURRENCY)))
 # A claimed answer whose worker died goes back to pending after this many seconds.
 EVALSITE_CLAIM_LEASE_S = float(env_str("EVALSITE_CLAIM_LEASE_S", "600"))
 # The provider keys live on the worker hosts only (docs/scale-out.md): the web queues a run

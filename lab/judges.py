@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -32,6 +33,7 @@ from evalsite.core.suite_schema import MODEL
 from evalsite.core.suites import SuiteError, parse_suite
 from lab.models import PairSet, PairSetJudgeRun
 from runs.models import Call, Judgement, Run, SuiteVersion
+from runs.planning.launch import launch
 from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, store_plan
 
 CONTESTANTS = ["given/a", "given/b"]
@@ -130,15 +132,45 @@ def plan_judge_run(pairset: PairSet, config: JudgeConfig) -> LabPlan:
 @transaction.atomic
 def start_judge_run(lab: LabPlan, *, user=None) -> Run:
     """Register the lab suite and store the run with its given answers (the planner's
-    `store_plan`) and its link to the pair set, ready for the engine: ``runs.engine.runner.execute``
-    or ``runs.engine.tasks.enqueue_run``. Over the cap: LabError (exit 4) and nothing is stored."""
+    `store_plan`) and its link to the pair set, to execute here (``pairs judge``:
+    ``runs.engine.local.execute_here``). Over the cap: LabError (exit 4) and nothing is
+    stored."""
+    member = _member(user)
+    run = store_plan(_registered(lab, member), user=member)
+    _link(lab, run)
+    return run
+
+
+def launch_judge_run(lab: LabPlan, *, user, form_nonce: str = "") -> tuple[Run, bool]:
+    """The lab page's judge run, launched as the new-run form launches a run
+    (:func:`runs.planning.launch.launch`): stored with its link to the pair set and queued
+    for the workers; the same rendering of the form posted again gets the run it started
+    (False). Over the cap, or a key the server lacks: LabError and nothing is stored."""
+    member = _member(user)
+    with transaction.atomic():
+        plan = _registered(lab, member)
+        try:
+            return launch(plan, user=member, form_nonce=form_nonce, then=partial(_link, lab))
+        except PlanError as error:
+            raise LabError([str(error)], error.code) from None
+
+
+def _member(user):
+    return user if user is not None and user.is_authenticated else None
+
+
+def _registered(lab: LabPlan, member) -> Plan:
+    """The lab's plan with its suite registered (LabError when over the cap)."""
     if lab.plan.over_cap:
         raise LabError([lab.refusal()], ExitCode.REFUSED)
-    member = user if user is not None and user.is_authenticated else None
     version, _ = SuiteVersion.objects.register(
         lab.plan.suite, lab.yaml_text, origin=SuiteVersion.Origin.LAB, user=member
     )
-    run = store_plan(dataclasses.replace(lab.plan, version=version), user=member)
+    return dataclasses.replace(lab.plan, version=version)
+
+
+def _link(lab: LabPlan, run: Run) -> None:
+    """The run's link to its pair set and judge configuration."""
     run.options["lab"] = lab.pairset.pk
     run.save(update_fields=["options"])
     config = lab.config
@@ -146,7 +178,6 @@ def start_judge_run(lab: LabPlan, *, user=None) -> Run:
         pairset=lab.pairset, run=run, name=lab.name, judge=config.model.strip(),
         rubric=config.rubric, fake=config.fake,
     )  # fmt: skip
-    return run
 
 
 # --- the figures --------------------------------------------------------------------------

@@ -16,13 +16,11 @@ from django.views.decorators.vary import vary_on_headers
 from evalsite.core.input_limits import MAX_BYTES, size_message
 from evalsite.core.problems import Problem
 from evalsite.htmx import HtmxHttpRequest
-from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_judge_run
+from lab.judges import JudgeConfig, LabError, lab_report, launch_judge_run, plan_judge_run
 from lab.models import PairSet
 from lab.transfer import import_pairset
-from runs.engine.tasks import enqueue_run
-from runs.forms import CapField
+from runs.forms import CapField, FormTokenField
 from runs.models import Run
-from runs.planning.launch import MAX_SHARDS
 from runs.prices import NoActivePriceTable, active_table
 
 MAX_WARNINGS_SHOWN = 10
@@ -41,6 +39,7 @@ class JudgeRunForm(forms.Form):
     )  # fmt: skip
     fake = forms.BooleanField(required=False, label="Fake judge (offline, simulated cost)")
     max_cost = CapField(label="Cap (USD, default 2.00)")
+    form_token = FormTokenField()
 
 
 @require_http_methods(["GET", "POST"])
@@ -93,17 +92,22 @@ def lab_detail(request: HtmxHttpRequest, name: str) -> HttpResponse:
 
 
 def _start(request: HttpRequest, pairset: PairSet, data: dict) -> list[Problem]:
-    """Plan, store and queue a judge run; the problems that stopped it, else []."""
+    """Plan and launch a judge run (as the new-run form launches one); the problems that
+    stopped it, else []."""
     rubric = (data["rubric"] or "").replace("\r\n", "\n")  # as a file would hold it
     config = JudgeConfig(
         model=data["model"], rubric=rubric, fake=data["fake"], max_cost=data["max_cost"]
     )
+    nonce = data["form_token"].nonce if data["form_token"] else ""
     try:
-        run = start_judge_run(plan_judge_run(pairset, config), user=request.user)
+        lab = plan_judge_run(pairset, config)
+        run, started = launch_judge_run(lab, user=request.user, form_nonce=nonce)
     except LabError as error:
         return _problems(error, config.model)
-    enqueue_run(run, shards=MAX_SHARDS)
-    messages.success(request, f"Started run {run.id}: the figures appear here when it is done.")
+    if started:
+        messages.success(request, f"Started run {run.id}: the figures appear here when it is done.")
+    else:
+        messages.info(request, "This form had already started this run; nothing new was started.")
     return []
 
 

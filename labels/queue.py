@@ -36,37 +36,13 @@ from django.utils import timezone
 
 from labels.models import Assignment
 from runs.models import Label, Pair, Run, Suite
+from runs.models.label import CONTENT_FIELDS, PAIR_CONTENT_FIELDS, content_of
 from runs.results.calibration import pair_rows, refresh_human
 from runs.results.memo import FinishedRunMemo
 
 SAMPLE, TARGETED = Label.Mode.SAMPLE, Label.Mode.TARGETED
-PAIR_CONTENT = (
-    "task_id", "case_id", "baseline_contestant", "candidate_contestant", "baseline_sha",
-    "candidate_sha",
-)  # fmt: skip
 SHOWN_FOR = dt.timedelta(minutes=10)
 _SIGNING_NAMESPACE = "evalsite.labels.pair"
-CONTENT_FIELDS = ("task_id", "case_id", "baseline", "candidate", "baseline_sha", "candidate_sha")
-
-
-def content_key(pair: Pair) -> tuple[str, ...]:
-    return (
-        pair.task_id, pair.case_id, pair.baseline_contestant, pair.candidate_contestant,
-        pair.baseline_sha, pair.candidate_sha,
-    )  # fmt: skip
-
-
-def _content(pair: Pair) -> dict[str, Any]:
-    return dict(zip(CONTENT_FIELDS, content_key(pair), strict=True))
-
-
-def _label_key(label) -> tuple[str, ...]:
-    return tuple(getattr(label, name) for name in CONTENT_FIELDS)
-
-
-def content_of(row: Any) -> dict[str, Any]:
-    """The content-key fields of a label or an assignment, for filtering the other."""
-    return {name: getattr(row, name) for name in CONTENT_FIELDS}
 
 
 def _keyed_fraction(*parts: object) -> float:
@@ -135,12 +111,12 @@ def offered(run: Run, mode: str) -> Offered:
     per process; the targeted ones (they move with the labels) every time."""
     if mode == SAMPLE:
         return _OFFERED.get(run, lambda: _offered(run, _judged_rows(run)))
-    return _offered(run, list(candidates(run, mode).values_list("pk", *PAIR_CONTENT)))
+    return _offered(run, list(candidates(run, mode).values_list("pk", *PAIR_CONTENT_FIELDS)))
 
 
 def _judged_rows(run: Run) -> list[tuple]:
     return [
-        (row["pk"], *(row[name] for name in PAIR_CONTENT))
+        (row["pk"], *(row[name] for name in PAIR_CONTENT_FIELDS))
         for row in pair_rows(run)
         if not row["excluded_reason"] and row["score"] is not None
     ]
@@ -249,11 +225,11 @@ def offer(suite: Suite, user, pair: Pair, mode: str = SAMPLE) -> Offer:
     """Show `pair` to `user`: note the assignment and sign its token."""
     assignment = _assignment(suite, user, pair)
     token = signing.dumps({"a": assignment.pk, "m": mode}, salt=_SIGNING_NAMESPACE, compress=True)
-    return Offer(assignment, pair, token, baseline_on_left(user, content_key(pair)))
+    return Offer(assignment, pair, token, baseline_on_left(user, pair.content_key))
 
 
 def _assignment(suite: Suite, user, pair: Pair) -> Assignment:
-    content = _content(pair)
+    content = pair.content
     try:
         with transaction.atomic():
             assignment, created = Assignment.objects.get_or_create(
@@ -284,15 +260,9 @@ def from_token(token: str, user) -> tuple[Assignment, str]:
 def pair_for(assignment: Assignment) -> Pair | None:
     """The pair of the suite's calibration run with the assignment's content (any repeat)."""
     run = Run.objects.calibration_run(assignment.suite)
-    content = {
-        "task_id": assignment.task_id,
-        "case_id": assignment.case_id,
-        "baseline_contestant": assignment.baseline,
-        "candidate_contestant": assignment.candidate,
-        "baseline_sha": assignment.baseline_sha,
-        "candidate_sha": assignment.candidate_sha,
-    }
-    pairs = Pair.objects.filter(**content).select_related("baseline", "candidate")
+    pairs = Pair.objects.with_content(content_of(assignment)).select_related(
+        "baseline", "candidate"
+    )
     if run is not None:
         return pairs.filter(run=run).first() or pairs.order_by("-pk").first()
     return pairs.order_by("-pk").first()
@@ -309,7 +279,7 @@ def preference(user, assignment: Assignment, choice: str) -> str:
     side = CHOICES[choice]
     if side == "tie":
         return Label.Prefer.TIE
-    left_is_baseline = baseline_on_left(user, _label_key(assignment))
+    left_is_baseline = baseline_on_left(user, tuple(content_of(assignment).values()))
     if (side == "left") == left_is_baseline:
         return Label.Prefer.BASELINE
     return Label.Prefer.CANDIDATE

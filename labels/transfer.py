@@ -106,7 +106,7 @@ def _bind(suite: Suite, run: Run, entry: Any, user, users: dict) -> tuple | None
             f"{entry['baseline']} vs {entry['candidate']}"
         )
     name = owner.get_username()
-    existing = Label.objects.filter(suite=suite, labeller_name=name, **_content(pair)).first()
+    existing = Label.objects.filter(suite=suite, labeller_name=name, **pair.content).first()
     if existing is None:
         return entry, owner, pair
     if existing.labeller_id != owner.pk:  # a deleted or renamed account's row
@@ -176,21 +176,10 @@ def _pair(run: Run, entry: dict) -> Pair | None:
     return pairs.order_by("repeat").first()
 
 
-def _content(pair: Pair) -> dict[str, Any]:
-    return {
-        "task_id": pair.task_id,
-        "case_id": pair.case_id,
-        "baseline": pair.baseline_contestant,
-        "candidate": pair.candidate_contestant,
-        "baseline_sha": pair.baseline_sha,
-        "candidate_sha": pair.candidate_sha,
-    }
-
-
 def _store(suite: Suite, bound: list[tuple[dict, Any, Pair]]) -> None:
     with transaction.atomic():
         for entry, owner, pair in bound:
-            content = _content(pair)
+            content = pair.content
             Label.objects.update_or_create(
                 suite=suite,
                 labeller_name=owner.get_username(),

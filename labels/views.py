@@ -233,17 +233,10 @@ def _tables_as_seen(run: Run, user, hidden: frozenset) -> dict:
     me = user.get_username()
 
     def visible(label) -> bool:
-        return label.source == SUITE_FILE or label.labeller == me or _key(label) not in hidden
+        return label.source == SUITE_FILE or label.labeller == me or label.content_key not in hidden
 
     seen = calibration_of(run, keep=visible)
     return {"labellers": seen["labellers"], "humans": seen["humans"]}
-
-
-def _key(label) -> tuple[str, ...]:
-    return (
-        label.task, label.case, label.baseline, label.candidate, label.baseline_sha,
-        label.candidate_sha,
-    )  # fmt: skip
 
 
 def _chosen_run(request: HttpRequest, suite: Suite) -> Run | None:

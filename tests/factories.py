@@ -215,6 +215,18 @@ def write_scripted_suite(folder: Path, suite: str, replies: str) -> Path:
     return folder / "suite.yaml"
 
 
+def write_no_look_suite(folder: Path) -> Path:
+    """A one-case no-look suite of one scripted model that passes, written by
+    :func:`write_scripted_suite`; its path."""
+    suite = (
+        "suite: sealed\nversion: 1\nprivacy: {no_look: true}\nmodels: [scripted/a]\n"
+        "replies: replies.yaml\ntasks:\n  - id: greet\n    judge: false\n"
+        '    prompt: "Greet {{who}}."\n'
+        "    cases: [{id: ada, vars: {who: Ada}, checks: [{contains: Ada}]}]\n"
+    )
+    return write_scripted_suite(folder, suite, "a:\n  greet/ada: [Hello Ada.]\n")
+
+
 def run_command(*args: str) -> tuple[int, str, str]:
     """A management command's exit code, stdout and stderr (0 when it returns)."""
     out, err = io.StringIO(), io.StringIO()

@@ -252,8 +252,9 @@ def test_run_baseline_on_an_imported_suite_holds_cases_to_the_baseline_not_the_g
     assert "gate failed" not in out + err
     run = Run.objects.latest("created_at")
     assert run.report["gates_passed"] is True
-    assert [gate["status"] for gate in run.report["gates"]] == ["skipped"]
+    assert [gate["status"] for gate in run.report["gates"]] == ["skipped", "passed"]
     assert "--baseline" in run.report["gates"][0]["message"]
+    assert run.report["gates"][1]["gate"] == "baseline"
 
     (tmp_path / "perfect.txt").write_text("evalpin-results 1\ngreet 2 2\n")
     code, out, err = run_command("run", str(tmp_path / "suite.yaml"), "--baseline",
@@ -298,3 +299,36 @@ def test_a_report_path_of_a_run_not_in_this_data_dir_is_refused_by_name(tmp_path
     code, _, err = run_command("compare", str(report), str(report))
     assert code == ExitCode.INPUT_ERROR
     assert "20260101T000000Z_x" in err and "not in this data dir" in err
+
+
+def test_run_baseline_verdict_is_a_gate_of_the_report_every_face_reads(tmp_path: Path) -> None:
+    """`run --baseline` with a worse case exited 1 while report.json said `gates_passed:
+    true`: the per-case verdict was worked out by the command after the report was written
+    (issue 28, the gap left at its first close). It is a gate result of the report now, one
+    per failing case, that the CLI, report.json and `evalsite report --json` all read."""
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    replies(tmp_path, "Hi there.")  # greet passes 1 of 2 attempts
+    (tmp_path / "perfect.txt").write_text("evalpin-results 1\ngreet 2 2\n")
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"), "--baseline",
+                             str(tmp_path / "perfect.txt"))  # fmt: skip
+    assert code == ExitCode.GATE_FAILED
+    assert "baseline: greet 1/2 is worse" in err
+    run = Run.objects.latest("created_at")
+    assert run.report["gates_passed"] is False
+    [gate] = run.report["gates"]
+    assert (gate["gate"], gate["subject"], gate["status"]) == ("baseline", "greet", "failed")
+    assert gate["message"] == "greet 1/2 is worse"
+    on_disk = json.loads((run.report_dir / "report.json").read_text())
+    assert on_disk["gates_passed"] is False
+    code, out, _ = run_command("report", run.id, "--json")
+    assert json.loads(out)["gates_passed"] is False
+    assert "greet 1/2 is worse" in (run.report_dir / "report.md").read_text()
+
+    (tmp_path / "same.txt").write_text("evalpin-results 1\ngreet 1 2\n")
+    code, out, err = run_command("run", str(tmp_path / "suite.yaml"), "--baseline",
+                             str(tmp_path / "same.txt"))  # fmt: skip
+    assert code == ExitCode.OK, out + err
+    run = Run.objects.latest("created_at")
+    [gate] = run.report["gates"]
+    assert (gate["gate"], gate["status"]) == ("baseline", "passed")
+    assert gate["message"] == f"no case worse than {tmp_path / 'same.txt'} (1 compared)"

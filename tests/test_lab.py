@@ -611,6 +611,45 @@ class LabPageTests(TestCase):
         page = self.client.get(url).content.decode()
         assert lab.run_id in page and 'hx-trigger="every 2s"' in page
 
+    def test_a_double_posted_judge_run_form_starts_one_run(self):
+        import re
+        from unittest import mock
+
+        pairset = self.imported()
+        url = reverse("lab_detail", args=[pairset.name])
+        page = self.client.get(url).content.decode()
+        token = re.search(r'name="form_token" value="([^"]+)"', page)
+        assert token, "the judge run form carries no form_token"
+        form = {"model": "fake/small", "fake": "on", "form_token": token.group(1)}
+
+        with (
+            mock.patch("runs.engine.tasks.async_task") as queued,
+            self.captureOnCommitCallbacks(execute=True),
+        ):
+            first = self.client.post(url, form)
+            second = self.client.post(url, form, follow=True)
+
+        assert first.status_code == 302 and second.redirect_chain == [(url, 302)]
+        assert Run.objects.count() == 1 and PairSetJudgeRun.objects.count() == 1
+        assert queued.call_count == MAX_SHARDS  # queued once: nothing is paid twice
+        assert "This form had already started this run" in second.content.decode()
+
+    def test_the_lab_keeps_a_cap_to_the_micro_dollar_as_the_new_run_form_does(self):
+        from decimal import Decimal
+        from unittest import mock
+
+        pairset = self.imported()
+        url = reverse("lab_detail", args=[pairset.name])
+
+        with mock.patch("runs.engine.tasks.async_task"):
+            form = {"model": "fake/small", "fake": "on", "max_cost": "1.234567"}
+            assert self.client.post(url, form).status_code == 302
+            rounded = self.client.post(url, form | {"max_cost": "1.2345678"})
+
+        assert Run.objects.get().cap_usd == Decimal("1.234567")
+        assert rounded.status_code == 400
+        assert "the cap has more than 6 decimal places" in rounded.content.decode()
+
     def test_a_judge_over_the_cap_or_unknown_is_refused_on_the_page_with_nothing_stored(self):
         pairset = self.imported()
         url = reverse("lab_detail", args=[pairset.name])

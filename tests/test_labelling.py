@@ -13,7 +13,7 @@ from django.test import Client, override_settings
 
 from evalsite.core.judging import judge_config
 from evalsite.core.suites import parse_suite
-from labels.queue import baseline_on_left, content_key
+from labels.queue import baseline_on_left
 from runs.models import Answer, Decision, Judgement, Label, Pair, Run
 from runs.prices import ensure_default_table
 from runs.results.reporting import write_report
@@ -120,7 +120,7 @@ def test_the_page_reveals_no_model_verdict_cost_or_id_and_not_which_side_is_the_
             numbers = {int(n) for n in re.findall(r"\d+", body)}
             assert not {n for n in numbers if n >= 10} & answer_ids, (numbers, body)
             shapes.add(body)
-            left_is_baseline[baseline_on_left(member, content_key(pair))] += 1
+            left_is_baseline[baseline_on_left(member, pair.content_key)] += 1
     # every pair, for both members, renders to the same page once its texts are masked:
     # nothing in text, attributes, order or hidden elements depends on the side
     assert len(shapes) == 1
@@ -152,7 +152,7 @@ def test_a_label_is_stored_as_baseline_or_candidate_from_the_members_sides(run):
 
     label = Label.objects.get()
     pair = Pair.objects.filter(run=run, task_id=label.task_id, case_id=label.case_id).first()
-    left_baseline = baseline_on_left(ann, content_key(pair))
+    left_baseline = baseline_on_left(ann, pair.content_key)
     assert label.prefer == ("baseline" if left_baseline else "candidate")
     assert label.note == "clearer" and label.source == "browser" and label.mode == "sample"
     assert (label.baseline_sha, label.candidate_sha) == (pair.baseline_sha, pair.candidate_sha)

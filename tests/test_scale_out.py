@@ -56,7 +56,7 @@ def test_a_shard_whose_connection_is_terminated_starts_again(monkeypatch):
     outcomes = [OperationalError("terminating connection due to administrator command"), None]
     calls, slept = [], []
 
-    def execute(run_id, *, shards, halt):
+    def execute(run_id, *, shards, index, halt):
         calls.append((run_id, shards))
         if error := outcomes.pop(0):
             raise error
@@ -75,7 +75,7 @@ def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(mo
 
     calls = []
 
-    def lost(run_id, *, shards, halt):
+    def lost(run_id, *, shards, index, halt):
         calls.append(run_id)
         raise OperationalError("the connection is lost")
 
@@ -85,7 +85,7 @@ def test_a_shard_gives_up_after_its_reconnects_and_never_retries_other_errors(mo
         tasks.run_shard("r1", 1)
     assert len(calls) == tasks.SHARD_RECONNECTS + 1
 
-    def broken(run_id, *, shards, halt):
+    def broken(run_id, *, shards, index, halt):
         calls.append(run_id)
         raise IntegrityError("a bug, not the network")
 

@@ -79,6 +79,15 @@ class LabelView:
     mode: str = "sample"
     at: str = ""  # ISO time: labels are matched, and the kappa curve drawn, in this order
 
+    @property
+    def content_key(self) -> tuple[str, ...]:
+        """The pair content key a content label is bound to, in the order of the database's
+        (runs.models.label.CONTENT_FIELDS)."""
+        return (
+            self.task, self.case, self.baseline, self.candidate, self.baseline_sha,
+            self.candidate_sha,
+        )  # fmt: skip
+
 
 @dataclass
 class Item:

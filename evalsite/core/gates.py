@@ -18,11 +18,12 @@ uncached) in percent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from evalsite.core.gate_subjects import unknown_subjects
+from evalsite.core.report.case_diff import CaseChange, failing_cases, why_failing
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.document import one_contestant
 from evalsite.core.report.matrix import matrix_of, pass_share
@@ -56,12 +57,15 @@ def check_gates(
     strict: bool = False,
     on_below_floor: str = "flag",
     case_baseline: str = "",
+    baseline_changes: Sequence[CaseChange] | str = (),
 ) -> list[GateResult]:
     """Every gate of `gate` checked on `report`; `pinned` is the pinned baseline run's report.
     `strict` (--strict-gates) fails a gate naming a contestant the run does not have;
     `on_below_floor` is the suite's ``judge.calibration.on_below_floor``; `case_baseline` names
-    the run's `--baseline` (each case held against its own baseline, as evalpin does): it
-    replaces `min_pass_all_rate`, which is skipped with a note."""
+    the run's `--baseline` (each case held against its own baseline, as evalpin does) and
+    `baseline_changes` are its cases against the run's (or why they cannot be compared): a
+    `baseline` gate fails for each case that is worse or new and not fully passing, and
+    `min_pass_all_rate` is skipped with a note."""
     results: list[GateResult] = []
     if on_below_floor == "fail":
         results.append(_floor(report))
@@ -100,6 +104,8 @@ def check_gates(
                 )  # fmt: skip
                 for c in subjects
             ]
+    if case_baseline:
+        results += _against_baseline(case_baseline, baseline_changes)
     results += _scorecard_gates(report, gate)
     if "min_best_score" in gate:
         results.append(_best_score(report, gate["min_best_score"]))
@@ -240,6 +246,31 @@ def _held_to_baseline(threshold: float, case_baseline: str) -> GateResult:
         f"replaced by --baseline {case_baseline}: a case fails only when it is worse than "
         "its baseline, or new and not fully passing",
     )  # fmt: skip
+
+
+def _against_baseline(name: str, changes: Sequence[CaseChange] | str) -> list[GateResult]:
+    """evalpin's `--baseline` verdict: a failed result naming each case that is worse or new
+    and not fully passing (its share of passed attempts against the baseline's), or one
+    passed result for the run; failed, saying why, when the cases cannot be compared."""
+    if isinstance(changes, str):
+        return [GateResult("baseline", "run", "failed", None, None,
+                           f"cannot hold the cases against {name}: {changes}")]  # fmt: skip
+    failing = failing_cases(changes)
+    if not failing:
+        compared = sum(1 for change in changes if change.before and change.after)
+        return [GateResult("baseline", "run", "passed", 0, 0,
+                           f"no case worse than {name} ({compared} compared)")]  # fmt: skip
+    return [
+        GateResult(
+            "baseline",
+            change.key,
+            "failed",
+            float(change.after.rate) if change.after else None,
+            float(change.before.rate) if change.before else None,
+            why_failing(change),
+        )  # fmt: skip
+        for change in failing
+    ]
 
 
 def _at_most(

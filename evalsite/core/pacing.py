@@ -11,6 +11,8 @@ MAX_ATTEMPTS = 4
 BACKOFF_BASE_S = 1.0
 BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 60.0
+# Calls in flight per model across a run, unless the run or EVALSITE_MAX_CONCURRENCY says.
+DEFAULT_MAX_CONCURRENCY = 8
 
 
 def backoff_delay(
@@ -35,17 +37,34 @@ def backoff_delay(
 
 @dataclass(frozen=True)
 class Limits:
-    max_concurrency: int = 8
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     requests_per_minute: int | None = None
 
-    def share(self, parts: int) -> Limits:
-        """This limit split between `parts` shards running at once (each gets at least 1)."""
+    def share(self, parts: int, index: int = 0) -> Limits:
+        """Shard `index`'s part of this limit split between `parts` shards running at once.
+        The parts add up to the limit, never more: the first shards take the remainder, and
+        a shard past the limit's count gets 0 (:attr:`idle`: it makes no calls)."""
         parts = max(1, parts)
         rpm = self.requests_per_minute
         return Limits(
-            max(1, self.max_concurrency // parts),
-            None if rpm is None else max(1, rpm // parts),
+            _part(self.max_concurrency, parts, index),
+            None if rpm is None else _part(rpm, parts, index),
         )
+
+    @property
+    def idle(self) -> bool:
+        """A share with no call to make (see :meth:`share`)."""
+        return self.max_concurrency < 1 or self.requests_per_minute == 0
+
+    def shards(self, wanted: int) -> int:
+        """How many of `wanted` shards to run: no more than the limit has calls, so none
+        is idle."""
+        rpm = self.requests_per_minute
+        return max(1, min(wanted, self.max_concurrency, wanted if rpm is None else rpm))
+
+
+def _part(limit: int, parts: int, index: int) -> int:
+    return limit // parts + (1 if index < limit % parts else 0)
 
 
 class ModelGate:

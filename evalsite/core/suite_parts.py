@@ -214,6 +214,12 @@ class SuiteLabel:
         return cls(**text, labeller=as_type(raw.get("labeller"), str, None))
 
 
+# The calibration floor a judge is held to unless its suite says otherwise (evalmine's):
+# kappa at least 0.40 over at least 10 labels. Read here and nowhere else.
+DEFAULT_MIN_KAPPA = 0.40
+DEFAULT_MIN_LABELS = 10
+
+
 @dataclass(frozen=True)
 class Judge:
     """The judge configuration; calibration defaults are evalmine's (0.40, 10, flag)."""
@@ -223,9 +229,9 @@ class Judge:
     max_tokens: int | None = None
     temperature: float | None = None
     pairing: str = "baseline"
-    min_kappa: float = 0.40
+    min_kappa: float = DEFAULT_MIN_KAPPA
     min_kappa_lower_bound: float | None = None  # the gate reads kappa's interval too
-    min_labels: int = 10
+    min_labels: int = DEFAULT_MIN_LABELS
     on_below_floor: str = "flag"
     consistency: int = 0  # extra judgements of a sample of pairs (docs/judging.md)
 
@@ -238,9 +244,14 @@ class Judge:
             max_tokens=as_type(raw.get("max_tokens"), int, None),
             temperature=as_type(raw.get("temperature"), NUMBER, None),
             pairing=as_type(raw.get("pairing"), str, "baseline"),
-            min_kappa=as_type(calibration.get("min_kappa"), NUMBER, 0.40),
+            min_kappa=as_type(calibration.get("min_kappa"), NUMBER, DEFAULT_MIN_KAPPA),
             min_kappa_lower_bound=as_type(calibration.get("min_kappa_lower_bound"), NUMBER, None),
-            min_labels=as_type(calibration.get("min_labels"), int, 10),
+            min_labels=as_type(calibration.get("min_labels"), int, DEFAULT_MIN_LABELS),
             on_below_floor=as_type(calibration.get("on_below_floor"), str, "flag"),
             consistency=as_type(raw.get("consistency"), int, 0),
         )
+
+
+# A suite without a judge still has a calibration floor (its labels are counted against it):
+# the defaults above.
+NO_JUDGE = Judge(model="")

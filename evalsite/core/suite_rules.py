@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalsite.core import judge_warnings
 from evalsite.core.json_schemas import task_schema_problems
+from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.patterns import pattern_error
 from evalsite.core.problems import Path, Problem, SourceMap
 from evalsite.core.prompts import template_problems
@@ -64,6 +65,7 @@ def rule_problems(
     errors = (
         _duplicate_ids(suite, sources) + _variant_problems(suite, at) + _label_problems(suite, at)
     )
+    errors += _cap_problems(suite, at)
     for index, task in enumerate(suite.tasks):
         errors += _prompt_problems(task, index, at)
         if not stored:
@@ -96,6 +98,17 @@ def _judge_warnings(suite: Suite, at: At) -> list[Problem]:
     if budget := judge_warnings.budget_warning(judge.max_tokens):
         problems.append(at(("judge", "max_tokens"), budget, severity="warning"))
     return problems
+
+
+def _cap_problems(suite: Suite, at: At) -> list[Problem]:
+    """limits.max_cost_usd by the rule and with the words of every other cap."""
+    if suite.max_cost_usd is None:
+        return []
+    try:
+        parse_cap(suite.max_cost_usd, what="the cap")
+    except MoneyError as error:
+        return [at(("limits", "max_cost_usd"), str(error))]
+    return []
 
 
 def _suggest(name: str, known: Iterable[str], what: str, where: str = "") -> str:

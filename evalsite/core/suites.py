@@ -29,11 +29,13 @@ import pathlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from evalsite.core.input_limits import value_problems
 from evalsite.core.keys import key_prefix, looks_like_key, redact
 from evalsite.core.media import MEDIA_KEY, MediaFile
+from evalsite.core.money import parse_cap
 from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems, walk_strings
 from evalsite.core.prompts import (
     media_refusals,
@@ -155,6 +157,11 @@ class Suite:
     warnings: tuple[Problem, ...] = ()
     variant_specs: Mapping[str, Variant] = field(default_factory=dict, repr=False)
     document: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def cap_usd(self) -> Decimal | None:
+        """limits.max_cost_usd read as every cap is (money.parse_cap; checked on load)."""
+        return None if self.max_cost_usd is None else parse_cap(self.max_cost_usd)
 
     @property
     def judge_model(self) -> str | None:

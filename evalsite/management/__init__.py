@@ -39,10 +39,16 @@ DJANGO_OPTIONS = {
 
 
 class EvalsiteCommand(BaseCommand):
-    """A verb of evalsite's: its own options in --help, failures as one `error:` line and
-    an exit code (never a traceback), and the lookups every verb shares."""
+    """A verb of evalsite's: a ready database before `handle` runs, its own options in
+    --help, failures as one `error:` line and an exit code (never a traceback), and the
+    lookups every verb shares."""
 
     requires_system_checks: list[str] | Literal["__all__"] = MODEL_CHECKS  # or every check
+    # Every verb gets its database migrated and its default price table loaded before
+    # `handle` (check_migrations below), so none can forget it, as `import` once did. A verb
+    # that must not touch the database says False and prepares it where it first needs it:
+    # `validate` and `import` (fast on a broken file), `mcp` (stdout is the protocol's).
+    requires_migrations_checks = True
     suppressed_base_arguments = DJANGO_OPTIONS
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs):
@@ -51,6 +57,13 @@ class EvalsiteCommand(BaseCommand):
             if "--skip-checks" in action.option_strings:
                 action.help = argparse.SUPPRESS
         return parser
+
+    def check_migrations(self) -> None:
+        """Django's step just before `handle`: here the pending migrations are applied, not
+        only reported (runs.setup.prepare_database)."""
+        from runs.setup import prepare_database
+
+        prepare_database()
 
     def get_version(self) -> str:
         from evalsite.management.verbs import version

@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import sys
-import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -25,8 +24,8 @@ from pydantic import Field, PlainValidator
 
 from evalsite.core.report.compare import REGRESSION_POINTS
 from evalsite.mcp import cases, history, replies, tools
-from runs import sealed
-from runs.engine.runner import execute
+from runs.engine.local import Stop, execute_here
+from runs.models import Run
 from runs.setup import prepare_database
 
 logger = logging.getLogger(__name__)
@@ -233,28 +232,28 @@ def _result(reply: dict[str, Any], *, error: bool = False) -> CallToolResult:
 
 
 async def _execute(run_id: str, ctx: Context) -> None:
-    """Execute the run on a thread, reporting progress every POLL_S until it ends. A
-    cancelled tool call asks the run to stop between calls, as Ctrl-C does."""
-    worker = threading.Thread(target=_run, args=(run_id,), name=f"run-{run_id}", daemon=True)
-    worker.start()
-    sent = -1
+    """Execute the run here (execute_here, on a worker thread), reporting progress every
+    POLL_S until it ends. A cancelled tool call asks the run to stop between calls, as Ctrl-C
+    does: the call returns at once, and the run's thread writes the cancel."""
+    stop = Stop()
+    sent = [-1]
+
+    def on_progress(run: Run) -> None:
+        sent[0] = anyio.from_thread.run(_report_progress, ctx, run.id, sent[0])
+
+    def work() -> None:
+        try:
+            execute_here(Run.objects.get(pk=run_id), on_progress=on_progress, stop=stop,
+                         poll_s=POLL_S)  # fmt: skip
+        finally:
+            close_old_connections()
+
     try:
-        while worker.is_alive():
-            sent = await _report_progress(ctx, run_id, sent)
-            await anyio.sleep(POLL_S)
+        await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_on_thread, tools.cancel, run_id)
+        stop.ask()
         raise
-    await _report_progress(ctx, run_id, sent)
-
-
-def _run(run_id: str) -> None:
-    """Execute the run; a no-look run's case data is forgotten when it ends."""
-    try:
-        execute(run_id)
-    finally:
-        sealed.release(run_id)
+    await _report_progress(ctx, run_id, sent[0])
 
 
 async def _report_progress(ctx: Context, run_id: str, sent: int) -> int:

@@ -131,8 +131,8 @@ def default_cap(loaded: LoadedSuite) -> Decimal:
     """Without max_cost: the suite's limit, EVALSITE_MCP_MAX_COST and the ceiling, whichever
     is lowest."""
     caps = [settings.EVALSITE_MCP_MAX_COST, settings.EVALSITE_MCP_MAX_COST_CEILING]
-    if loaded.max_cost_usd is not None:
-        caps.append(Decimal(str(loaded.max_cost_usd)))
+    if loaded.cap_usd is not None:
+        caps.append(loaded.cap_usd)
     return min(caps)
 
 

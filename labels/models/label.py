@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 
 from runs.models import Suite
+from runs.models.label import CONTENT_FIELDS
 
 
 class Assignment(models.Model):
@@ -31,13 +32,10 @@ class Assignment(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=[
-                    "labeller", "suite", "task_id", "case_id", "baseline", "candidate",
-                    "baseline_sha", "candidate_sha",
-                ],
+                fields=["labeller", "suite", *CONTENT_FIELDS],
                 name="one_assignment_per_labeller_and_pair",
             )
-        ]  # fmt: skip
+        ]
 
     def __str__(self) -> str:
         return f"{self.labeller_id}: {self.task_id}/{self.case_id} {self.state}"

@@ -1,5 +1,6 @@
 """Judging a run (SPEC §7.6, §8): scoring its answers, forming pairs, the judge calls as rows,
-reading the replies, and combining the two orders of each pair.
+reading the replies, combining the two orders of each pair, and the judge self-consistency
+rechecks (`judge.consistency`) queued with the pair calls.
 
 Every step is idempotent, so a shard resuming a run that stopped half-way through judging
 completes it: scoring touches unscored answers only, pairs and judge calls are created under
@@ -8,6 +9,7 @@ unique constraints, and combining touches pairs without a score.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import defaultdict
 from itertools import combinations, groupby
@@ -38,10 +40,10 @@ from evalsite.core.scoring.grading import (
     parse_grade,
 )
 from evalsite.core.stats import pair_score
+from evalsite.core.stats.consistency import sample_pairs
 from evalsite.core.suite_params import judge_params
 from evalsite.core.suites import Suite, parse_contestant
 from runs import sealed
-from runs.engine import consistency
 from runs.engine.scoring import score_run, stored_suite
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
@@ -60,7 +62,7 @@ def prepare_judging(run: Run, judge: Provider | None) -> None:
     with transaction.atomic():
         _queue_pair_calls(run, suite, judge, judge_model)
         _queue_grades(run, suite, judge, judge_model)
-        consistency.queue_rechecks(run, suite, judge, judge_model)
+        queue_rechecks(run, suite, judge, judge_model)
 
 
 # What pairing and grading read of an answer: never its request (a run of 100,000 answers
@@ -245,6 +247,47 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
     )
     for batch in itertools.batched(calls, BATCH):
         Judgement.objects.bulk_create(batch, ignore_conflicts=True)
+
+
+def queue_rechecks(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
+    """Judge self-consistency (``judge.consistency: k``, docs/judging.md): a seeded sample of
+    the run's judged pairs asked again k times in each order, each ask a ``recheck`` judge
+    call whose request carries its attempt number, so it misses the response cache. Queued
+    once: a run that already has any has them all (they are queued in one transaction with
+    the pair calls)."""
+    k = suite.judge.consistency if suite.judge else 0
+    if not k or Judgement.objects.filter(run=run, kind=Judgement.Kind.RECHECK).exists():
+        return
+    included = Pair.objects.included().filter(run=run)
+    chosen = sample_pairs(
+        list(included.values_list("pk", flat=True)), f"{run.suite_version.sha256}:{run.id}"
+    )
+    calls = []
+    for pair in included.filter(pk__in=chosen).select_related("baseline", "candidate"):
+        key = (pair.task_id, pair.case_id, pair.repeat)
+        requests = pair_requests(
+            suite,
+            judge_model,
+            key,
+            _side(pair.baseline),
+            _side(pair.candidate),
+            contestants=(pair.baseline_contestant, pair.candidate_contestant),
+        )
+        for attempt in range(1, k + 1):
+            for order, request in requests:
+                again = dataclasses.replace(request, attempt=attempt)
+                calls.append(
+                    _judgement(  # the pair calls' own row builder
+                        run,
+                        again,
+                        judge,
+                        judge_model,
+                        pair=pair,
+                        order=order,
+                        kind=Judgement.Kind.RECHECK,
+                    )
+                )
+    Judgement.objects.bulk_create(calls, batch_size=500)
 
 
 def _side(answer: Answer) -> PairSide:

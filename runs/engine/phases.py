@@ -7,11 +7,14 @@ the run went. Every step is idempotent, so a resumed shard completes a half-made
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalsite.core.plan import WorstCase
 from evalsite.core.providers import Provider
 from runs.engine.judging import finish_judging, prepare_judging
+from runs.engine.scoring import score_run
 from runs.models import Answer, Call, Judgement, Run
-from runs.results.reporting import write_partial_report, write_report
+from runs.results.reporting import write_report
 
 PREPARING = "preparing"  # judging_state: the judge calls are not queued yet
 
@@ -104,3 +107,10 @@ def abort_over_budget(run_id: str, worst: WorstCase, model: str) -> None:
             f"${cap:.4f} (spent ${run.spent_usd:.6f}); finished answers are kept"
         )
     run.finish(Run.Status.ABORTED_OVER_BUDGET, detail)
+
+
+def write_partial_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
+    """The report of a run that stops early (cancelled, aborted over budget): its finished
+    answers scored, and whatever pairs were judged."""
+    score_run(run)
+    return write_report(run, status=status)

@@ -27,7 +27,9 @@ from runs.engine.outcomes import Outcome
 from runs.models import CachedResponse, Run
 
 if TYPE_CHECKING:
-    from runs.engine.runner import Shard
+    from collections.abc import Callable
+
+    from runs.engine.claims import Claims
 
 FLUSH_S = 0.05
 FLUSH_ROWS = 200
@@ -36,8 +38,9 @@ FLUSH_ROWS = 200
 class Writer:
     """One shard's outcomes waiting to be written, and the task that writes them behind."""
 
-    def __init__(self, shard: Shard) -> None:
-        self.shard = shard
+    def __init__(self, claims: Claims, *, db: Callable) -> None:
+        self.claims = claims
+        self.db = db  # the shard's one thread for database work
         self.waiting: list[Outcome] = []
         self.failure: BaseException | None = None
         self._lock = asyncio.Lock()
@@ -58,7 +61,7 @@ class Writer:
             batch, self.waiting = self.waiting, []
             if batch:
                 try:
-                    await self.shard.db(self.write)(batch)
+                    await self.db(self.write)(batch)
                 except BaseException as error:
                     self.failure = error
                     raise
@@ -75,12 +78,7 @@ class Writer:
             await self.flush()
         finally:
             if not isinstance(self.failure, DatabaseError | OSError):
-                await self.shard.db(self.give_back_held)()
-
-    def give_back_held(self) -> None:
-        shard = self.shard
-        calls = shard.calls.objects.filter(run_id=shard.run_row.pk)
-        calls.give_back(shard.run_row, shard.token, judge=shard.judging)
+                await self.db(self.claims.give_back)()
 
     async def _write_behind(self) -> None:
         while not self._closed and self.failure is None:
@@ -94,20 +92,17 @@ class Writer:
 
     @transaction.atomic
     def write(self, batch: list[Outcome]) -> None:
-        shard = self.shard
-        run: Run = shard.run_row
-        calls = shard.calls.objects.filter(run_id=run.pk)
-        judge = shard.judging
+        claims = self.claims
+        run: Run = claims.run_row
+        judge = claims.judging
         caches = [o.cache_row for o in batch if o.cache_row is not None]
         if caches:
             CachedResponse.objects.bulk_create(caches, ignore_conflicts=True)
         back = [o.call.pk for o in batch if o.values is None]
         if back:
-            calls.filter(pk__in=back).give_back(run, shard.token, judge=judge)
+            claims.give_back(back)
         finished = [o for o in batch if o.values is not None]
-        kept = calls.finish_claimed(
-            shard.token, {o.call.pk: o.values for o in finished if o.values is not None}
-        )
+        kept = claims.finish({o.call.pk: o.values for o in finished if o.values is not None})
         # A lost claim's reservation was returned by whoever reclaimed it; the spend stands,
         # as reported even above the reservation: what was billed was billed.
         mine = [o for o in finished if o.call.pk in kept]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.db import models
 
 from runs.models.answer import Answer, Call
+from runs.models.label import CONTENT_FIELDS, PAIR_CONTENT_FIELDS
 from runs.models.run import Run
 
 
@@ -21,6 +23,28 @@ class PairQuerySet(models.QuerySet["Pair"]):
 
     def excluded(self) -> PairQuerySet:
         return self.exclude(excluded_reason="")
+
+    def with_content(self, content: dict[str, str]) -> PairQuerySet:
+        """The pairs with this content key (a label's field names), in its orientation."""
+        return self.filter(
+            **{
+                field: content[name]
+                for field, name in zip(PAIR_CONTENT_FIELDS, CONTENT_FIELDS, strict=True)
+            }
+        )
+
+    def with_content_either_way(self, content: dict[str, str]) -> PairQuerySet:
+        """The pairs with this content key in either orientation (a label given with the
+        sides the other way round applies to them too, its preference mirrored)."""
+        sides = (content["baseline"], content["candidate"])
+        shas = (content["baseline_sha"], content["candidate_sha"])
+        return self.filter(
+            task_id=content["task_id"],
+            case_id=content["case_id"],
+            baseline_contestant__in=sides,
+            candidate_contestant__in=sides,
+            baseline_sha__in=shas,
+        )
 
     def judged(self) -> PairQuerySet:
         return self.included().filter(score__isnull=False)
@@ -80,6 +104,16 @@ class Pair(models.Model):
     @property
     def included(self) -> bool:
         return not self.excluded_reason
+
+    @property
+    def content_key(self) -> tuple[str, ...]:
+        """The pair content key (runs.models.label.CONTENT_FIELDS' order)."""
+        return tuple(getattr(self, field) for field in PAIR_CONTENT_FIELDS)
+
+    @property
+    def content(self) -> dict[str, Any]:
+        """The content key by a label's field names: to find or make its labels."""
+        return dict(zip(CONTENT_FIELDS, self.content_key, strict=True))
 
 
 class Judgement(Call):

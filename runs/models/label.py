@@ -7,10 +7,28 @@ reverse. The table keeps the name it was created with, ``labels_label``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
 from runs.models.suites import Suite
+
+# The pair content key, what a content label is bound to (SPEC §10.1): the case, the two
+# contestants and the sha256 of each answer, in this order. A Label and the queue's
+# Assignment hold it under CONTENT_FIELDS; a Pair under PAIR_CONTENT_FIELDS (Pair.content
+# gives it under the first names). Every content key in the code is made from these.
+CONTENT_FIELDS = ("task_id", "case_id", "baseline", "candidate", "baseline_sha", "candidate_sha")
+PAIR_CONTENT_FIELDS = (
+    "task_id", "case_id", "baseline_contestant", "candidate_contestant", "baseline_sha",
+    "candidate_sha",
+)  # fmt: skip
+
+
+def content_of(row: Any) -> dict[str, Any]:
+    """The content key of a label or an assignment (or a pair's ``content``), by field name:
+    to find or make the other rows about the same content."""
+    return {name: getattr(row, name) for name in CONTENT_FIELDS}
 
 
 class LabelQuerySet(models.QuerySet["Label"]):
@@ -60,13 +78,10 @@ class Label(models.Model):
         ordering = ["created_at", "pk"]
         constraints = [
             models.UniqueConstraint(
-                fields=[
-                    "labeller_name", "suite", "task_id", "case_id", "baseline", "candidate",
-                    "baseline_sha", "candidate_sha",
-                ],
+                fields=["labeller_name", "suite", *CONTENT_FIELDS],
                 name="one_label_per_labeller_and_pair",
             )
-        ]  # fmt: skip
+        ]
         indexes = [models.Index(fields=["suite", "task_id", "case_id"], name="label_lookup")]
         db_table = "labels_label"
 

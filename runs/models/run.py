@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from django import forms
 from django.conf import settings
@@ -25,6 +25,9 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.pricing import from_nano, to_nano
 from runs.models.pricing import PriceTable
 from runs.models.suites import Suite, SuiteVersion
+
+if TYPE_CHECKING:
+    from evalsite.core.report.case_diff import CaseBaseline
 
 
 class MoneyField(models.BigIntegerField):
@@ -89,7 +92,9 @@ class StoredOptions:
     form_submission: str = ""  # the launch form's token, so a resubmission is one run
     datasource: bool = False  # some task's cases were read from a source: never resumed
     strict_gates: bool = False  # --strict-gates: a gate on a contestant not in the run fails
-    baseline: str = ""  # `run --baseline`: what each case is held against (core.gates)
+    # `run --baseline`: what each case is held against, its rows with it (CaseBaseline's
+    # JSON), so the report's gate reads the verdict (core.gates); {} without one
+    baseline: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict) -> StoredOptions:
@@ -105,8 +110,14 @@ class StoredOptions:
             form_submission=data.get("form_submission") or "",
             datasource=bool(data.get("datasource")),
             strict_gates=bool(data.get("strict_gates")),
-            baseline=data.get("baseline") or "",
+            baseline=_baseline_json(data.get("baseline")),
         )
+
+    @property
+    def case_baseline(self) -> CaseBaseline | None:
+        from evalsite.core.report.case_diff import CaseBaseline  # the report package, lazily
+
+        return CaseBaseline.from_json(self.baseline)
 
     @property
     def partial(self) -> bool:
@@ -117,6 +128,18 @@ class StoredOptions:
         # `only` is stored comma-joined, "" for the whole suite; `tags` a list, `limit` a
         # number or null (RunQuerySet.whole_suite reads all three).
         return asdict(self) | {"only": ",".join(self.only), "tags": list(self.tags)}
+
+
+def _baseline_json(value: Any) -> dict[str, Any]:
+    """The stored --baseline: its JSON; a run stored before the rows were kept has its name
+    alone, which holds nothing (no rows to compare)."""
+    return value if isinstance(value, dict) else {}
+
+
+def calls_in_flight(concurrency: int | None) -> int:
+    """Calls in flight per model across a run: what it asked for, else
+    EVALSITE_MAX_CONCURRENCY (default :data:`evalsite.core.pacing.DEFAULT_MAX_CONCURRENCY`)."""
+    return concurrency or settings.EVALSITE_MAX_CONCURRENCY
 
 
 def lease_expiry(lease_s: float) -> ExpressionWrapper:

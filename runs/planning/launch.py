@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -120,12 +121,15 @@ def missing_keys_message(plan: Plan) -> str:
     )
 
 
-def launch(plan: Plan, *, user, form_nonce: str = "") -> tuple[Run, bool]:
+def launch(
+    plan: Plan, *, user, form_nonce: str = "", then: Callable[[Run], object] | None = None
+) -> tuple[Run, bool]:
     """Store the run (refused when over its cap) and queue its shards after the commit; True
     when it was stored now; PlanError when the server lacks a key the run needs. With the
-    nonce of the new-run form's token, the same rendering of the form posted again with the
-    same choices gets the run it launched: nothing is stored, queued or paid twice. It is
-    kept in the run's options (no column to migrate)."""
+    nonce of the form's token (the new-run form's, the judge lab's), the same rendering of
+    the form posted again with the same choices gets the run it launched: nothing is stored,
+    queued or paid twice. It is kept in the run's options (no column to migrate). `then(run)`
+    is called with a run stored now, in the same transaction (the lab links its pair set)."""
     refusal = missing_keys_message(plan)
     if refusal:
         raise PlanError(refusal)
@@ -139,6 +143,8 @@ def launch(plan: Plan, *, user, form_nonce: str = "") -> tuple[Run, bool]:
             if earlier is not None:
                 return earlier, False
         run = store_plan(plan, user=user, form_submission=submission)
+        if then is not None:
+            then(run)
         if run.status != Run.Status.REFUSED:
             enqueue_run(run, shards=MAX_SHARDS)
     return run, True

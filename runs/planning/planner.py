@@ -17,8 +17,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -62,7 +62,7 @@ from runs.models import (
     SuiteVersion,
     text_sha,
 )
-from runs.models.run import StoredOptions, label_problem
+from runs.models.run import StoredOptions, calls_in_flight, label_problem
 from runs.planning import estimates
 from runs.prices import NoActivePriceTable, active_table
 from runs.sealed import Sealed
@@ -72,6 +72,9 @@ ANSWER_BATCH = 2000
 
 # A given answer's text by (task, case, contestant): answers supplied, not generated.
 GivenAnswers = Mapping[tuple[str, str, str], str]
+
+if TYPE_CHECKING:  # the report package is not imported to validate a suite
+    from evalsite.core.report.case_diff import CaseBaseline
 
 
 class PlanError(Exception):
@@ -100,7 +103,7 @@ class RunOptions:
     no_look: bool = False  # no case data written (docs/no-look.md); the suite may say so too
     datasource: bool = False  # some task's cases were read from a source (never resumed)
     strict_gates: bool = False  # a gate on a contestant not in the run fails (docs/ci.md)
-    baseline: str = ""  # `run --baseline`: the name of what each case is held against
+    baseline: CaseBaseline | None = None  # `run --baseline`: what each case is held against
     default_cap: Decimal = DEFAULT_CAP_USD
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -229,7 +232,7 @@ def make_plan(
         estimate = estimates.estimate_given(
             suite, cells, given, contestants, judge, rows.get(judge_model), options.no_cache
         )
-    cap = options.max_cost or _suite_cap(suite) or options.default_cap
+    cap = options.max_cost or suite.cap_usd or options.default_cap
     return Plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
         judge_model, keys, given, parameter_notes(suite, contestants, judge_model), no_sandbox,
@@ -438,10 +441,6 @@ def _given_hashes(cells: list[Cell], given: GivenAnswers) -> list[str]:
         raise PlanError(f"no given answer of {contestant} for {task_id}/{case_id}") from None
 
 
-def _suite_cap(suite: Suite) -> Decimal | None:
-    return None if suite.max_cost_usd is None else Decimal(str(suite.max_cost_usd))
-
-
 # --- storing the plan ---------------------------------------------------------------------
 
 
@@ -518,11 +517,11 @@ def _stored_options(plan: Plan, form_submission: str) -> dict:
         only=tuple(options.only),
         tags=tuple(options.tags),
         limit=options.limit,
-        concurrency=options.concurrency or settings.EVALSITE_MAX_CONCURRENCY,
+        concurrency=calls_in_flight(options.concurrency),
         form_submission=form_submission,
         datasource=options.datasource,
         strict_gates=options.strict_gates,
-        baseline=options.baseline,
+        baseline=options.baseline.to_json() if options.baseline else {},
     ).to_json()
 
 

@@ -9,6 +9,7 @@ or registered (its datasources, no-look execution checks, `python:` check module
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from evalsite.core.datasource import SourceError, source_problems, with_source_cases
@@ -73,8 +74,9 @@ def plan_file(
     origin: str = SuiteVersion.Origin.PATH,
 ) -> Plan:
     """The plan of a run of the suite file at `path` (`loaded` from it): checked, its
-    datasources read, its version registered (origin `origin`), planned. Not stored: the
-    caller stores it (after a dry run's estimate, or under its signal handling).
+    datasources read, its version registered (origin `origin`), planned with a copy of
+    `options` (the caller's are left as they were). Not stored: the caller stores it (after
+    a dry run's estimate, or under its signal handling).
     Raises :class:`Refused` with every problem before anything is spent."""
     no_look = options.no_look or loaded.no_look
     problems = file_problems(path, loaded, no_look=no_look)
@@ -85,7 +87,7 @@ def plan_file(
     except SourceError as error:
         raise Refused([str(problem) for problem in error.problems]) from None
     version, _ = SuiteVersion.objects.register_file(path, full, origin=origin, no_look=no_look)
-    options.no_look, options.datasource = no_look, full is not loaded
+    options = dataclasses.replace(options, no_look=no_look, datasource=full is not loaded)
     try:
         return make_plan(version, full, options)
     except PlanError as error:

@@ -26,6 +26,7 @@ from evalsite.core.judging import judge_config
 from evalsite.core.report.build import calibration_summary
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
+from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite as CoreSuite
 from runs.engine.scoring import stored_suite
 from runs.models import Label, Pair, Run, Suite
@@ -35,8 +36,6 @@ PAIR_FIELDS = (
     "pk", "task_id", "case_id", "repeat", "baseline_contestant", "candidate_contestant",
     "baseline_sha", "candidate_sha", "excluded_reason", "score", "flip", "category",
 )  # fmt: skip
-DEFAULT_MIN_KAPPA = 0.40
-DEFAULT_MIN_LABELS = 10
 
 _ROWS: FinishedRunMemo[list[dict]] = FinishedRunMemo()
 _INDEXES: FinishedRunMemo[PairIndex] = FinishedRunMemo()
@@ -148,14 +147,9 @@ def refresh_human(suite: Suite, content: dict[str, str]) -> None:
     """After a label of `content` changed: the consensus of every finished run of the suite
     that has a pair with that content."""
     runs = Run.objects.filter(
-        pk__in=Pair.objects.filter(
-            run__suite_version__suite=suite,
-            task_id=content["task_id"],
-            case_id=content["case_id"],
-            baseline_contestant__in=(content["baseline"], content["candidate"]),
-            candidate_contestant__in=(content["baseline"], content["candidate"]),
-            baseline_sha__in=(content["baseline_sha"], content["candidate_sha"]),
-        ).values("run_id"),
+        pk__in=Pair.objects.filter(run__suite_version__suite=suite)
+        .with_content_either_way(content)
+        .values("run_id"),
         status=Run.Status.DONE,
     ).select_related("suite_version__suite")
     for run in runs:
@@ -185,12 +179,12 @@ def calibration_of(
     """The calibration section of `run` with every label given so far (the report's own,
     recomputed), with the judge configuration it measures."""
     core = stored_suite(run.suite_version)
-    judge = core.judge
+    judge = core.judge or NO_JUDGE
     summary = calibration_summary(
         run_calibration(run, core, keep=keep),
-        min_kappa=judge.min_kappa if judge else DEFAULT_MIN_KAPPA,
-        min_labels=judge.min_labels if judge else DEFAULT_MIN_LABELS,
-        min_lower_bound=judge.min_kappa_lower_bound if judge else None,
+        min_kappa=judge.min_kappa,
+        min_labels=judge.min_labels,
+        min_lower_bound=judge.min_kappa_lower_bound,
         seed=seed_from(run.suite_version.sha256),
         brief=brief,
     )

@@ -17,6 +17,7 @@ from django.db.models import Count, Min, Q
 
 from evalsite.core.report.case_diff import (
     Attempts,
+    CaseBaseline,
     CaseChange,
     ResultsError,
     as_case_ids,
@@ -117,40 +118,20 @@ class ResultsSide:
         return as_case_ids(self.rows) if self.raw else self.rows
 
 
-@dataclass(frozen=True)
-class Baseline:
-    """What a run's cases are held against (`evalsite run --baseline`): a run's or evalpin's
-    cases, and whether they are keyed by case id (evalpin's) or as a run's."""
-
-    name: str
-    rows: dict[str, Attempts]
-    by_case_id: bool
-
-    def changes(self, run: Run) -> list[CaseChange]:
-        """Each case against the baseline's; a baseline case the run left out by choice
-        (a partial run) is not compared, and a case the suite no longer has is gone."""
-        now = run_attempts(run, by_case_id=self.by_case_id)
-        skipped = left_out(run, now, by_case_id=self.by_case_id)
-        rows = {key: attempts for key, attempts in self.rows.items() if key not in skipped}
-        return diff_cases(rows, now)
+def baseline_changes(baseline: CaseBaseline, run: Run) -> list[CaseChange]:
+    """Each case of `run` against the baseline's; a baseline case the run left out by
+    choice (a partial run) is not compared, and a case the suite no longer has is gone."""
+    now = run_attempts(run, by_case_id=baseline.by_case_id)
+    skipped = left_out(run, now, by_case_id=baseline.by_case_id)
+    rows = {key: attempts for key, attempts in baseline.rows.items() if key not in skipped}
+    return diff_cases(rows, now)
 
 
-def load_baseline(ref: str) -> Baseline:
+def load_baseline(ref: str) -> CaseBaseline:
     """The baseline `ref` names: an evalpin results file, the JSON `evalsite import` makes of
     one, or a run reference; SideError or Run.DoesNotExist when it names none."""
     results = results_file(ref)
     if results is not None:
-        return Baseline(ref, results.by_case_id(), by_case_id=True)
+        return CaseBaseline(ref, results.by_case_id(), by_case_id=True)
     run = Run.objects.resolve(ref, paths=True)
-    return Baseline(f"run {run.id}", run_attempts(run), by_case_id=False)
-
-
-def failing_cases(changes: list[CaseChange]) -> list[CaseChange]:
-    """evalpin's rule against a baseline: a case fails when it is worse, or new and not
-    fully passing; better, same and gone cases never fail."""
-    return [
-        c
-        for c in changes
-        if c.status == "worse"
-        or (c.status == "new" and c.after is not None and c.after.passed < c.after.total)
-    ]
+    return CaseBaseline(f"run {run.id}", run_attempts(run), by_case_id=False)

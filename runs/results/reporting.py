@@ -11,7 +11,7 @@ import json
 import os
 import shlex
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,18 @@ from django.utils import timezone
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.providers.base import ErrorKind
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
+from evalsite.core.report.case_diff import CaseBaseline, CaseChange
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
+from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite
-from runs.engine.consistency import recheck_rows
-from runs.engine.scoring import score_run, stored_suite
-from runs.models import Answer, Judgement, Pair, Run
+from runs.engine.scoring import stored_suite
+from runs.models import Answer, Call, Judgement, Pair, Run
 from runs.results.calibration import PAIR_FIELDS, run_calibration, store_human
+from runs.results.case_diff import SideError, baseline_changes
 from runs.results.media import report_attachments
 
 REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pairs.jsonl")
@@ -54,13 +56,6 @@ def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
     return report
 
 
-def write_partial_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
-    """The report of a run that stops early (cancelled, aborted over budget): its finished
-    answers scored, and whatever pairs were judged."""
-    score_run(run)
-    return write_report(run, status=status)
-
-
 def compute_report(
     run: Run, *, store_consensus: bool = False, status: str | None = None
 ) -> dict[str, Any]:
@@ -70,8 +65,9 @@ def compute_report(
     answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
-    judge = suite.judge
+    judge = suite.judge or NO_JUDGE
     calibration = run_calibration(run, suite, rows=rows)
+    baseline = run.stored_options.case_baseline  # `run --baseline`: its verdict is a gate
     if store_consensus:
         store_human(run, calibration)
     judge_calls = Judgement.objects.filter(run=run).aggregate(
@@ -99,9 +95,9 @@ def compute_report(
             finished_at=(run.finished_at or timezone.now()).isoformat(),
             judge_model=run.judge.get("model"),
             judge_config=run.judge_config,
-            min_kappa=judge.min_kappa if judge else 0.40,
-            min_labels=judge.min_labels if judge else 10,
-            min_kappa_lower_bound=judge.min_kappa_lower_bound if judge else None,
+            min_kappa=judge.min_kappa,
+            min_labels=judge.min_labels,
+            min_kappa_lower_bound=judge.min_kappa_lower_bound,
             mover_threshold=suite.mover_threshold,
             frontier_points=suite.frontier_points,
             task_kinds={task.id: task.kind or "" for task in suite.tasks},
@@ -111,13 +107,13 @@ def compute_report(
                 "verified": table.verified,
             },
             repeats=run.repeats,
-            pairing=judge.pairing if judge else "baseline",
+            pairing=judge.pairing,
             judge_calls=judge_calls["calls"] + judge_calls["retries"],
             judge_cache_hits=judge_calls["cached"] + judge_calls["first_cached"],
             judge_cost_usd=float(judge_calls["cost"] or 0),
             judge_uncached_usd=float(judge_calls["uncached"] or 0),
             judge_errors=_judge_failures(run),
-            judge_max_tokens=judge.max_tokens if judge else None,
+            judge_max_tokens=judge.max_tokens,
             judge_cut_off=_judge_cut_off(run),
             simulated=run.simulated,
             no_look=run.no_look,
@@ -128,14 +124,26 @@ def compute_report(
             gate=dict(suite.gate),
             pinned=_pinned(run),
             strict_gates=run.stored_options.strict_gates,
-            on_below_floor=judge.on_below_floor if judge else "flag",
-            case_baseline=run.stored_options.baseline,
+            on_below_floor=judge.on_below_floor,
+            case_baseline=baseline.name if baseline else "",
+            baseline_changes=_against(baseline, run),
             scorecard=suite.scorecard,
-            judge_consistency=judge.consistency if judge else 0,
-            rechecks=recheck_rows(run) if judge and judge.consistency else (),
+            judge_consistency=judge.consistency,
+            rechecks=recheck_rows(run) if judge.consistency else (),
             sent=sent_params(run),
         )
     )
+
+
+def _against(baseline: CaseBaseline | None, run: Run) -> Sequence[CaseChange] | str:
+    """The run's cases against its `--baseline`, or why they cannot be (a results file
+    holds one contestant's cases): the report's `baseline` gate reads either."""
+    if baseline is None:
+        return ()
+    try:
+        return baseline_changes(baseline, run)
+    except SideError as error:
+        return str(error)
 
 
 def sent_params(run: Run) -> dict[str, list[dict[str, Any]]]:
@@ -395,3 +403,28 @@ def _write(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def recheck_rows(run: Run) -> list[tuple[str, int, str, str]]:
+    """Judge self-consistency's rows (``judge.consistency: k``): (candidate, pair, first
+    verdict, extra verdict) for every extra verdict read whose
+    order's first verdict was read too, in baseline / candidate / tie terms; pairs against
+    the baseline only (with ``pairing: all`` the sample holds others too)."""
+    read = {"status": Call.Status.DONE, "parse_status": Judgement.Parse.OK}
+    first = {
+        (row["pair_id"], row["order"]): row["side"]
+        for row in Judgement.objects.filter(run=run, kind=Judgement.Kind.PAIR, **read).values(
+            "pair_id", "order", "side"
+        )
+    }
+    again = Judgement.objects.filter(
+        run=run,
+        kind=Judgement.Kind.RECHECK,
+        pair__baseline_contestant=run.contestants[0],  # the pairs a win-rate is over
+        **read,
+    ).values("pair_id", "order", "side", "pair__candidate_contestant")
+    return [
+        (row["pair__candidate_contestant"], row["pair_id"], first[key], row["side"])
+        for row in again.order_by("pk")
+        if (key := (row["pair_id"], row["order"])) in first
+    ]

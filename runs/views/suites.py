@@ -12,6 +12,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from evalsite.core.suite_parts import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELS
 from evalsite.core.suites import Problem, SuiteError, load_suite
 from evalsite.htmx import HtmxHttpRequest
 from runs.engine.scoring import stored_suite
@@ -129,6 +130,10 @@ def _suite_context(
         "version": version,
         "versions": suite.versions.select_related("created_by"),
         "parsed": version.parsed,
+        "default_floor": {
+            "min_kappa": f"{DEFAULT_MIN_KAPPA:.2f}",
+            "min_labels": DEFAULT_MIN_LABELS,
+        },
         "runs": Run.objects.for_suite(suite).defer("report", "estimate")[:20],
         "run_form": None if unreadable else form or _run_form(version),
         "unreadable": unreadable,

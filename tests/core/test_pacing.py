@@ -24,6 +24,27 @@ def test_a_limit_is_split_between_shards():
     assert Limits(1, 1).share(4) == Limits(1, 1)
 
 
+def test_the_shares_of_a_limit_never_add_up_to_more_than_it():
+    # docs/running.md: "at most --concurrency calls per model" however many shards run it.
+    for limit in range(1, 20):
+        for parts in range(1, 6):
+            shares = [Limits(limit, limit).share(parts, index) for index in range(parts)]
+            assert sum(s.max_concurrency for s in shares) == limit
+            assert sum(s.requests_per_minute for s in shares) == limit
+            assert (
+                max(s.max_concurrency for s in shares) - min(s.max_concurrency for s in shares) <= 1
+            )  # the first shards take the remainder
+    assert [Limits(1).share(2, i).max_concurrency for i in (0, 1)] == [1, 0]
+    assert [Limits(3).share(2, i).max_concurrency for i in (0, 1)] == [2, 1]
+    assert Limits(1).share(2, 1).idle and not Limits(1).share(2, 0).idle
+    assert Limits(8, None).share(3, 2) == Limits(2, None)
+
+
+def test_a_run_is_queued_as_no_more_shards_than_its_limit_has_calls():
+    assert [Limits(n).shards(2) for n in (1, 2, 8)] == [1, 2, 2]
+    assert Limits(8, 1).shards(4) == 1
+
+
 def test_the_gate_holds_concurrency_and_spaces_starts():
     gate = ModelGate(Limits(max_concurrency=2, requests_per_minute=600))  # one start per 0.1 s
     in_flight = peak = 0

@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from runs.engine import runner
+from runs.engine import claims, runner
 from runs.models import Answer, Run
 from tests.engine.conftest import MockLLM, answer_key, execute, mock_run, suite_text, wait_until
 
@@ -32,6 +32,7 @@ class MovedClock:
 @override_settings(EVALSITE_CLAIM_LEASE_S=LEASE_S)
 def test_a_claim_taken_over_while_the_shard_was_cut_off_is_not_sent(monkeypatch):
     monkeypatch.setattr(runner, "time", MovedClock)
+    monkeypatch.setattr(claims, "time", MovedClock)  # where the take-over check reads it
     monkeypatch.setattr(MovedClock, "offset", 0.0)
     run = mock_run(text=suite_text(models=("mock/a",), cases=2), concurrency=1)
     answers = {answer_key(a): a for a in Answer.objects.filter(run=run)}

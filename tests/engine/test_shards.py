@@ -4,9 +4,11 @@ what one shard learns of a model (it refused a call) every later one knows."""
 from __future__ import annotations
 
 from decimal import Decimal
+from unittest.mock import patch
 
 import pytest
 
+from runs.engine import tasks
 from runs.models import Answer, Judgement, Pair, Run
 from tests.engine.conftest import (
     MockLLM,
@@ -83,3 +85,25 @@ def test_a_model_that_refused_a_call_is_kept_on_the_run_and_no_later_shard_calls
     assert mock.count("mock/a") == 0 and mock.count("mock/b") == 3
     skipped = Answer.objects.filter(run=again, contestant="mock/a")
     assert set(skipped.values_list("error_kind", flat=True)) == {"skipped"}
+
+
+def test_a_limit_of_one_keeps_one_call_a_model_in_flight_however_many_shards_run():
+    # docs/running.md: at most --concurrency calls per model, split between the shards.
+    run = mock_run(cases=6, concurrency=1)
+    mock = MockLLM(latency=0.05)
+
+    assert run_shards_in_threads(run.id, mock.transport, shards=2) == []
+
+    run.refresh_from_db()
+    assert run.status == Run.Status.DONE, run.detail
+    for model in ("mock/a", "mock/b"):
+        calls = [c for c in mock.calls if c.model == model]
+        assert len(calls) == 6 and most_at_once(calls) == 1, model
+
+
+def test_a_run_with_a_limit_of_one_is_queued_as_one_shard():
+    run = mock_run(cases=1, concurrency=1)
+    with patch("runs.engine.tasks.async_task") as queued:
+        tasks.enqueue_run(run, shards=2)
+    assert [c.args for c in queued.call_args_list] == [("runs.engine.tasks.run_shard", run.id, 1)]
+    assert [c.kwargs["index"] for c in queued.call_args_list] == [0]

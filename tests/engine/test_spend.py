@@ -28,13 +28,13 @@ def worst_case(answer: Answer) -> Decimal:
 def run_shards_in_threads(run_id: str, transport, shards: int = 2) -> list[BaseException]:
     errors: list[BaseException] = []
 
-    def shard() -> None:
+    def shard(index: int) -> None:
         try:
-            runner.execute(run_id, transport=transport, shards=shards)
+            runner.execute(run_id, transport=transport, shards=shards, index=index)
         except BaseException as error:  # noqa: BLE001 - reported by the test
             errors.append(error)
 
-    threads = [threading.Thread(target=shard) for _ in range(shards)]
+    threads = [threading.Thread(target=shard, args=(i,)) for i in range(shards)]
     for thread in threads:
         thread.start()
     for thread in threads:

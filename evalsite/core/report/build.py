@@ -24,6 +24,7 @@ from evalsite.core.judge_warnings import (
     self_preference_warning,
 )
 from evalsite.core.report.answer_warnings import answer_counts, answer_warnings
+from evalsite.core.report.case_diff import CaseChange
 from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.corrections import judge_figures, length_warnings
 from evalsite.core.report.matrix import DEFAULT_POINTS, matrix_report, unpriced_contestants
@@ -60,6 +61,7 @@ from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
 from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.pass_k import pass_k_figures
 from evalsite.core.stats.record import jsonable
+from evalsite.core.suite_parts import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELS
 
 __all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report", "calibration_summary"]
 
@@ -150,8 +152,8 @@ class ReportInput:
     finished_at: str | None = None
     judge_model: str | None = None
     judge_config: Mapping[str, str] | None = None  # what the kappa measures (SPEC §19)
-    min_kappa: float = 0.40
-    min_labels: int = 10
+    min_kappa: float = DEFAULT_MIN_KAPPA
+    min_labels: int = DEFAULT_MIN_LABELS
     min_kappa_lower_bound: float | None = None  # judge.calibration.min_kappa_lower_bound
     mover_threshold: float = 0.15
     task_kinds: Mapping[str, str] = field(default_factory=dict)
@@ -177,6 +179,8 @@ class ReportInput:
     strict_gates: bool = False  # --strict-gates: a gate on a contestant not in the run fails
     on_below_floor: str = "flag"  # judge.calibration.on_below_floor; "fail" is a gate
     case_baseline: str = ""  # `run --baseline`: each case held against it (core.gates)
+    # …and its cases against the run's, or why they cannot be held against it
+    baseline_changes: Sequence[CaseChange] | str = ()
     scorecard: Sequence[Criterion] = ()  # the suite's scorecard: criteria
     report_path: str = ""
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
@@ -275,6 +279,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         strict=data.strict_gates,
         on_below_floor=data.on_below_floor,
         case_baseline=data.case_baseline,
+        baseline_changes=data.baseline_changes,
     )
     report["gates"] = [result.to_dict() for result in gates]
     report["gates_passed"] = not any(result.failed for result in gates)

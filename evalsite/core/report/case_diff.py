@@ -67,6 +67,48 @@ class CaseChange:
         return "better" if self.after.rate > self.before.rate else "worse"
 
 
+@dataclass(frozen=True)
+class CaseBaseline:
+    """What a run's cases are held against (`evalsite run --baseline`, evalpin's rule): a
+    run's or evalpin's cases by key, and whether they are keyed by case id (evalpin's) or as
+    a run's. Stored on the run (its options) so the report's gate reads it, not the command."""
+
+    name: str
+    rows: Mapping[str, Attempts]
+    by_case_id: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "by_case_id": self.by_case_id,
+            "rows": {key: [a.passed, a.total] for key, a in self.rows.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CaseBaseline | None:
+        if not data:
+            return None
+        rows = {key: Attempts(int(p), int(t)) for key, (p, t) in data["rows"].items()}
+        return cls(str(data["name"]), rows, bool(data["by_case_id"]))
+
+
+def failing_cases(changes: Iterable[CaseChange]) -> list[CaseChange]:
+    """evalpin's rule against a baseline: a case fails when it is worse, or new and not
+    fully passing; better, same and gone cases never fail."""
+    return [
+        c
+        for c in changes
+        if c.status == "worse"
+        or (c.status == "new" and c.after is not None and c.after.passed < c.after.total)
+    ]
+
+
+def why_failing(change: CaseChange) -> str:
+    """``greet 1/2 is worse`` / ``greet 0/2 is new and not fully passing``."""
+    why = "worse" if change.status == "worse" else "new and not fully passing"
+    return f"{change.key} {change.after} is {why}"
+
+
 def diff_cases(before: Mapping[str, Attempts], after: Mapping[str, Attempts]) -> list[CaseChange]:
     """Every case of either side: the later side's in its order, then the gone ones."""
     rows = [CaseChange(key, before.get(key), attempts) for key, attempts in after.items()]

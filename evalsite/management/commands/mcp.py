@@ -19,6 +19,7 @@ class Command(EvalsiteCommand):
     help = "Serve evalsite's MCP tools to an agent over stdio (docs/mcp.md)."
     # stdout carries the protocol only: no system-check output before the server starts.
     requires_system_checks = []
+    requires_migrations_checks = False  # the server prepares it, its output sent to stderr
 
     def handle(self, *args, **options):
         try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from evalsite.management import EvalsiteCommand
-from runs.setup import ensure_admin, ensure_demo_suite, prepare_database
+from runs.setup import ensure_admin, ensure_demo_suite
 
 
 class Command(EvalsiteCommand):
@@ -29,8 +29,6 @@ class Command(EvalsiteCommand):
         parser.add_argument("--no-worker", action="store_true", help="Do not start a worker.")
 
     def handle(self, *args, host: str, port: int, threads: int, no_worker: bool, **options):
-        self._keep_data_dir_private(Path(settings.DATA_DIR))
-        prepare_database()
         if ensure_demo_suite():
             self.stdout.write("Registered the demo suite support-desk.")
         password = ensure_admin()
@@ -47,6 +45,10 @@ class Command(EvalsiteCommand):
             if worker is not None:
                 self._stop_worker(worker)
         self.stdout.write("evalsite stopped.")
+
+    def check_migrations(self) -> None:
+        self._keep_data_dir_private(Path(settings.DATA_DIR))  # before the database is prepared
+        super().check_migrations()
 
     def _keep_data_dir_private(self, data_dir: Path) -> None:
         if is_shared_folder(data_dir):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from evalsite.management import EvalsiteCommand
-from runs.engine.tasks import run_worker
-from runs.setup import prepare_database
+from evalsite.management.worker_process import run_worker
 
 
 class Command(EvalsiteCommand):
@@ -18,5 +17,4 @@ class Command(EvalsiteCommand):
         parser.add_argument("--stop-with", type=int, metavar="PID", help=argparse.SUPPRESS)
 
     def handle(self, *args, stop_with: int | None, **options):
-        prepare_database()
         run_worker(stop_with=stop_with)

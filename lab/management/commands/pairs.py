@@ -23,8 +23,7 @@ from evalsite.management import EvalsiteCommand
 from lab.judges import JudgeConfig, LabError, lab_report, plan_judge_run, start_judge_run
 from lab.models import PairSet
 from lab.transfer import import_pairset, import_suite_pairs
-from runs.engine.runner import execute
-from runs.setup import prepare_database
+from runs.engine.local import execute_here
 
 
 class Command(EvalsiteCommand):
@@ -53,7 +52,6 @@ class Command(EvalsiteCommand):
         suite.add_argument("--name", help="The pair set's name (default: <suite>-labelled).")
 
     def handle(self, *args, **opts):
-        prepare_database()
         getattr(self, "_" + opts["verb"].replace("-", "_"))(opts)
 
     def _from_suite(self, opts) -> None:
@@ -97,7 +95,7 @@ class Command(EvalsiteCommand):
         except LabError as error:
             self._fail_with(error)
         self.stderr.write(f"run {run.id}: judging {pairset.name} with {plan.name}")
-        run = execute(run.id)
+        run = execute_here(run)
         if run.status != run.Status.DONE:
             self.stderr.write(f"run {run.id} {run.status}: {run.detail}")
             sys.exit(run.exit_code)

@@ -15,7 +15,6 @@ from django.core.management.base import CommandParser
 
 from evalsite.management import EvalsiteCommand
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -38,7 +37,6 @@ class Command(EvalsiteCommand):
         )
 
     def handle(self, *args, **opts):
-        prepare_database()
         suite = self.suite_named_or_exit(opts["suite"])
         if opts["verb"] == "export":
             text = export_yaml(suite)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from evalsite.management import EvalsiteCommand
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -19,7 +18,6 @@ class Command(EvalsiteCommand):
             verbs.add_parser(verb, help=text).add_argument("suite", help="Suite name.")
 
     def handle(self, *args, **opts):
-        prepare_database()
         if opts["verb"] == "set":
             run = self.run_or_exit(opts["run"], with_report=True)
             run.suite.pin_baseline(run)

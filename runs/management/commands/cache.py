@@ -8,7 +8,6 @@ from django.db.models.functions import Length
 
 from evalsite.management import EvalsiteCommand
 from runs.models import CachedResponse
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -22,7 +21,6 @@ class Command(EvalsiteCommand):
         )
 
     def handle(self, *args, action: str, model: str | None, yes: bool, **options):
-        prepare_database()
         entries = CachedResponse.objects.all()
         if model:
             entries = entries.filter(model=model)

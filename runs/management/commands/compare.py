@@ -15,7 +15,6 @@ from evalsite.core.report.compare import compare_reports
 from evalsite.core.report.text import visible
 from evalsite.management import EvalsiteCommand
 from runs.results.case_diff import SideError, results_file, run_attempts
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -56,7 +55,6 @@ class Command(EvalsiteCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **opts):
-        prepare_database()
         try:
             files = {side: results_file(opts[side]) for side in ("a", "b")}
         except SideError as error:

@@ -16,6 +16,9 @@ class Command(EvalsiteCommand):
         "listing what did not translate."
     )
     requires_system_checks: list[str] = []  # files, and the price table for one note
+    # Files only, a bad source refused without a database: the one note that reads the
+    # price table prepares it (_unpriced).
+    requires_migrations_checks = False
 
     def add_arguments(self, parser):
         parser.add_argument(

@@ -19,7 +19,6 @@ from evalsite.management import EvalsiteCommand
 from runs.planning.planner import PlanError, RunOptions, endpoint_configs, make_plan, needed_keys
 from runs.planning.validation import validate
 from runs.prices import NoActivePriceTable, active_table
-from runs.setup import prepare_database
 
 T = TypeVar("T")
 
@@ -45,7 +44,6 @@ class Command(EvalsiteCommand):
         suite_path, replies_path = self._paths(path)
         self.ask = Questions(sys.stdin, self.stdout, fail=self.fail, defaults_only=yes)
         overwrite = self._may_overwrite([suite_path, replies_path], yes)
-        prepare_database()
         try:
             rows = [price.to_row() for price in active_table().prices.all()]
         except NoActivePriceTable as error:

@@ -10,7 +10,6 @@ from django.core.management.base import CommandParser
 from evalsite.core.report.summary import terminal_summary, wants_colour
 from evalsite.management import EvalsiteCommand
 from runs.results.summary import run_summary
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -21,7 +20,6 @@ class Command(EvalsiteCommand):
         parser.add_argument("--json", action="store_true", help="Print report.json instead.")
 
     def handle(self, *args, **opts):
-        prepare_database()
         suite = self.suite_named_or_exit(opts["suite"])
         run = self.run_or_exit("latest", suite=suite)
         if opts["json"]:

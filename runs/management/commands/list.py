@@ -9,7 +9,6 @@ from django.core.management.base import CommandParser
 from evalsite.management import EvalsiteCommand
 from runs.models import Run
 from runs.results.listing import START_HINT, listing_lines, run_row
-from runs.setup import prepare_database
 
 DEFAULT_LIMIT = 20
 
@@ -29,7 +28,6 @@ class Command(EvalsiteCommand):
     def handle(self, *args, **opts):
         if opts["limit"] < 1:
             self.fail(f"--limit must be 1 or more (got {opts['limit']})")
-        prepare_database()
         suite = self.suite_named_or_exit(opts["suite"]) if opts["suite"] else None
         runs = Run.objects.listing(suite=suite, status=opts["status"])[: opts["limit"]]
         rows = [run_row(run) for run in runs]

@@ -37,7 +37,6 @@ from runs.models import Price, PriceTable
 from runs.models.pricing import decimal_text
 from runs.planning.planner import endpoint_configs
 from runs.prices import NoActivePriceTable, active_table
-from runs.setup import prepare_database
 
 CATALOG_URL = f"{OPENROUTER_BASE_URL}/models"
 OPENROUTER_KEY = KEY_VARIABLES["openrouter"]
@@ -75,7 +74,6 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, **options):
         provider = options["provider"]
-        prepare_database()
         try:
             table = active_table()
         except NoActivePriceTable as exc:

@@ -28,7 +28,6 @@ from runs.prices import (
     import_sheet,
     resolve_against,
 )
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -46,7 +45,6 @@ class Command(EvalsiteCommand):
         parser.add_argument("--json", action="store_true", help="Print the table as JSON.")
 
     def handle(self, *args, action: str, file: str | None, **options):
-        prepare_database()
         if action in {"import", "export"} and not file:
             self.fail(f"`evalsite prices {action}` needs a FILE")
         if action == "import":

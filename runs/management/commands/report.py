@@ -21,7 +21,6 @@ from runs.results.inspection import (
 )
 from runs.results.media import report_attachments
 from runs.results.summary import run_summary
-from runs.setup import prepare_database
 
 
 class Command(EvalsiteCommand):
@@ -48,7 +47,6 @@ class Command(EvalsiteCommand):
             self.fail("--pairs goes with --format csv")
         if (opts["failures"] or opts["case"]) and fmt != "md":
             self.fail("--failures and --case print to the terminal: leave out --format/--json")
-        prepare_database()
         if opts["failures"] or opts["case"] or fmt == "csv":
             self._rows(self.run_or_exit(opts["run"]), fmt, opts)
             return

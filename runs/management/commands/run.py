@@ -5,30 +5,27 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from decimal import Decimal
 
 from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
-from evalsite.core.report.case_diff import case_lines, diff_lines
+from evalsite.core.report.case_diff import CaseBaseline, case_lines, diff_lines
 from evalsite.core.report.summary import gate_lines, terminal_summary, wants_colour
 from evalsite.core.report.text import visible
 from evalsite.core.suites import select_contestants
 from evalsite.management import EvalsiteCommand
-from runs import sealed
+from runs.engine.local import execute_here
 from runs.engine.resume import ResumeRefused, resume_run
-from runs.engine.runner import execute
 from runs.management.interrupts import Interrupts
 from runs.models import Run
 from runs.planning.planner import RunOptions, keys_line, store_plan
 from runs.planning.start import Refused, plan_file
 from runs.planning.validation import judge_lines
-from runs.results.case_diff import Baseline, SideError, failing_cases, load_baseline, run_attempts
+from runs.results.case_diff import SideError, baseline_changes, load_baseline, run_attempts
 from runs.results.progress import answer_totals, progress
 from runs.results.summary import run_summary
-from runs.setup import prepare_database
 
 MAX_CONCURRENCY = 1024  # calls in flight per model
 
@@ -111,7 +108,7 @@ class Command(EvalsiteCommand):
         )
 
     def handle(self, *args, **opts):
-        self.baseline: Baseline | None = None  # --baseline, read before anything is spent
+        self.baseline: CaseBaseline | None = None  # --baseline, read before anything is spent
         self.show_cases = opts["cases"]
         self.interrupts = Interrupts(self.stderr)  # SIGINT and SIGTERM, from the start
         try:
@@ -124,13 +121,12 @@ class Command(EvalsiteCommand):
 
     def _handle(self, opts) -> None:
         loaded = self.suite_or_exit(opts["suite"])
-        prepare_database()
         if opts["resume"]:
             return self._resume(opts, loaded)
         self.baseline = self._baseline_or_exit(opts["baseline"])
         options = self._options(opts)
         options.no_look = opts["no_look"]
-        options.baseline = self.baseline.name if self.baseline else ""
+        options.baseline = self.baseline
         try:
             plan = plan_file(opts["suite"], loaded, options)
         except Refused as refused:
@@ -207,67 +203,52 @@ class Command(EvalsiteCommand):
             self.fail(str(error))
 
     def _execute(self, run: Run, *, quiet: bool) -> Run:
-        """The run's one shard on a thread, its progress here. SIGINT or SIGTERM asks the
-        run to cancel (the shard stops between calls and writes a partial report); a second
-        one leaves at once once the cancel is written, and a worker closes the run when its
-        lease is out (runs.management.interrupts)."""
+        """The run executed here (execute_here), its progress on stderr. SIGINT or SIGTERM
+        asks the run to cancel (the shard stops between calls and writes a partial report);
+        a second one leaves at once once the cancel is written, and a worker closes the run
+        when its lease is out (runs.management.interrupts)."""
         interrupts = self.interrupts
-        interrupts.check()  # a signal while the run was stored: cancelled before it starts
-        failure: list[BaseException] = []
-
-        def shard() -> None:
-            try:
-                # once the cancel is written it stops at once, not at its next look
-                execute(run.id, halt=lambda: interrupts.cancel_written)
-            except BaseException as error:  # noqa: BLE001 - raised again below, in this thread
-                failure.append(error)
-            finally:
-                sealed.release(run.id)  # a no-look run's case data: gone with its run
-
-        worker = threading.Thread(target=shard, daemon=True)
-        worker.start()
         bar = ProgressPrinter(self.stderr, quiet=quiet or interrupts.asked.is_set())
-        while worker.is_alive():
-            interrupts.wait_or_join(worker, 0.2)
-            interrupts.check()
-            if interrupts.asked.is_set():
-                bar.quiet = True
-            elif not bar.quiet:
+
+        def on_progress(run: Run) -> None:
+            if not bar.quiet:
                 bar.show(progress(run))
-        interrupts.check()
-        if failure:
+
+        try:
+            run = execute_here(run, on_progress=on_progress, stop=interrupts)
+        except BaseException:
             if bar.tty:
                 self.stderr.write("")
-            raise failure[0]  # the console says it in one line and exits 3
+            raise  # the console says it in one line and exits 3
+        if interrupts.asked.is_set():
+            bar.quiet = True
         if not bar.quiet:
             bar.show(progress(run), final=True)
-        run.refresh_from_db()
         if interrupts.asked.is_set():
             if bar.tty:
                 self.stderr.write("")  # end the bar's line
             self._print_interrupted(run)
         return run
 
-    def _against_baseline(self, run: Run, *, quiet: bool) -> int:
+    def _against_baseline(self, run: Run, *, quiet: bool) -> None:
         """evalpin's --baseline: each case against the baseline's, after the summary of any
-        run that ended done (its gates failed or not); GATE_FAILED when a case is worse, or
-        new and not fully passing."""
+        run that ended done (its gates failed or not). The verdict is the report's `baseline`
+        gate (a case worse, or new and not fully passing), read here like every gate; the
+        table is what the command shows beside it."""
         baseline = self.baseline
         if baseline is None or run.status != Run.Status.DONE:
-            return 0
+            return
         try:
-            changes = baseline.changes(run)
-        except SideError as error:
-            self.fail(f"--baseline: {error}")
-        failing = failing_cases(changes)
-        if not quiet:
+            changes = [] if quiet else baseline_changes(baseline, run)
+        except SideError:
+            changes = []  # the report's baseline gate failed and says why
+        if changes:
             self.stdout.write(f"vs baseline ({visible(baseline.name)}):")
             for line in diff_lines(changes):
                 self.stdout.write("  " + visible(line))
-        for change in failing:
-            why = "worse" if change.status == "worse" else "new and not fully passing"
-            self.stderr.write(f"baseline: {visible(change.key)} {change.after} is {why}")
-        return ExitCode.GATE_FAILED if failing else 0
+        for gate in (run.report or {}).get("gates") or []:
+            if gate.get("gate") == "baseline" and gate.get("status") == "failed":
+                self.stderr.write(f"baseline: {visible(gate.get('message', ''))}")
 
     def _print_cases(self, run: Run) -> None:
         """evalpin's per-case table: after a run with repeats, or with --cases."""
@@ -299,7 +280,7 @@ class Command(EvalsiteCommand):
                 f"${Decimal(line['cost_usd']):.4f}{priced}"
             )
 
-    def _baseline_or_exit(self, ref: str | None) -> Baseline | None:
+    def _baseline_or_exit(self, ref: str | None) -> CaseBaseline | None:
         """The --baseline, read before anything is spent."""
         if not ref:
             return None
@@ -323,8 +304,8 @@ class Command(EvalsiteCommand):
                 for line in terminal_summary(report, colour=colour):
                     self.stdout.write(line)
                 self._print_cases(run)
-            held = self._against_baseline(run, quiet=as_json)
-            sys.exit(run.exit_code or held)
+            self._against_baseline(run, quiet=as_json)
+            sys.exit(run.exit_code)
         summary = run_summary(run)
         if as_json:
             self.stdout.write(json.dumps(summary, indent=2))

@@ -12,6 +12,8 @@ from runs.planning.validation import validate
 
 class Command(EvalsiteCommand):
     help = "Validate a suite file: schema, templates, schemas and model strings (exit 2 on errors)."
+    # Fast on a broken file: the database is prepared only once the suite reads (validation).
+    requires_migrations_checks = False
 
     def add_arguments(self, parser):
         parser.add_argument("suite", help="Path to the suite YAML file.")

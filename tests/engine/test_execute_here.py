@@ -1,0 +1,59 @@
+"""execute_here: a run executed in this process (`evalsite run`, MCP, `pairs judge`) releases
+a no-look run's case data however it ends, and a stop asked before it starts cancels it."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalsite.core.suites import load_suite
+from runs import sealed
+from runs.engine import local
+from runs.engine.local import Stop, execute_here
+from runs.models import Run, SuiteVersion
+from runs.planning.planner import RunOptions, make_plan, store_plan
+from tests.factories import write_no_look_suite
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the run executes on a thread
+
+
+@pytest.fixture
+def no_look_run(tmp_path) -> Run:
+    path = write_no_look_suite(tmp_path)
+    loaded = load_suite(path)
+    version, _ = SuiteVersion.objects.register_file(path, loaded)
+    run = store_plan(make_plan(version, loaded, RunOptions()))
+    assert sealed.held(run.id) is not None
+    return run
+
+
+def test_a_no_look_runs_case_data_is_released_when_the_run_raises(no_look_run, monkeypatch):
+    def broken(run_id, **kwargs):
+        raise RuntimeError("the shard broke")
+
+    monkeypatch.setattr(local, "execute", broken)
+
+    with pytest.raises(RuntimeError, match="the shard broke"):
+        execute_here(no_look_run)
+
+    assert sealed.held(no_look_run.id) is None
+
+
+def test_a_no_look_runs_case_data_is_released_when_it_ends(no_look_run):
+    seen = []
+
+    run = execute_here(no_look_run, on_progress=seen.append, poll_s=0.01)
+
+    assert run.status == Run.Status.DONE
+    assert sealed.held(run.id) is None
+
+
+def test_a_stop_asked_before_the_run_starts_cancels_it_before_anything_is_sent(no_look_run):
+    stop = Stop()
+    stop.ask()
+
+    run = execute_here(no_look_run, stop=stop)
+
+    assert stop.written
+    assert run.status == Run.Status.CANCELLED
+    assert not run.answers.filter(status="done").exists()
+    assert sealed.held(run.id) is None
