@@ -43,10 +43,9 @@ def mock_stats(base: str, *, reset: bool = False) -> dict:
 def request_bodies(run_id: str, model: str) -> tuple[str, list[dict]]:
     """The URL and JSON bodies the engine sent for the answers of `run_id`."""
     from evalsite.core.providers import Request, build_provider
-    from runs.models import Answer
-    from runs.planning.planner import endpoint_configs
+    from runs.models import Answer, Endpoint
 
-    provider = build_provider(model, env=os.environ, endpoints=endpoint_configs())
+    provider = build_provider(model, env=os.environ, endpoints=Endpoint.objects.configs())
     bodies, url = [], ""
     for stored in Answer.objects.filter(run_id=run_id).values_list("request", flat=True):
         request = provider.prepare(Request(**stored))

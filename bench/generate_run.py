@@ -10,7 +10,7 @@ have, then builds the report the way the app does. In the data dir of ``EVALSITE
    with a JSON schema, two contestants ``fake/a`` (the baseline) and ``fake/b``, a judge
    ``fake/judge`` and ``repeats:``; pairs = cases × repeats, with repeats the largest divisor
    of ``--pairs`` up to 10 (10,000 pairs: 20 tasks × 50 cases × 10 repeats);
-2. the shipped price table, active (``runs.prices.ensure_default_table``);
+2. the shipped price table, active (``PriceTable.objects.ensure_default``);
 3. a Run in status "reporting" with ``options={"fake": True}``;
 4. one Answer per (task, case, contestant, repeat), done and scored: a JSON text of a few
    hundred characters, about 3 % parse_fail and 3 % schema_fail, tokens, cost and latency;
@@ -229,7 +229,6 @@ def generate_run(pairs: int = 10_000, *, seed: int = 0) -> str:
     from evalsite.core.suites import parse_suite, render_messages
     from runs.models import Answer, Judgement, Pair, PriceTable, Run, SuiteVersion, text_sha
     from runs.planning.planner import new_run_id
-    from runs.prices import ensure_default_table
     from runs.results.reporting import write_report
 
     timings = Timings()
@@ -237,7 +236,7 @@ def generate_run(pairs: int = 10_000, *, seed: int = 0) -> str:
     text = suite_text(pairs)
     loaded = parse_suite(text.encode(), filename=f"bench-pages-{pairs}.yaml", origin="upload")
     version, _ = SuiteVersion.objects.register(loaded, text, origin="upload")
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     table = PriceTable.objects.active() or PriceTable.objects.order_by("-pk").first()
     timings.step(f"suite {loaded.name} ({len(loaded.tasks)} tasks, {len(text):,} bytes)")
 

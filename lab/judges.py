@@ -34,7 +34,7 @@ from evalsite.core.suites import SuiteError, parse_suite
 from lab.models import PairSet, PairSetJudgeRun
 from runs.models import Call, Judgement, Run, SuiteVersion
 from runs.planning.launch import launch
-from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, store_plan
+from runs.planning.start import Plan, PlanError, RunOptions, make_plan, store_plan
 
 CONTESTANTS = ["given/a", "given/b"]
 
@@ -171,8 +171,6 @@ def _registered(lab: LabPlan, member) -> Plan:
 
 def _link(lab: LabPlan, run: Run) -> None:
     """The run's link to its pair set and judge configuration."""
-    run.options["lab"] = lab.pairset.pk
-    run.save(update_fields=["options"])
     config = lab.config
     PairSetJudgeRun.objects.create(
         pairset=lab.pairset, run=run, name=lab.name, judge=config.model.strip(),

@@ -8,12 +8,11 @@ import re
 
 from django.db import IntegrityError, transaction
 
+from evalsite.core.judging import task_text
 from evalsite.core.pairsets import LabCase, PairSetError, lab_cases, pairset_name, parse_pairset
 from evalsite.core.problems import Problem
 from lab.judges import LabError
 from lab.models import PairSet, PairSetItem
-from runs.engine.judging import task_text
-from runs.engine.scoring import stored_suite
 from runs.models import Judgement, Pair, Run
 from runs.results.calibration import run_calibration
 
@@ -91,7 +90,7 @@ def suite_pairs_jsonl(suite) -> bytes:
     run = Run.objects.calibration_run(suite)
     if run is None:
         raise LabError([f"suite {suite.name} has no judged run"])
-    core = stored_suite(run.suite_version)
+    core = run.suite_version.core_suite()
     votes = {item.pair: item.votes for item in run_calibration(run, core).judged}
     if not votes:
         raise LabError(

@@ -20,8 +20,7 @@ from lab.judges import JudgeConfig, LabError, lab_report, launch_judge_run, plan
 from lab.models import PairSet
 from lab.transfer import import_pairset
 from runs.forms import CapField, FormTokenField
-from runs.models import Run
-from runs.prices import NoActivePriceTable, active_table
+from runs.models import NoActivePriceTable, PriceTable, Run
 
 MAX_WARNINGS_SHOWN = 10
 
@@ -124,7 +123,7 @@ def _detail(pairset: PairSet) -> dict:
 
 def _priced_models() -> list[str]:
     try:
-        return list(active_table().prices.values_list("model", flat=True))
+        return list(PriceTable.objects.current().prices.values_list("model", flat=True))
     except NoActivePriceTable:
         return []
 

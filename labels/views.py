@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.calibration import SUITE_FILE
+from evalsite.core.judging import task_text
 from evalsite.core.no_look import NO_LABELS
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
 from evalsite.htmx import HtmxHttpRequest
@@ -27,8 +28,6 @@ from lab.judges import LabError
 from lab.transfer import import_suite_pairs
 from labels import queue
 from labels.transfer import LabelImportError, export_yaml, import_yaml
-from runs.engine.judging import task_text
-from runs.engine.scoring import stored_suite
 from runs.models import Label, Run, Suite
 from runs.results.calibration import calibration_of, suite_calibration
 from runs.results.media import case_files
@@ -152,7 +151,7 @@ def _workspace(request: HtmxHttpRequest, suite: Suite, offer, mode: str, run, la
     version = version or pair.run.suite_version
     # what each side was sent (its variant's prompt), as the judge is shown it: once when
     # the two are the same, above each answer when they are not (docs/judging.md)
-    core = stored_suite(version)
+    core = version.core_suite()
     prompts = [task_text(core, pair.task_id, pair.case_id, side.contestant) for side in sides]
     apart = prompts[0] != prompts[1]
     context |= {

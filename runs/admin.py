@@ -15,7 +15,6 @@ from django.urls import path, reverse
 
 from evalsite.core.pricing import PriceFileError, parse_price_yaml
 from runs.models import Endpoint, Label, Price, PriceTable, Run, Suite, SuiteVersion
-from runs.prices import export_table, import_sheet
 
 PRICE_FIELDS = [
     "model",
@@ -171,7 +170,7 @@ class PriceTableAdmin(admin.ModelAdmin):
             self.message_user(request, "Select exactly one table to export.", messages.ERROR)
             return None
         table = queryset.get()
-        response = HttpResponse(export_table(table), content_type="application/yaml")
+        response = HttpResponse(table.export_yaml(), content_type="application/yaml")
         response["Content-Disposition"] = f'attachment; filename="{table.name}.yaml"'
         return response
 
@@ -193,7 +192,7 @@ class PriceTableAdmin(admin.ModelAdmin):
             try:
                 text = form.cleaned_data["file"].read().decode("utf-8")
                 sheet = parse_price_yaml(text)
-                table = import_sheet(
+                table = PriceTable.objects.import_sheet(
                     sheet,
                     name=form.cleaned_data["name"] or None,
                     activate=form.cleaned_data["activate"],

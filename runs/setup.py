@@ -12,8 +12,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 
 from evalsite.core.suites import SuiteError, load_suite
-from runs.models import Suite, SuiteVersion
-from runs.prices import ensure_default_table
+from runs.models import PriceTable, Suite, SuiteVersion
 
 DEMO_SUITE = Path(settings.BASE_DIR) / "examples" / "support-desk.yaml"
 # The demo's first run, offline: its replies file's sloppy and good answers (sloppy the
@@ -27,7 +26,7 @@ def prepare_database() -> None:
     executor = MigrationExecutor(connection)
     if executor.migration_plan(executor.loader.graph.leaf_nodes()):
         call_command("migrate", interactive=False, verbosity=0)
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
 
 
 def ensure_demo_suite() -> SuiteVersion | None:

@@ -25,7 +25,6 @@ from runs.models import (
     SuiteVersion,
     text_sha,
 )
-from runs.prices import ensure_default_table
 
 _seq = itertools.count(1)
 
@@ -209,7 +208,7 @@ def make_label(pair: Pair, prefer: str = "candidate", *, labeller=None, **overri
 def write_scripted_suite(folder: Path, suite: str, replies: str) -> Path:
     """`suite` as folder/suite.yaml beside its replies file (replies.yaml, as the suite's
     `replies:` names it), with the default price table loaded; the suite's path."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     (folder / "suite.yaml").write_text(suite)
     (folder / "replies.yaml").write_text(replies)
     return folder / "suite.yaml"

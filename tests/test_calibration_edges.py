@@ -245,10 +245,10 @@ def test_two_labellers_on_one_pair_count_once_in_n():
 @pytest.mark.django_db(transaction=True)
 def test_a_shard_that_finds_a_cancel_requested_run_closes_it_with_a_partial_report():
     from runs.engine.runner import execute
+    from runs.models import PriceTable
     from runs.planning.planner import RunOptions, make_plan, store_plan
-    from runs.prices import ensure_default_table
 
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     version = make_suite_version()
     loaded = parse_suite(version.yaml_text.encode(), filename="x.yaml", origin="upload")
     run = store_plan(make_plan(version, loaded, RunOptions(fake=True)))

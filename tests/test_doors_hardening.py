@@ -26,9 +26,8 @@ from evalsite.core.money import MoneyError, parse_cap
 from evalsite.login import ThrottledBackend, seconds_locked
 from evalsite.mcp.server import build_server
 from lab.models import PairSet
-from runs.models import Price, Run
+from runs.models import Price, PriceTable, Run
 from runs.models.run import label_problem
-from runs.prices import ensure_default_table
 from tests.factories import (
     make_price_table,
     make_run,
@@ -91,7 +90,7 @@ def test_pairs_import_of_a_deeply_nested_line_is_one_line_exit_2(tmp_path):
 
 @pytest.mark.django_db
 def test_a_deeply_nested_upload_to_the_judge_lab_is_a_message_not_a_500():
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     client = Client()
     client.force_login(make_user())
     upload = SimpleUploadedFile("deep.jsonl", _deep_pairs().encode())
@@ -383,7 +382,7 @@ def test_the_cap_rule_every_door_reads_refuses_what_is_not_a_number(given):
 
 @pytest.mark.django_db
 def test_the_judge_labs_cap_is_read_by_the_rule_and_words_of_max_cost(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     (tmp_path / "p.jsonl").write_text(json.dumps(PAIR))
     assert run_command("pairs", "import", str(tmp_path / "p.jsonl"))[0] == ExitCode.OK
     client = Client()

@@ -13,7 +13,6 @@ from django.core.management import call_command
 
 from evalsite.core.report.summary import contestant_table, summary_lines
 from runs.models import Price, PriceTable, Run
-from runs.prices import ensure_default_table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +23,7 @@ SCRIPTED = ("--models", ",".join(CELLS), "--judge", "scripted/judge")
 
 @pytest.fixture(autouse=True)
 def prices():
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
 
 
 def run_example(capsys, *options: str) -> tuple[int, str, dict]:

@@ -17,8 +17,7 @@ from django.urls import reverse
 
 from evalsite.core.input_limits import MAX_INT_DIGITS
 from evalsite.core.yamlsafe import load_yaml
-from runs.models import Suite
-from runs.prices import ensure_default_table
+from runs.models import PriceTable, Suite
 from tests.conftest import yaml_problems
 from tests.factories import make_price_table, make_suite_version, make_user, small_suite_text
 
@@ -225,7 +224,7 @@ def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly(data_dir):
 @pytest.fixture
 def browser(db):
     """A client that checks CSRF as the real middleware does (the test client skips it)."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     client = Client(enforce_csrf_checks=True)
     client.force_login(make_user())
     client.get(reverse("suite_new"))

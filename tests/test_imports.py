@@ -18,7 +18,6 @@ from evalsite.core.suites import load_suite
 from runs.engine.runner import execute
 from runs.models import Answer, Price, PriceTable, Run, Suite, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 from tests.factories import make_user
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "imports"
@@ -32,7 +31,7 @@ def _import(*args: str) -> int:
 
 
 def _run(path: Path, **options) -> Run:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     loaded = load_suite(path)
     version, _ = SuiteVersion.objects.register_file(path, loaded)
     run = execute(store_plan(make_plan(version, loaded, RunOptions(**options))).id)
@@ -56,7 +55,7 @@ def _passed(run: Run, contestant: str) -> dict[str, list[bool]]:
 
 def _price_openrouter_models() -> None:
     """Rows for the fixture's OpenRouter models, as an admin adds them."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     table = PriceTable.objects.active()
     for model in ("openai/gpt-4o-mini", "anthropic/claude-haiku-4.5", "google/gemini-2.5-flash"):
         Price.objects.get_or_create(
@@ -132,7 +131,7 @@ def test_a_bad_source_exits_2_with_its_file_and_line(tmp_path, capsys):
 
 @pytest.mark.django_db(transaction=True)
 def test_evalblink_import_runs_scripted_with_its_exact_match_and_judge_verdicts(tmp_path, capsys):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     out = tmp_path / "out"
     assert (
         _import("evalblink", str(FIXTURES / "evalblink" / "benchmark.yaml"), "--out", str(out)) == 0

@@ -11,9 +11,8 @@ from django.urls import reverse
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.suites import parse_suite
 from runs.engine.runner import execute
-from runs.models import Judgement, Pair, Run, SuiteVersion
+from runs.models import Judgement, Pair, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,7 +33,7 @@ tasks:
 
 
 def _run(consistency: str = "  consistency: 2") -> Run:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     cases = "\n".join(f"      - {{id: c{i}, vars: {{name: N{i}}}}}" for i in range(12))
     text = SUITE.format(consistency=consistency, cases=cases)
     loaded = parse_suite(text.encode(), filename="consistent.yaml", origin="upload")
@@ -87,7 +86,7 @@ def test_the_pair_page_and_the_scores_read_the_first_verdicts_only():
 
 
 def test_the_estimate_counts_the_extra_calls():
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     cases = "\n".join(f"      - {{id: c{i}, vars: {{name: N{i}}}}}" for i in range(12))
     plans = {}
     for name, consistency in (("with", "  consistency: 3"), ("without", "")):

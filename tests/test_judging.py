@@ -12,9 +12,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from evalsite.core.suites import parse_suite
 from runs.engine.runner import execute
-from runs.models import Answer, Judgement, Label, Pair, Run, SuiteVersion
+from runs.models import Answer, Judgement, Label, Pair, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 
 SUITE = """\
 suite: judged
@@ -69,7 +68,7 @@ def _replies() -> str:
 
 
 def _run(tmp_path, labels: str = "", min_labels: int = 10) -> Run:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     replies = tmp_path / "replies.yaml"
     replies.write_text(_replies())
     text = SUITE.format(labels=labels, min_labels=min_labels)

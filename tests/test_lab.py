@@ -28,9 +28,8 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 from evalsite import urls as site_urls
 from evalsite.core.judging import PROMPT_VERSION
 from lab.models import PairSet, PairSetItem, PairSetJudgeRun
-from runs.models import Answer, CachedResponse, Judgement, Run, Suite, SuiteVersion
+from runs.models import Answer, CachedResponse, Judgement, PriceTable, Run, Suite, SuiteVersion
 from runs.planning.launch import MAX_SHARDS
-from runs.prices import ensure_default_table
 from tests.factories import make_user
 
 REPO = Path(__file__).resolve().parents[1]
@@ -195,7 +194,7 @@ class SharedPairSetTests(TestCase):
 
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.rows, cls.reports, cls.import_output = {}, {}, {}
         for name, file in cls.FILES.items():
             source = shared_file(file)
@@ -331,7 +330,7 @@ def lab_verdicts(run: Run) -> dict[int, dict[str, str]]:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_fake_judge_runs_through_the_engine_and_a_second_run_is_all_cache_hits(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     file = small_pairset(tmp_path)
     assert cli("import", str(file))[0] == 0
 
@@ -340,7 +339,7 @@ def test_a_fake_judge_runs_through_the_engine_and_a_second_run_is_all_cache_hits
     assert code == 0, err
     first = PairSetJudgeRun.objects.get().run
     assert first.status == Run.Status.DONE and first.contestants == ["given/a", "given/b"]
-    assert first.options["lab"] == PairSet.objects.get().pk
+    assert PairSetJudgeRun.objects.get().pairset == PairSet.objects.get()  # the run's link
     assert first.judge["model"] == "fake/small"
     assert first.judge_config["prompt"] == PROMPT_VERSION  # the judge measured is recorded
     calls = Judgement.objects.filter(run=first, kind="pair")
@@ -379,7 +378,7 @@ def test_a_fake_judge_runs_through_the_engine_and_a_second_run_is_all_cache_hits
 
 @pytest.mark.django_db(transaction=True)
 def test_a_scripted_judge_maps_both_orders_back_to_answer_a_and_b(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     file = tmp_path / "three.jsonl"
     rows = [
         {"id": f"p{i}", "task": "Writing", "question": f"Q{i}", "answer_a": f"A{i}",
@@ -418,7 +417,7 @@ def test_a_scripted_judge_maps_both_orders_back_to_answer_a_and_b(tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_judge_over_the_cap_is_refused_and_nothing_is_stored_or_spent(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     assert cli("import", str(small_pairset(tmp_path)))[0] == 0
     before = [model.objects.count() for model in STORED]
 
@@ -432,7 +431,7 @@ def test_a_judge_over_the_cap_is_refused_and_nothing_is_stored_or_spent(tmp_path
 
 @pytest.mark.django_db
 def test_an_unknown_or_keyless_judge_is_refused_before_anything_is_stored(tmp_path, monkeypatch):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     assert cli("import", str(small_pairset(tmp_path)))[0] == 0
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
@@ -516,7 +515,7 @@ def test_a_missing_file_a_bad_name_and_a_taken_name_exit_2(tmp_path):
 class LabPageTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
 
     def setUp(self):
@@ -674,7 +673,7 @@ def test_the_planner_refuses_a_plan_of_given_answers_that_lacks_one(tmp_path):
     from lab.judges import CONTESTANTS, JudgeConfig, plan_judge_run
     from runs.planning.planner import PlanError, RunOptions, make_plan
 
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     assert cli("import", str(small_pairset(tmp_path, count=2)))[0] == 0
     lab = plan_judge_run(PairSet.objects.get(), JudgeConfig(model="fake/small"))
     given = {(c.task_id, c.case_id, c.contestant): "text" for c in lab.plan.cells}

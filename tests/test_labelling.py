@@ -14,8 +14,7 @@ from django.test import Client, override_settings
 from evalsite.core.judging import judge_config
 from evalsite.core.suites import parse_suite
 from labels.queue import baseline_on_left
-from runs.models import Answer, Decision, Judgement, Label, Pair, Run
-from runs.prices import ensure_default_table
+from runs.models import Answer, Decision, Judgement, Label, Pair, PriceTable, Run
 from runs.results.reporting import write_report
 from tests.factories import make_pair, make_run, make_suite_version, make_user
 
@@ -48,7 +47,7 @@ VERDICTS = {  # the judge's sides in order 1 and order 2
 def run() -> Run:
     """A finished, judged run of the suite, made from rows (no engine): in each task the
     cases go candidate wins, baseline wins, a flip, in turn."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     cases = ", ".join(f"{{id: {c}, vars: {{q: '{c}'}}}}" for c in CASES)
     version = make_suite_version(SUITE.format(cases=cases))
     loaded = parse_suite(version.yaml_text.encode(), filename="blind.yaml", origin="upload")
@@ -411,7 +410,7 @@ tasks:
 def test_a_pair_of_two_prompts_shows_the_labeller_each_sides_prompt_above_its_answer():
     """The labeller sees what the judge sees (issue 28 item 1): a base answer and a
     variant's answer were sent different prompts, so each is shown beside its answer."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     version = make_suite_version(VARIANT_SUITE)
     run = make_run(
         suite_version=version, contestants=["scripted/base", "scripted/base@french"],

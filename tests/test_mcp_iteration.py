@@ -80,13 +80,12 @@ tasks:
     cases: [{id: one, vars: {word: pong}}]
 """
 ENDPOINT = """
-from runs.models import Endpoint, Price
-from runs.prices import active_table
+from runs.models import Endpoint, Price, PriceTable
 from runs.setup import prepare_database
 
 prepare_database()
 Endpoint.objects.create(name="mock", base_url={url!r})
-Price.objects.create(table=active_table(), model="mock/a", input_per_mtok=1, output_per_mtok=1)
+Price.objects.create(table=PriceTable.objects.current(), model="mock/a", input_per_mtok=1, output_per_mtok=1)
 """
 
 

@@ -16,8 +16,7 @@ from django.test import override_settings
 from evalsite.core.suites import SuiteError, parse_suite
 from evalsite.mcp import tools
 from runs.engine.runner import execute
-from runs.models import Answer, Run, SuiteVersion
-from runs.prices import ensure_default_table
+from runs.models import Answer, PriceTable, Run, SuiteVersion
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,7 +55,7 @@ VERDICTS = {
 
 @pytest.fixture
 def root(tmp_path) -> Path:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     folder = tmp_path / "mcp-root"
     folder.mkdir()
     with override_settings(EVALSITE_MCP_SUITE_ROOT=folder):

@@ -14,9 +14,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import Pair, Run
+from runs.models import Pair, PriceTable, Run
 from runs.models.suites import blob_store
-from runs.prices import ensure_default_table
 from runs.results.media import NO_LOOK_MEDIA, report_attachments
 from tests.factories import make_answer, make_pair, make_run, make_user
 
@@ -46,7 +45,7 @@ def data_dir(settings, tmp_path) -> Path:
 @pytest.fixture
 def run(data_dir) -> Run:
     """The multimodal example run by the engine with scripted contestants and judge."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     models = ",".join(CONTESTANTS)
     with pytest.raises(SystemExit) as exited:
         call_command("run", str(SUITE), "--models", models, "--judge", "scripted/judge")

@@ -59,10 +59,10 @@ def test_prices_import_with_an_oversized_rate_exits_2_and_changes_nothing(tmp_pa
 
 @pytest.mark.django_db
 def test_the_new_run_form_refuses_an_oversized_cap_on_the_page():
-    from runs.prices import ensure_default_table
+    from runs.models import PriceTable
     from tests.factories import make_suite_version, make_user
 
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     version = make_suite_version()
     client = Client()
     client.force_login(make_user())

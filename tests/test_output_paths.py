@@ -12,7 +12,7 @@ import pytest
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.output_files import OutputError, write_output
-from runs.prices import ensure_default_table
+from runs.models import PriceTable
 from tests.factories import make_suite_version, run_command
 
 
@@ -65,7 +65,7 @@ def test_write_output_names_a_missing_folder(tmp_path):
 
 @pytest.mark.django_db
 def test_prices_export_refuses_a_device_a_fifo_a_symlink_and_a_folder(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     for kind, path in _specials(tmp_path).items():
         before = _kind(path)
         code, out, err = run_command("prices", "export", str(path))
@@ -92,7 +92,7 @@ def test_labels_export_out_refuses_a_fifo_and_a_symlink(tmp_path):
 
 @pytest.mark.django_db
 def test_init_refuses_to_write_its_files_over_a_symlink_or_a_fifo(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     dangling = tmp_path / "a.yaml"
     dangling.symlink_to(tmp_path / "missing.txt")  # it wrote through (or failed with a traceback)
     os.mkfifo(tmp_path / "b.replies.yaml")

@@ -1,8 +1,7 @@
 from django.test import TestCase
 from django.urls import reverse
 
-from runs.models import Suite, SuiteVersion
-from runs.prices import ensure_default_table
+from runs.models import PriceTable, Suite, SuiteVersion
 from tests.factories import make_suite_version, make_user, small_suite_text
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -39,7 +38,7 @@ class LoginTests(TestCase):
 class PageTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
         cls.version = make_suite_version(small_suite_text("tiny"))
 
@@ -68,7 +67,7 @@ class PageTests(TestCase):
 class SuiteUploadTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
 
     def setUp(self):
@@ -157,7 +156,7 @@ class SuiteUploadTests(TestCase):
 class SuiteLimitsTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
 
     def setUp(self):

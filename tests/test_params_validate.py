@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.models import Run
-from runs.prices import ensure_default_table
+from runs.models import PriceTable, Run
 from tests.factories import run_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,7 +39,7 @@ tasks:
 
 @pytest.fixture(autouse=True)
 def prices():
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
 
 
 def write(tmp_path: Path, models: tuple[str, ...] = MODELS) -> str:

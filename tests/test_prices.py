@@ -9,7 +9,7 @@ from django.test import TestCase
 
 from evalsite.core.pricing import parse_price_yaml
 from runs.models import FrozenPriceTable, Price, PriceTable
-from runs.prices import default_sheet, ensure_default_table, export_table, import_table
+from runs.models.pricing import default_sheet
 from tests.factories import make_price_table, make_run
 
 SAMPLE = Path(__file__).parent / "fixtures" / "prices-sample.yaml"
@@ -17,9 +17,9 @@ SAMPLE = Path(__file__).parent / "fixtures" / "prices-sample.yaml"
 
 class DefaultTableTests(TestCase):
     def test_the_shipped_table_loads_once_and_becomes_active(self):
-        table = ensure_default_table()
+        table = PriceTable.objects.ensure_default()
         assert table is not None and table.active
-        assert ensure_default_table() is None
+        assert PriceTable.objects.ensure_default() is None
         assert PriceTable.objects.count() == 1
 
     def test_the_shipped_table_prices_every_provider_and_the_fake_models(self):
@@ -94,9 +94,9 @@ class FrozenTableTests(TestCase):
 
 class ImportExportTests(TestCase):
     def test_import_then_export_round_trips_a_price_file(self):
-        table = import_table(SAMPLE.read_text())
+        table = PriceTable.objects.import_text(SAMPLE.read_text())
         assert table.name == "prices-2026-10-01" and not table.active
-        assert parse_price_yaml(export_table(table)) == parse_price_yaml(SAMPLE.read_text())
+        assert parse_price_yaml(table.export_yaml()) == parse_price_yaml(SAMPLE.read_text())
 
     def test_cli_import_activate_then_export(self):
         out = StringIO()

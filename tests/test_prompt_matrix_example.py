@@ -14,7 +14,6 @@ import pytest
 from django.core.management import call_command
 
 from runs.models import Price, PriceTable, Run
-from runs.prices import ensure_default_table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +35,7 @@ def run_example(*options: str) -> dict:
 
 @pytest.fixture
 def scripted_report() -> dict:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     table = PriceTable.objects.active()
     for model, output in OUTPUT_PER_MTOK.items():
         Price.objects.create(
@@ -169,7 +168,7 @@ def test_the_frontier_is_the_hand_count(scripted_report):
 
 
 def test_without_price_rows_the_scripted_cells_are_unpriced_and_off_the_cost_facts():
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     contestants = ",".join((MINI, MINI_S, HAIKU, HAIKU_S))
     report = run_example("--models", contestants, "--judge", "scripted/judge")
     frontier = report["frontier"]
@@ -179,7 +178,7 @@ def test_without_price_rows_the_scripted_cells_are_unpriced_and_off_the_cost_fac
 
 
 def test_the_fake_runs_the_example_to_the_end_with_four_cells(capsys):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     report = run_example("--fake")
     assert report["status"] == "done"
     cells = report["matrix"]["cells"]
@@ -193,7 +192,7 @@ def test_the_fake_runs_the_example_to_the_end_with_four_cells(capsys):
 
 
 def test_the_example_validates_with_no_warning(capsys):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     try:
         call_command("validate", str(SUITE))
     except SystemExit as exited:

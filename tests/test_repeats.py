@@ -11,9 +11,8 @@ import pytest
 
 from evalsite.core.suites import load_suite
 from runs.engine.runner import execute
-from runs.models import Answer, Judgement, Run, SuiteVersion
+from runs.models import Answer, Judgement, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 
 SUITE = """\
 suite: every-check
@@ -111,7 +110,7 @@ def suite_dir(tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_every_check_kind_with_three_repeats_gives_the_written_verdicts_and_pass_k(suite_dir):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     replies = suite_dir / "replies.yaml"
     replies.write_text(_replies_yaml())
     path = suite_dir / "every-check.yaml"
@@ -154,7 +153,7 @@ def _passed(answer: Answer) -> bool:
 def test_a_graded_task_goes_through_the_judge_and_an_unusable_grade_is_an_error_not_zero(
     tmp_path,
 ):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     suite = textwrap.dedent(
         """\
         suite: graded

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalsite.core.exitcodes import ExitCode
-from runs.models import Run
-from runs.prices import ensure_default_table
+from runs.models import PriceTable, Run
 from tests.factories import run_command
 
 pytestmark = pytest.mark.django_db(transaction=True)  # `run` answers on a thread
@@ -31,7 +30,7 @@ tasks:
 def test_report_latest_case_after_a_partial_run_shows_the_latest_run_with_the_case(
     tmp_path: Path,
 ) -> None:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     (tmp_path / "tagged.yaml").write_text(SUITE)
     suite = str(tmp_path / "tagged.yaml")
     assert run_command("run", suite, "--fake")[0] == ExitCode.OK

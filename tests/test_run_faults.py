@@ -7,9 +7,8 @@ import pytest
 
 from evalsite.core.suites import parse_suite
 from runs.engine.runner import execute
-from runs.models import Run
+from runs.models import PriceTable, Run
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 from tests.factories import make_suite_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +26,7 @@ tasks:
 
 
 def planned(text: str) -> Run:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     version = make_suite_version(text)
     loaded = parse_suite(text.encode(), filename="x.yaml", origin="upload")
     return store_plan(make_plan(version, loaded, RunOptions(fake=True)))

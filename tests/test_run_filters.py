@@ -136,9 +136,9 @@ def test_a_dry_run_with_tag_and_limit_estimates_only_those_cases(tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_limit_1_run_is_stored_partial_and_does_not_become_the_calibration_run():
-    from runs.prices import ensure_default_table
+    from runs.models import PriceTable
 
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     whole = _cli_run(DEMO, "--fake")
     narrow = _cli_run(DEMO, "--fake", "--limit", "1")
     tagged = _cli_run(DEMO, "--fake", "--tag", "billing")

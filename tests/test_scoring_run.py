@@ -6,9 +6,8 @@ import pytest
 
 from evalsite.core.suites import parse_suite
 from runs.engine.runner import execute
-from runs.models import Answer, Run, SuiteVersion
+from runs.models import Answer, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 
 SUITE = """\
 suite: scored
@@ -44,7 +43,7 @@ bad:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_scripted_run_gets_exactly_the_verdicts_its_replies_were_written_for(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     replies = tmp_path / "replies.yaml"
     replies.write_text(REPLIES)
     loaded = parse_suite(SUITE.encode(), filename="scored.yaml", origin="upload")

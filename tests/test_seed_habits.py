@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from runs.models import CachedResponse, PriceTable
-from runs.prices import ensure_default_table
 from tests.factories import make_price_table, run_command, write_scripted_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,7 +76,7 @@ def _run_as_printed(commands: str) -> list[tuple[int, str, str]]:
 
 
 def test_evalpin_s_next_line_runs_the_suite_with_its_replies(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     (tmp_path / "suite.txt").write_text("case greet\nprompt: Greet Ana.\nexpect contains: Ana\n")
     (tmp_path / "replies.txt").write_text("reply greet\n| Hello Ana!\nreply greet\n| Hi there.\n")
     out_dir = tmp_path / "out"
@@ -96,7 +95,7 @@ def test_evalpin_s_next_line_runs_the_suite_with_its_replies(tmp_path):
 
 
 def test_evalblink_s_next_line_names_the_price_rows_then_works_once_they_are_added(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     out_dir = tmp_path / "out"
     code, out, err = run_command(
         "import", "evalblink", str(FIXTURES / "evalblink" / "benchmark.yaml"), "--out",
@@ -126,7 +125,7 @@ def test_evalblink_s_next_line_names_the_price_rows_then_works_once_they_are_add
 
 
 def test_a_suite_with_no_model_translated_gets_a_next_line_naming_one(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     source = tmp_path / "bench.yaml"
     source.write_text(
         'name: "Free only"\nmodels: ["poolside/laguna-xs-2.1:free"]\n'

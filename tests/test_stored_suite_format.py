@@ -19,11 +19,9 @@ from django.urls import reverse
 
 from evalsite.core.datasource import with_source_cases
 from evalsite.core.suites import load_suite, parse_suite
-from runs.engine import scoring
 from runs.engine.runner import execute
-from runs.engine.scoring import stored_suite
-from runs.models import Answer, Run, Suite, SuiteVersion
-from runs.prices import ensure_default_table
+from runs.models import Answer, PriceTable, Run, Suite, SuiteVersion
+from runs.models import suites as suite_models
 from tests.factories import make_suite_version, make_user, run_command
 from tests.test_run_faults import SCHEMA_SUITE, planned
 
@@ -48,21 +46,21 @@ def _dangle(version: SuiteVersion) -> SuiteVersion:
     parsed = version.parsed
     parsed["tasks"][0]["schema"]["properties"]["item"]["$ref"] = "#/$defs/missing"
     SuiteVersion.objects.filter(pk=version.pk).update(parsed=parsed)
-    scoring._PARSED.clear()  # a process reads a version once: this one was edited under it
+    suite_models._PARSED.clear()  # a process reads a version once: this one was edited under it
     return SuiteVersion.objects.get(pk=version.pk)
 
 
 class StoredNumbersTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
 
     def setUp(self):
         self.client.force_login(self.user)
 
     def test_tiny_decimals_read_back_as_the_numbers_stored(self):
-        suite = stored_suite(make_suite_version(TINY))
+        suite = make_suite_version(TINY).core_suite()
         assert suite.defaults["temperature"] == 0.00001
         assert suite.max_cost_usd == 0.00005
         assert suite.mover_threshold == 0.00001
@@ -89,7 +87,7 @@ class StoredNumbersTests(TestCase):
             origin=SuiteVersion.Origin.UPLOAD,
         )
         again = SuiteVersion.objects.get(pk=version.pk)
-        assert stored_suite(again).defaults["temperature"] == 0.00001
+        assert again.core_suite().defaults["temperature"] == 0.00001
         page = self.client.get(reverse("suite_detail", args=[suite.name]))
         assert page.status_code == 200
 
@@ -98,13 +96,13 @@ class StoredNumbersTests(TestCase):
         version = make_suite_version(SCHEMA_SUITE)
         data = json.dumps(version.parsed).encode()
         before = parse_suite(data, filename="x", origin="upload").sha256
-        assert stored_suite(version).sha256 == before
+        assert version.core_suite().sha256 == before
 
 
 class DanglingStoredSchemaTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
         cls.version = _dangle(make_suite_version(SCHEMA_SUITE))
 
@@ -114,7 +112,7 @@ class DanglingStoredSchemaTests(TestCase):
         assert page.status_code == 200
 
     def test_its_stored_suite_reads(self):
-        suite = stored_suite(self.version)
+        suite = self.version.core_suite()
         assert suite.tasks[0].schema["properties"]["item"]["$ref"] == "#/$defs/missing"
 
 
@@ -134,7 +132,7 @@ def test_a_run_of_a_stored_schema_with_a_dangling_ref_gives_schema_fail():
 
 @pytest.mark.django_db(transaction=True)
 def test_evalsite_run_of_a_suite_with_tiny_decimals_is_judged(tmp_path: Path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY)
 
@@ -171,13 +169,13 @@ class UnreadableStoredVersionTests(TestCase):
 
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
         version = make_suite_version(SCHEMA_SUITE)
         parsed = version.parsed
         parsed["tasks"][0]["checks"] = [{"python": "checks:ok"}]
         SuiteVersion.objects.filter(pk=version.pk).update(parsed=parsed)
-        scoring._PARSED.clear()
+        suite_models._PARSED.clear()
         cls.version = SuiteVersion.objects.get(pk=version.pk)
 
     def setUp(self):

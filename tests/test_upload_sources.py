@@ -14,10 +14,8 @@ from django.urls import reverse
 
 from evalsite.core.problems import SuiteError
 from evalsite.core.suites import parse_suite
-from runs.engine.scoring import stored_suite
-from runs.models import Run, SuiteVersion
+from runs.models import PriceTable, Run, SuiteVersion
 from runs.planning.planner import PlanError, RunOptions, make_plan
-from runs.prices import ensure_default_table
 from tests.factories import make_user
 
 SOURCED = """\
@@ -61,7 +59,7 @@ def _stored(text: str, origin: str) -> SuiteVersion:
 class UploadTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        ensure_default_table()
+        PriceTable.objects.ensure_default()
         cls.user = make_user()
 
     def setUp(self):
@@ -88,8 +86,8 @@ class UploadTests(TestCase):
 
     def test_an_upload_stored_before_the_refusal_still_shows_and_is_refused_a_run(self):
         version = _stored(COMMAND, SuiteVersion.Origin.UPLOAD)
-        assert stored_suite(version).tasks[0].cases_from
+        assert version.core_suite().tasks[0].cases_from
         page = self.client.get(reverse("suite_detail", args=["sourced"]))
         assert page.status_code == 200
         with pytest.raises(PlanError, match="cases_from"):
-            make_plan(version, stored_suite(version), RunOptions(fake=True))
+            make_plan(version, version.core_suite(), RunOptions(fake=True))

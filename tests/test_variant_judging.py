@@ -14,14 +14,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from evalsite.core.judging import PairSide
+from evalsite.core.judging import PairSide, pair_requests
 from evalsite.core.report.pairing import paired_changes
 from evalsite.core.suites import load_suite, parse_suite
 from runs.engine import judging
 from runs.engine.runner import execute
-from runs.models import Judgement, Run, SuiteVersion
+from runs.models import Judgement, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 from tests.engine.conftest import evalsite
 
 MULTIMODAL = pathlib.Path(__file__).parents[1] / "examples" / "multimodal"
@@ -64,7 +63,7 @@ BEFORE_GRADE = "5f5e1c404c324efbcf91fd87615b42e6addd3794a94831e05a7535916d4d5cae
 
 @pytest.mark.parametrize("contestants", [("fake/a", "fake/b"), ("fake/a", "fake/b@terse")])
 def test_a_pair_whose_sides_saw_the_same_prompt_keeps_its_request_byte_for_byte(contestants):
-    requests = judging.pair_requests(
+    requests = pair_requests(
         _golden(), "fake/judge", ("hello", "ana", 0), *SIDES, contestants=contestants
     )
     assert [_digest(request) for _, request in requests] == BEFORE_PAIR
@@ -83,7 +82,7 @@ def test_a_grade_of_an_answer_sent_the_task_as_written_keeps_its_request(contest
 
 def test_a_pair_of_base_and_variant_shows_the_judge_each_sides_prompt():
     requests = dict(
-        judging.pair_requests(
+        pair_requests(
             _golden(), "fake/judge", ("hello", "ana", 0), *SIDES,
             contestants=("fake/a", "fake/a@french"),
         )
@@ -102,7 +101,7 @@ def test_a_pair_of_base_and_variant_shows_the_judge_each_sides_prompt():
 
 
 def test_two_variants_that_were_sent_one_prompt_are_shown_one_task():
-    requests = judging.pair_requests(
+    requests = pair_requests(
         _golden(), "fake/judge", ("hello", "ana", 0), *SIDES,
         contestants=("fake/a@french", "fake/b@french"),
     )  # fmt: skip
@@ -142,7 +141,7 @@ def _suite_text(base: str = ENGLISH, french: str = FRENCH) -> str:
 
 
 def _run(text: str) -> Run:
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     loaded = parse_suite(text.encode(), filename="varg.yaml", origin="upload")
     version, _ = SuiteVersion.objects.register(loaded, text, origin="upload")
     return execute(store_plan(make_plan(version, loaded, RunOptions(fake=True))).id)
@@ -273,7 +272,7 @@ def test_a_grade_and_a_pair_carry_the_files_each_contestant_was_sent(tmp_path):
     words = grade("google/gemini-2.5-flash@words")
     assert _parts(words) == [] and "Say what the invoice says." in words.messages[-1]["content"]
 
-    requests = judging.pair_requests(
+    requests = pair_requests(
         suite, "google/gemini-2.5-flash", ("read", "one", 0), *SIDES,
         contestants=("google/gemini-2.5-flash", "google/gemini-2.5-flash@receipt"),
     )  # fmt: skip

@@ -25,6 +25,10 @@ and calibration's n counts judgements about cases, never pairs: the same labels 
 same n at 1 repeat or 3.
 
 Targeted-review labels are kept out of the consensus that the headline kappa uses.
+
+From the matched labels, :func:`calibration_summary` builds the calibration section (the gate,
+kappa with its intervals, per task, per labeller, the human-human ceiling and the curve): the
+report, the labelling page's live panel and the calibration page all read this one builder.
 """
 
 from __future__ import annotations
@@ -34,16 +38,31 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from evalsite.core.stats import score_category, strict_majority
+from evalsite.core.stats import (
+    bootstrap_kappa_ci,
+    cohen_kappa,
+    fleiss_kappa,
+    headline_gate,
+    krippendorff_alpha,
+    labels_needed,
+    pairwise_cohen,
+    per_task_kappa,
+    score_category,
+    strict_majority,
+)
+from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
+from evalsite.core.stats.kappa import case_interval
 
 __all__ = [
     "REPEATS_RULE", "SUITE_FILE", "UNNAMED", "Calibration", "Item", "LabelView", "PairIndex",
-    "PairView", "match_labels",
+    "PairView", "calibration_summary", "match_labels",
 ]  # fmt: skip
 
 _MIRROR = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
 SUITE_FILE = "suite_file"
 UNNAMED = "suite file"  # the labeller of a suite-file label that names none
+CURVE_POINTS = 20
+KAPPA_BOOTSTRAP_RESAMPLES = 2000
 REPEATS_RULE = (
     "the labels about a case are one judgement per labeller, whichever repeats they cover, "
     "compared once with the judge's mean score over the repeats they cover (above 0.5 "
@@ -276,3 +295,120 @@ def _combined(pairs: Sequence[PairView]) -> str:
         return cast(str, pairs[0].judge)  # judged pairs: none excluded, each has a category
     scores = [_CATEGORY_SCORE[cast(str, p.judge)] if p.score is None else p.score for p in pairs]
     return score_category(sum(scores) / len(scores))
+
+
+# --- the calibration section ----------------------------------------------------------------
+
+
+def calibration_summary(
+    matched: Calibration,
+    *,
+    min_kappa: float,
+    min_labels: int,
+    seed: int,
+    min_lower_bound: float | None = None,
+    brief: bool = False,
+) -> dict[str, Any]:
+    """The calibration section from matched labels: the gate, kappa with both intervals,
+    the confusion matrix, per task, the human-human ceiling and the kappa curve. The report,
+    the live panel of the labelling page and the calibration page all use this; `brief`
+    (the live panel, after every label) leaves out the bootstrap interval, the per-task,
+    per-labeller and human-human tables and the curve."""
+    humans = [human for _, _, human, _ in matched.items]
+    judges = [judge for _, _, _, judge in matched.items]
+    kappa = cohen_kappa(humans, judges)
+    cases = matched.item_cases
+    interval = case_interval(humans, judges, cases)
+    gate = headline_gate(
+        kappa,
+        min_labels=min_labels,
+        min_kappa=min_kappa,
+        min_lower_bound=min_lower_bound,
+        interval=interval,
+    )
+    target = min_kappa if min_lower_bound is None else min_lower_bound
+    figures = {
+        "status": gate.status,
+        "reason": gate.reason,
+        "kappa": kappa.kappa,
+        "kappa_band": kappa.band,
+        "kappa_ci": interval.ci,  # over cases: what the gate reads (docs/judging.md)
+        "kappa_ci_none": interval.why_none,
+        "kappa_cases": interval.cases,
+        "kappa_ci_asymptotic": kappa.ci,  # labels as independent (Fleiss–Cohen–Everitt)
+        "agreement": kappa.agreement,
+        "n": kappa.n,
+        "min_kappa": min_kappa,
+        "min_kappa_lower_bound": min_lower_bound,
+        "min_labels": min_labels,
+        "labels_needed": labels_needed(kappa, min_kappa=target, min_labels=min_labels),
+        "labels_for_half_width": labels_for_half_width(kappa, interval),
+        "half_width": HALF_WIDTH,
+        "labels_used": matched.labels_used,
+        "no_majority": matched.no_majority,
+    }
+    if brief:
+        return figures
+    per_task = per_task_kappa(
+        ((task, h, j, case) for (_, task, h, j), case in zip(matched.items, cases, strict=True)),
+        floor=min_kappa,
+    )
+    return figures | {
+        "kappa_ci_bootstrap": bootstrap_kappa_ci(
+            humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES, cases=cases
+        ),
+        "confusion": kappa.confusion,
+        "per_task": [task.to_dict() for task in per_task],
+        # the tasks tested against min_kappa: the family the per-task Holm correction reads
+        "per_task_comparisons": sum(1 for task in per_task if task.p_value is not None),
+        "labels_stale": matched.stale,
+        "labels_ignored": matched.ignored,
+        "labels_not_in_run": matched.not_in_run,
+        "over_repeats": matched.over_repeats,
+        "repeats_rule": REPEATS_RULE if matched.over_repeats else None,
+        "labels_targeted": matched.targeted,
+        "labels_on_excluded_pairs": matched.on_excluded,
+        "humans": _humans(matched),
+        "curve": _curve(humans, judges),
+        "labellers": _labellers(matched),
+    }
+
+
+def _humans(matched: Calibration) -> dict[str, Any]:
+    ratings = matched.ratings
+    return {
+        "pairwise": {name: k.kappa for name, k in pairwise_cohen(ratings).items()},
+        "fleiss_kappa": fleiss_kappa(ratings) if ratings else None,
+        "krippendorff_alpha": krippendorff_alpha(ratings) if ratings else None,
+        "n_items": len(ratings),
+    }
+
+
+def _labellers(matched: Calibration) -> list[dict[str, Any]]:
+    """Each labeller's own agreement with the judge, over the pairs they labelled."""
+    rows = []
+    for labeller, votes in sorted(matched.by_labeller.items()):
+        kappa = cohen_kappa([human for human, _ in votes], [judge for _, judge in votes])
+        rows.append(
+            {
+                "labeller": labeller,
+                "n": kappa.n,
+                "kappa": kappa.kappa,
+                "band": kappa.band,
+                "agreement": kappa.agreement,
+            }  # fmt: skip
+        )
+    return rows
+
+
+def _curve(humans: list[str], judges: list[str]) -> list[dict[str, Any]]:
+    """Kappa as the labels grew (in the order they were given), at up to 20 sizes."""
+    n = len(humans)
+    if n == 0:
+        return []
+    sizes = sorted({max(1, round(n * (i + 1) / CURVE_POINTS)) for i in range(CURVE_POINTS)})
+    points = []
+    for size in sizes:
+        kappa = cohen_kappa(humans[:size], judges[:size])
+        points.append({"n": size, "kappa": kappa.kappa, "ci": kappa.ci})
+    return points

@@ -18,8 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalsite.core.judge_warnings import DEFAULT_JUDGE_MAX_TOKENS
+from evalsite.core.prompts import render_messages
+from evalsite.core.providers.base import Request, message_media, message_text
 from evalsite.core.providers.capabilities import accepts
 from evalsite.core.scoring.json_answer import find_json
+from evalsite.core.suite_params import judge_params
+from evalsite.core.suites import parse_contestant
 
 # judge.consistency: the pairs a run asks again. Enough for a share, not a second run's cost;
 # here (not in evalsite.core.stats) so the planner reads it without numpy.
@@ -30,8 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXCLUSION_REASONS", "PROMPT_VERSION", "PairSide", "VerdictUnparseable", "exclusion_reason",
-    "judge_config", "judge_messages", "parse_verdict", "retry_messages", "shown_to_side",
-    "with_media",
+    "judge_call_params", "judge_config", "judge_messages", "pair_requests", "parse_verdict",
+    "prompt_media", "prompt_text", "retry_messages", "sent_messages", "shown_to_side",
+    "task_media", "task_text", "with_media",
 ]  # fmt: skip
 
 # Why a pair was not judged (or its judgement not counted), in the order they are checked.
@@ -236,3 +242,96 @@ def with_media(
         text += f"\n\n(The answerers were also shown {names}, which you cannot see.)"
     last["content"] = [*(dict(part) for part in shown), {"type": "text", "text": text}]
     return [*head, last]
+
+
+# --- the judge calls of a pair ---------------------------------------------------------
+
+
+def task_text(suite: Suite, task_id: str, case_id: str, contestant: str | None = None) -> str:
+    """The task as the judge sees it: the case's prompt as ``contestant`` was sent it (its
+    variant's prompt and system; None: the task as written), system text first (its text;
+    the files it sends are :func:`task_media`)."""
+    return prompt_text(sent_messages(suite, task_id, case_id, contestant))
+
+
+def task_media(
+    suite: Suite, task_id: str, case_id: str, contestant: str | None = None
+) -> list[dict[str, Any]]:
+    """The files the case's prompt sends ``contestant`` (None: the task as written), in order."""
+    return prompt_media(sent_messages(suite, task_id, case_id, contestant))
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    """What the judge reads of a prompt: its messages' texts in order, by blank lines."""
+    return "\n\n".join(message_text(message) for message in messages)
+
+
+def prompt_media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The files a prompt sends, in order."""
+    return [part for message in messages for part in message_media(message)]
+
+
+def sent_messages(
+    suite: Suite, task_id: str, case_id: str, contestant: str | None = None
+) -> list[dict[str, Any]]:
+    """The messages ``contestant`` (``model@variant``) was sent for the case, rendered as the
+    engine rendered them; None: the task as written."""
+    sent = parse_contestant(contestant) if contestant is not None else None
+    return render_messages(suite, task_id, case_id, sent)
+
+
+def judge_call_params(suite: Suite) -> tuple[dict[str, Any], frozenset[str]]:
+    """The judge's parameters and those its block sets itself (core.suite_params): what
+    every judge call of the suite (pair, grade or recheck) is sent."""
+    return judge_params(suite, DEFAULT_JUDGE_MAX_TOKENS)
+
+
+def pair_requests(
+    suite: Suite,
+    judge_model: str,
+    key: tuple[str, str, int],
+    baseline: PairSide,
+    candidate: PairSide,
+    *,
+    contestants: tuple[str, str],
+) -> list[tuple[int, Request]]:
+    """The two judge calls of one pair, ``(order, request)``: order 1 shows the baseline
+    first, order 2 the candidate. ``key`` is (task, case, repeat); ``contestants`` names the
+    baseline's and the candidate's contestant, whose prompts (their variants') the judge is
+    shown: once when they are the same, each beside its answer when they differ. The engine
+    and the judge lab build their calls here, so the same pair always has the same cache key."""
+    if suite.judge is None:
+        raise ValueError("a suite without a judge block has no judge calls")
+    task_id, case_id, repeat = key
+    task = suite.task(task_id)
+    rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
+    prompts = [sent_messages(suite, task_id, case_id, name) for name in contestants]
+    texts = [prompt_text(messages) for messages in prompts]
+    media = [part for messages in prompts for part in prompt_media(messages)]
+    media = [part for k, part in enumerate(media) if part not in media[:k]]  # each file once
+    params, explicit = judge_call_params(suite)
+    orders = (
+        (1, (baseline, candidate), (texts[0], texts[1])),
+        (2, (candidate, baseline), (texts[1], texts[0])),
+    )
+    return [
+        (
+            order,
+            Request.from_params(
+                judge_model,
+                with_media(
+                    judge_messages(prompt, rubric, first, second, second_prompt=other),
+                    media,
+                    judge_model,
+                ),
+                params,
+                explicit=explicit,
+                purpose="judge",
+                task_id=task_id,
+                case_id=case_id,
+                repeat=repeat,
+                order=order,
+            ),
+        )
+        for order, (first, second), (prompt, other) in orders
+    ]

@@ -22,11 +22,6 @@ _KEY = re.compile(
 REDACTED = "[REDACTED]"
 
 
-def find_key_like(text: str) -> list[tuple[int, int]]:
-    """The (start, end) spans of every key-shaped substring of ``text``, in order."""
-    return [match.span() for match in _KEY.finditer(text)]
-
-
 def looks_like_key(text: str) -> bool:
     """True when ``text`` contains at least one key-shaped substring."""
     return _KEY.search(text) is not None

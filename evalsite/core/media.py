@@ -163,10 +163,6 @@ def from_stored(path: str, stored: Mapping[str, Any], source: str) -> MediaFile:
 # --- parts in requests ---------------------------------------------------------------------
 
 
-def is_media(part: Mapping[str, Any]) -> bool:
-    return part.get("type") in KINDS
-
-
 def hashed_part(part: Mapping[str, Any]) -> dict[str, Any]:
     """What of a part the cache key covers: everything but where its bytes are read from."""
     return {key: value for key, value in part.items() if key != "source"}

@@ -240,11 +240,6 @@ def worst_case(
     return WorstCase(tokens_in, tokens_out, cost)
 
 
-def worst_case_cost(request: Request, row: PriceRow | None) -> Decimal:
-    """What one call can cost at most when it keeps to ``max_tokens``."""
-    return worst_case(request, row).cost_usd
-
-
 # --- the pre-flight estimate -------------------------------------------------------------
 
 

@@ -19,24 +19,23 @@ from evalsite.core.plan import call_hash, plan_cells
 from evalsite.core.providers import (
     Provider,
     ProviderError,
-    build_contestant_providers,
     required_key,
 )
 from evalsite.core.suites import Contestant, parse_contestant
 from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.mcp import replies
 from evalsite.mcp.tools import Refused, find_run, load, suite_file
-from runs.engine.scoring import stored_suite
-from runs.models import Answer, CachedResponse, Judgement, Pair, Run
-from runs.planning.planner import (
-    PlanError,
-    RunOptions,
-    check_priced,
-    endpoint_configs,
-    load_replies,
-    suite_contestant,
+from runs.models import (
+    Answer,
+    CachedResponse,
+    Endpoint,
+    Judgement,
+    NoActivePriceTable,
+    Pair,
+    Run,
 )
-from runs.prices import NoActivePriceTable, active_table
+from runs.planning.preview import preview_contestant, preview_provider
+from runs.planning.start import PlanError
 
 ANSWER_FIELDS = (
     "pk", "repeat", "status", "passed", "schema_verdict", "schema_mode", "checks",
@@ -109,9 +108,7 @@ def contestant_in(loaded: LoadedSuite, text: str) -> Contestant:
     """`text` as a contestant a run of `loaded` would accept: a model with a price (or
     scripted or command) and a variant the suite declares; Refused as run_suite refuses."""
     try:
-        chosen = suite_contestant(loaded, text.strip())
-        table = active_table()
-        check_priced([chosen.model], set(table.prices.values_list("model", flat=True)), table.name)
+        chosen = preview_contestant(loaded, text)
     except (PlanError, NoActivePriceTable) as error:
         raise Refused("plan_error", str(error)) from None
     return chosen
@@ -119,7 +116,7 @@ def contestant_in(loaded: LoadedSuite, text: str) -> Contestant:
 
 def _key(model: str) -> str | None:
     try:
-        return required_key(model, endpoints=endpoint_configs())
+        return required_key(model, endpoints=Endpoint.objects.configs())
     except ProviderError as error:
         raise Refused("plan_error", str(error)) from None
 
@@ -132,12 +129,7 @@ def _provider(loaded: LoadedSuite, chosen: Contestant, key: str | None) -> Provi
     if key is not None and not env.get(key, "").strip():
         env[key] = "render_prompt: not set"
     try:
-        scripted = chosen.model.startswith("scripted/")
-        answers = load_replies(loaded, RunOptions()) if scripted else None
-        built = build_contestant_providers(
-            [str(chosen)], env=env, endpoints=endpoint_configs(), replies=answers
-        )
-        return built[str(chosen)]
+        return preview_provider(loaded, chosen, env)
     except (PlanError, ProviderError) as error:
         raise Refused("plan_error", str(error)) from None
 
@@ -150,7 +142,7 @@ def case_result(run_id: str, contestant: str, case: str) -> dict[str, Any]:
     and where to read the answers; never their text."""
     run = find_run(run_id)
     chosen = _run_contestant(run, contestant)
-    task_id, case_id = case_in(stored_suite(run.suite_version), case)
+    task_id, case_id = case_in(run.suite_version.core_suite(), case)
     answers = Answer.objects.filter(run=run, task_id=task_id, case_id=case_id, contestant=chosen)
     rows = list(answers.order_by("repeat").values(*ANSWER_FIELDS))
     if not rows:

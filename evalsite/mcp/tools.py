@@ -23,9 +23,8 @@ from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.core.suites import SuiteError, load_suite
 from evalsite.mcp import replies
 from runs.models import Answer, Call, Endpoint, Judgement, Pair, Run, Suite, SuiteVersion
-from runs.planning.planner import RunOptions, store_plan
 from runs.planning.start import Refused as PlanRefused
-from runs.planning.start import plan_file
+from runs.planning.start import RunOptions, plan_file, store_plan
 from runs.results.calibration import suite_calibration
 from runs.results.progress import progress
 from runs.results.summary import run_summary

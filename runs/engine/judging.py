@@ -17,21 +17,23 @@ from typing import Any
 
 from django.db import transaction
 
-from evalsite.core.judge_warnings import DEFAULT_JUDGE_MAX_TOKENS
 from evalsite.core.judging import (
     PairSide,
     VerdictUnparseable,
     exclusion_reason,
-    judge_messages,
+    judge_call_params,
+    pair_requests,
     parse_verdict,
+    prompt_media,
+    prompt_text,
     retry_messages,
+    sent_messages,
     shown_to_side,
     with_media,
 )
 from evalsite.core.plan import call_hash
-from evalsite.core.prompts import render_messages
 from evalsite.core.providers import Provider
-from evalsite.core.providers.base import Request, message_media, message_text
+from evalsite.core.providers.base import Request
 from evalsite.core.scoring.grading import (
     DEFAULT_GRADE_THRESHOLD,
     GradeUnusable,
@@ -41,10 +43,9 @@ from evalsite.core.scoring.grading import (
 )
 from evalsite.core.stats import pair_score
 from evalsite.core.stats.consistency import sample_pairs
-from evalsite.core.suite_params import judge_params
-from evalsite.core.suites import Suite, parse_contestant
+from evalsite.core.suites import Suite
 from runs import sealed
-from runs.engine.scoring import score_run, stored_suite
+from runs.engine.scoring import score_run
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
 from runs.models.rows import update_each
 
@@ -54,7 +55,7 @@ RATIONALE_CHARS = 4000
 def prepare_judging(run: Run, judge: Provider | None) -> None:
     """Score the answers, form the pairs and queue the judge calls of `run`."""
     score_run(run)
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     judge_model = run.judge.get("model")
     if not judge_model or judge is None:
         return
@@ -129,93 +130,6 @@ def _verdicts(answer: Answer) -> dict:
         "schema_verdict": answer.schema_verdict,
         "exec_verdict": answer.exec_verdict or None,
     }
-
-
-def task_text(suite: Suite, task_id: str, case_id: str, contestant: str | None = None) -> str:
-    """The task as the judge sees it: the case's prompt as ``contestant`` was sent it (its
-    variant's prompt and system; None: the task as written), system text first (its text;
-    the files it sends are :func:`task_media`)."""
-    return prompt_text(sent_messages(suite, task_id, case_id, contestant))
-
-
-def task_media(
-    suite: Suite, task_id: str, case_id: str, contestant: str | None = None
-) -> list[dict]:
-    """The files the case's prompt sends ``contestant`` (None: the task as written), in order."""
-    return prompt_media(sent_messages(suite, task_id, case_id, contestant))
-
-
-def prompt_text(messages: list[dict]) -> str:
-    """What the judge reads of a prompt: its messages' texts in order, by blank lines."""
-    return "\n\n".join(message_text(message) for message in messages)
-
-
-def prompt_media(messages: list[dict]) -> list[dict]:
-    """The files a prompt sends, in order."""
-    return [part for message in messages for part in message_media(message)]
-
-
-def sent_messages(
-    suite: Suite, task_id: str, case_id: str, contestant: str | None = None
-) -> list[dict]:
-    """The messages ``contestant`` (``model@variant``) was sent for the case, rendered as the
-    engine rendered them; None: the task as written."""
-    sent = parse_contestant(contestant) if contestant is not None else None
-    return render_messages(suite, task_id, case_id, sent)
-
-
-def _judge_params(suite: Suite) -> tuple[dict, frozenset[str]]:
-    """The judge's parameters and those its block sets itself (core.suite_params)."""
-    return judge_params(suite, DEFAULT_JUDGE_MAX_TOKENS)
-
-
-def pair_requests(
-    suite: Suite,
-    judge_model: str,
-    key: tuple[str, str, int],
-    baseline: PairSide,
-    candidate: PairSide,
-    *,
-    contestants: tuple[str, str],
-) -> list[tuple[int, Request]]:
-    """The two judge calls of one pair, ``(order, request)``: order 1 shows the baseline
-    first, order 2 the candidate. ``key`` is (task, case, repeat); ``contestants`` names the
-    baseline's and the candidate's contestant, whose prompts (their variants') the judge is
-    shown: once when they are the same, each beside its answer when they differ. The engine
-    and the judge lab build their calls here, so the same pair always has the same cache key."""
-    task_id, case_id, repeat = key
-    task = suite.task(task_id)
-    rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
-    prompts = [sent_messages(suite, task_id, case_id, name) for name in contestants]
-    texts = [prompt_text(messages) for messages in prompts]
-    media = [part for messages in prompts for part in prompt_media(messages)]
-    media = [part for k, part in enumerate(media) if part not in media[:k]]  # each file once
-    params, explicit = _judge_params(suite)
-    orders = (
-        (1, (baseline, candidate), (texts[0], texts[1])),
-        (2, (candidate, baseline), (texts[1], texts[0])),
-    )
-    return [
-        (
-            order,
-            Request.from_params(
-                judge_model,
-                with_media(
-                    judge_messages(prompt, rubric, first, second, second_prompt=other),
-                    media,
-                    judge_model,
-                ),
-                params,
-                explicit=explicit,
-                purpose="judge",
-                task_id=task_id,
-                case_id=case_id,
-                repeat=repeat,
-                order=order,
-            ),
-        )
-        for order, (first, second), (prompt, other) in orders
-    ]
 
 
 def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
@@ -322,7 +236,7 @@ def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> 
         .exclude(grades__kind=Judgement.Kind.GRADE)
         .only(*_SIDE_FIELDS)
     )
-    params = _judge_params(suite)
+    params = judge_call_params(suite)
     calls = (
         _judgement(
             run,
@@ -348,7 +262,7 @@ def grade_request(
     """The grade call of one answer: the prompt its contestant was sent (its variant's),
     the task's rubric (its grade's, else the task's, else the judge's), followed by the
     case's own criteria and reference when it has them. ``params``: the judge's
-    (:func:`_judge_params`), read once by a caller that grades many answers."""
+    (:func:`judge_call_params`), read once by a caller that grades many answers."""
     task = suite.task(answer.task_id)
     own = task.case(answer.case_id).grade or {}
     rubric = str((task.grade or {}).get("rubric") or task.rubric or suite.judge.rubric or "")
@@ -361,7 +275,7 @@ def grade_request(
         reference=own["reference"] if isinstance(own.get("reference"), str) else None,
     )
     media = prompt_media(sent)
-    params = params or _judge_params(suite)
+    params = params or judge_call_params(suite)
     return Request.from_params(
         judge_model,
         with_media(messages, media, judge_model),
@@ -457,7 +371,7 @@ def _copy_grades(run: Run) -> None:
     grades = Judgement.objects.filter(
         run=run, kind=Judgement.Kind.GRADE, answer__grade_score__isnull=True
     ).select_related("answer")
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     answers = []
     for grade in grades:
         if grade.grade_score is None:

@@ -23,8 +23,7 @@ from evalsite.core.plan import call_hash, plan_cells
 from evalsite.core.providers import ScriptedReplies, build_contestant_providers
 from evalsite.core.suites import Suite
 from runs import sealed
-from runs.models import Answer, Call, Judgement, Run
-from runs.planning.planner import endpoint_configs
+from runs.models import Answer, Call, Endpoint, Judgement, Run
 
 DATASOURCE_REASON = (
     "its cases came from a datasource, which cannot be read again the same way: a live "
@@ -89,7 +88,7 @@ def _render_again(run: Run, suite: Suite, held: sealed.Sealed) -> None:
     options = run.stored_options
     replies = ScriptedReplies.load(options.replies) if options.replies else None
     providers = build_contestant_providers(
-        run.contestants, env=os.environ, endpoints=endpoint_configs(), replies=replies,
+        run.contestants, env=os.environ, endpoints=Endpoint.objects.configs(), replies=replies,
         fake=options.fake,
     )  # fmt: skip
     cells = plan_cells(

@@ -60,7 +60,6 @@ from runs.engine.writer import Writer
 from runs.models import Call, Endpoint, Judgement, Run
 from runs.models.run import calls_in_flight
 from runs.models.suites import blob_store
-from runs.planning.planner import endpoint_configs
 from runs.sealed import Sealed
 
 db = sync_to_async(thread_sensitive=True)
@@ -105,7 +104,7 @@ class Setup:
         built = build_contestant_providers(
             [*run.contestants, *([judge_model] if judge_model else [])],
             env=os.environ,
-            endpoints=endpoint_configs(),
+            endpoints=Endpoint.objects.configs(),
             replies=replies,
             fake=options.fake,
             blobs=blob_store(),

@@ -13,58 +13,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from evalsite.core.media import MEDIA_KEY
 from evalsite.core.no_look import sealed_scores
 from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
 from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
-from evalsite.core.suites import Suite, parse_document
+from evalsite.core.suites import Suite
 from runs import sealed
 from runs.models import Answer, Run, SuiteVersion
 from runs.models.rows import update_each
-
-# Suites read from a file on this machine (SPEC §7.2: python checks allowed): the CLI's and
-# the suites directory's (path), the demo's, and MCP's, which come from files under
-# EVALSITE_MCP_SUITE_ROOT. Identical bytes are one version whichever registered them first,
-# so a file run over MCP and by the CLI must be scored alike. Never upload or lab.
-FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.MCP, SuiteVersion.Origin.DEMO)
-
-
-_PARSED: dict[tuple[int, str, str, str, bool], Suite] = {}
-_PARSED_MAX = 64
-
-
-def stored_suite(version: SuiteVersion) -> Suite:
-    """The suite as stored: its parsed form, with referenced files already inlined.
-
-    A version never changes (its content is its hash), and the parsed suite is a frozen
-    value, so each process parses a version once. A no-look version is stored stripped of
-    its case data: the process running one of its runs sees the full suite it holds
-    (:mod:`runs.sealed`), every other process the stripped one."""
-    full = sealed.suite_for(version.pk) if version.stripped else None
-    if full is not None:
-        return full
-    key = (version.pk, version.sha256, version.origin, version.source_path, version.stripped)
-    suite = _PARSED.get(key)
-    if suite is None:
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        suite = _PARSED[key] = _parse_stored(version)
-    return suite
-
-
-def _parse_stored(version: SuiteVersion) -> Suite:
-    """The version's document as the JSON values it is stored as (never as YAML text)."""
-    origin = "file" if version.origin in FILESYSTEM_ORIGINS else "upload"
-    document = {k: v for k, v in version.parsed.items() if k not in ("replies", MEDIA_KEY)}
-    return parse_document(
-        document,
-        filename=f"{version.suite.name}@{version.short_hash}",
-        origin=origin,
-        stripped=version.stripped,
-        stored_media=version.media(),
-        stored=True,
-    )
+from runs.models.suites import FILESYSTEM_ORIGINS
 
 
 def python_path(version: SuiteVersion) -> list[str]:
@@ -108,7 +65,7 @@ def score_run(run: Run) -> int:
     held = sealed.held(run.pk)
     if run.no_look and held is None:
         return 0  # the answers' texts live only in the process that runs it
-    suite = stored_suite(version)
+    suite = version.core_suite()
     tasks = {task.id: task for task in suite.tasks}
     folders = python_path(version)
     sandbox: Sandbox | None = None

@@ -4,7 +4,7 @@ from runs.models.answer import Answer, CachedResponse, Call
 from runs.models.decision import Decision
 from runs.models.judging import Judgement, Pair, text_sha
 from runs.models.label import Label
-from runs.models.pricing import Endpoint, FrozenPriceTable, Price, PriceTable
+from runs.models.pricing import Endpoint, FrozenPriceTable, NoActivePriceTable, Price, PriceTable
 from runs.models.run import Run
 from runs.models.suites import Suite, SuiteVersion
 
@@ -17,6 +17,7 @@ __all__ = [
     "FrozenPriceTable",
     "Judgement",
     "Label",
+    "NoActivePriceTable",
     "Pair",
     "Price",
     "PriceTable",

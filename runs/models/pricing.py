@@ -1,16 +1,26 @@
-"""Dated price tables, their rows, and admin-defined endpoints."""
+"""Dated price tables, their rows, and admin-defined endpoints; where price tables meet the
+database: the shipped default, the active table, imports and exports."""
 
 from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from importlib import resources
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 
 from evalsite.core.money import MoneyError, parse_rate
-from evalsite.core.pricing import PriceRow, PriceSheet
+from evalsite.core.pricing import (
+    PriceRow,
+    PriceSheet,
+    Resolution,
+    dump_price_yaml,
+    parse_price_yaml,
+    resolve_models,
+)
+from evalsite.core.providers import EndpointConfig
 from evalsite.core.providers.endpoints import base_url_problem, key_variable_problem
 from runs.models.suites import identifier
 
@@ -19,9 +29,55 @@ class FrozenPriceTable(ValidationError):
     """Raised when something tries to change a table a run has used."""
 
 
+class NoActivePriceTable(LookupError):
+    def __str__(self) -> str:
+        return (
+            "no active price table: import one with `evalsite prices import FILE --activate` "
+            "or mark one active in the admin"
+        )
+
+
+def default_sheet() -> PriceSheet:
+    """The price table evalsite ships."""
+    text = resources.files("evalsite.data").joinpath("prices-default.yaml").read_text("utf-8")
+    return parse_price_yaml(text)
+
+
 class PriceTableQuerySet(models.QuerySet["PriceTable"]):
     def active(self) -> PriceTable | None:
         return self.filter(active=True).first()
+
+    def current(self) -> PriceTable:
+        """The active table; NoActivePriceTable when there is none."""
+        table = self.active()
+        if table is None:
+            raise NoActivePriceTable()
+        return table
+
+    @transaction.atomic
+    def ensure_default(self) -> PriceTable | None:
+        """Load the shipped table and make it active when there is no table at all."""
+        if self.exists():
+            return None
+        table = self.model.create_from_sheet(default_sheet())
+        table.mark_active()
+        return table
+
+    def import_text(
+        self, text: str, *, name: str | None = None, activate: bool = False
+    ) -> PriceTable:
+        """A new table from evalmine's price YAML (raises PriceFileError on bad input)."""
+        return self.import_sheet(parse_price_yaml(text), name=name, activate=activate)
+
+    @transaction.atomic
+    def import_sheet(
+        self, sheet: PriceSheet, *, name: str | None = None, activate: bool = False
+    ) -> PriceTable:
+        """A new table from a parsed price file (its `unused` lines are the caller's to say)."""
+        table = self.model.create_from_sheet(sheet, name=name)
+        if activate:
+            table.mark_active()
+        return table
 
 
 class PriceTable(models.Model):
@@ -74,6 +130,13 @@ class PriceTable(models.Model):
     def is_frozen(self) -> bool:
         """A table a run has used cannot change: its runs' costs must stay reproducible."""
         return self.pk is not None and self.runs.exists()
+
+    def resolve(self, models: list[str]) -> Resolution:
+        """Which of `models` this table prices (core.pricing.resolve_models)."""
+        return resolve_models(models, self.prices.values_list("model", flat=True))
+
+    def export_yaml(self) -> str:
+        return dump_price_yaml(self.to_sheet())
 
     @transaction.atomic
     def mark_active(self) -> None:
@@ -233,6 +296,12 @@ class Price(models.Model):
         )
 
 
+class EndpointQuerySet(models.QuerySet["Endpoint"]):
+    def configs(self) -> dict[str, EndpointConfig]:
+        """The endpoints as the providers read them, by name."""
+        return {e.name: EndpointConfig(e.name, e.base_url, e.key_env_var) for e in self}
+
+
 class Endpoint(models.Model):
     """An OpenAI-compatible server; models on it are `<name>/<model>`. Holds no key: it
     names the variable holding it, an EVALSITE_ENDPOINT_<NAME>_KEY (clean() and, again,
@@ -248,6 +317,8 @@ class Endpoint(models.Model):
         help_text="The name of the environment variable that holds the key, never the key.",
     )
     notes = models.TextField(blank=True)
+
+    objects = EndpointQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

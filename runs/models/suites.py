@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.validators import RegexValidator
@@ -11,9 +10,9 @@ from django.db import models, transaction
 
 from evalsite.core.media import MEDIA_KEY, BlobStore, MediaFile, from_stored
 from evalsite.core.no_look import strip_document, stripped_text
-
-if TYPE_CHECKING:
-    from evalsite.core.suites import Suite as CoreSuite
+from evalsite.core.suites import Suite as CoreSuite
+from evalsite.core.suites import parse_document
+from runs import sealed
 
 identifier = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
@@ -177,6 +176,37 @@ class SuiteVersion(models.Model):
     def short_hash(self) -> str:
         return self.sha256[:8]
 
+    def core_suite(self) -> CoreSuite:
+        """The suite as stored: its parsed form, with referenced files already inlined.
+
+        A version never changes (its content is its hash), and the parsed suite is a frozen
+        value, so each process parses a version once. A no-look version is stored stripped of
+        its case data: the process running one of its runs sees the full suite it holds
+        (:mod:`runs.sealed`), every other process the stripped one."""
+        full = sealed.suite_for(self.pk) if self.stripped else None
+        if full is not None:
+            return full
+        key = (self.pk, self.sha256, self.origin, self.source_path, self.stripped)
+        suite = _PARSED.get(key)
+        if suite is None:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            suite = _PARSED[key] = self._parse()
+        return suite
+
+    def _parse(self) -> CoreSuite:
+        """The version's document as the JSON values it is stored as (never as YAML text)."""
+        origin = "file" if self.origin in FILESYSTEM_ORIGINS else "upload"
+        document = {k: v for k, v in self.parsed.items() if k not in ("replies", MEDIA_KEY)}
+        return parse_document(
+            document,
+            filename=f"{self.suite.name}@{self.short_hash}",
+            origin=origin,
+            stripped=self.stripped,
+            stored_media=self.media(),
+            stored=True,
+        )
+
     def media(self) -> dict[str, MediaFile]:
         """The files this version's cases attach, by path, each read from the store."""
         table = self.parsed.get(MEDIA_KEY) or {}
@@ -197,3 +227,14 @@ class SuiteVersion(models.Model):
     @property
     def case_count(self) -> int:
         return sum(len(task.get("cases", [])) for task in self.tasks)
+
+
+# Suites read from a file on this machine (SPEC §7.2: python checks allowed): the CLI's and
+# the suites directory's (path), the demo's, and MCP's, which come from files under
+# EVALSITE_MCP_SUITE_ROOT. Identical bytes are one version whichever registered them first,
+# so a file run over MCP and by the CLI must be scored alike. Never upload or lab.
+FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.MCP, SuiteVersion.Origin.DEMO)
+
+# The parsed suites of this process (SuiteVersion.core_suite), by what a version's parse reads.
+_PARSED: dict[tuple[int, str, str, str, bool], CoreSuite] = {}
+_PARSED_MAX = 64

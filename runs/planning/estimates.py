@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from decimal import Decimal
 
+from evalsite.core.judging import PairSide, pair_requests
 from evalsite.core.plan import (
     CellCost,
     EstimateLine,
@@ -102,13 +103,8 @@ def estimate_given(suite, cells, given, contestants, judge, row, no_cache: bool)
 
 def _given_judge_requests(suite, cells, given, contestants) -> list[Request]:
     """The pair calls the engine will make on the given answers, built by its own
-    `pair_requests`, so their hashes find the cache. Grading is not estimated: the planner
-    refuses a plan of given answers with a graded task."""
-    # Imported here: runs.engine.judging pulls in the statistics, which `evalsite validate` (this
-    # module's other user) must not load.
-    from evalsite.core.judging import PairSide
-    from runs.engine.judging import pair_requests
-
+    `pair_requests` (the core's), so their hashes find the cache. Grading is not estimated:
+    the planner refuses a plan of given answers with a graded task."""
     judged = {task.id for task in suite.tasks if task.judge}
     keys = dict.fromkeys((c.task_id, c.case_id, c.repeat) for c in cells if c.task_id in judged)
     pairing = suite.judge.pairing if suite.judge else "baseline"

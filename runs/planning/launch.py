@@ -18,11 +18,9 @@ from django.db import transaction
 from evalsite.core.no_look import NO_WORKER
 from evalsite.core.providers import RepliesFileError, ScriptedReplies
 from evalsite.core.suites import parse_contestant
-from runs.engine.scoring import stored_suite
 from runs.engine.tasks import enqueue_run
-from runs.models import Run, SuiteVersion
+from runs.models import NoActivePriceTable, PriceTable, Run, SuiteVersion
 from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, store_plan
-from runs.prices import NoActivePriceTable, active_table
 
 MAX_SHARDS = 2
 
@@ -31,7 +29,7 @@ def contestant_choices(version: SuiteVersion) -> list[str]:
     """The suite's own contestants first, then each of its models with each variant it
     defines (model@variant), the scripted contestants of its own replies file, then every
     priced model."""
-    suite = stored_suite(version)
+    suite = version.core_suite()
     own = list(suite.models)
     models = dict.fromkeys(parse_contestant(text).model for text in own)
     variants = [f"{model}@{variant}" for model in models for variant in suite.variants]
@@ -48,7 +46,7 @@ def judge_choices(version: SuiteVersion) -> list[str]:
 
 def _priced() -> list[str]:
     try:
-        return list(active_table().prices.values_list("model", flat=True))
+        return list(PriceTable.objects.current().prices.values_list("model", flat=True))
     except NoActivePriceTable:
         return []  # the planner says so when the form is submitted
 
@@ -93,7 +91,7 @@ def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
         dry_run=True,
     )
     try:
-        return make_plan(version, stored_suite(version), options)
+        return make_plan(version, version.core_suite(), options)
     except PlanError as error:
         if replies is None:
             raise

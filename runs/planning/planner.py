@@ -40,7 +40,6 @@ from evalsite.core.pricing import (
 from evalsite.core.problems import format_path
 from evalsite.core.prompts import media_refusals
 from evalsite.core.providers import (
-    EndpointConfig,
     Provider,
     ProviderError,
     RepliesFileError,
@@ -57,6 +56,7 @@ from runs.models import (
     Answer,
     Call,
     Endpoint,
+    NoActivePriceTable,
     PriceTable,
     Run,
     SuiteVersion,
@@ -64,7 +64,6 @@ from runs.models import (
 )
 from runs.models.run import StoredOptions, calls_in_flight, label_problem
 from runs.planning import estimates
-from runs.prices import NoActivePriceTable, active_table
 from runs.sealed import Sealed
 
 DEFAULT_CAP_USD = Decimal("2.00")
@@ -191,14 +190,14 @@ def make_plan(
     if options.no_look or suite.no_look:
         options = _no_look_options(suite, options)
     try:
-        table = active_table()
+        table = PriceTable.objects.current()
     except NoActivePriceTable as error:
         raise PlanError(str(error)) from None
     rows = {price.model: price.to_row() for price in table.prices.all()}
     judge_model = _judge_model(suite, options.judge)
     _check_params(suite, contestants, judge_model)
     _check_prices(contestants, judge_model, rows, table.name)
-    endpoints = endpoint_configs()
+    endpoints = Endpoint.objects.configs()
     keys = _check_keys(contestants, judge_model, endpoints, options)
     replies = load_replies(suite, options)
     _check_replies(suite, contestants, replies, options, judge_model)
@@ -355,12 +354,6 @@ def _check_keys(contestants, judge_model, endpoints, options: RunOptions) -> dic
             "missing API keys, set them in the environment before running: " + ", ".join(missing)
         )
     return keys
-
-
-def endpoint_configs() -> dict[str, EndpointConfig]:
-    return {
-        e.name: EndpointConfig(e.name, e.base_url, e.key_env_var) for e in Endpoint.objects.all()
-    }
 
 
 def load_replies(suite: Suite, options: RunOptions) -> ScriptedReplies | None:

@@ -17,7 +17,29 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.suites import Suite
 from runs.engine.scoring import python_check_problems
 from runs.models import SuiteVersion
-from runs.planning.planner import Plan, PlanError, RunOptions, make_plan, no_look_problem
+from runs.planning.planner import (
+    Plan,
+    PlanError,
+    RunOptions,
+    make_plan,
+    no_look_problem,
+    store_plan,
+)
+
+# The planning room's face for the rest of the house (tests/core/test_rooms.py): a run is
+# planned from a file here, or by make_plan from given answers (the judge lab), and stored by
+# store_plan to execute here, or launched by runs.planning.launch to the workers.
+__all__ = [
+    "Plan",
+    "PlanError",
+    "Refused",
+    "RunOptions",
+    "file_problems",
+    "make_plan",
+    "plan_file",
+    "plan_problems",
+    "store_plan",
+]
 
 
 class Refused(Exception):

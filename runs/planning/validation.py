@@ -12,15 +12,14 @@ from evalsite.core.gate_subjects import unknown_subject_problems
 from evalsite.core.pricing import unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
+from runs.models import Endpoint, NoActivePriceTable, PriceTable
 from runs.planning.planner import (
     PlanError,
-    endpoint_configs,
     keys_line,
     needed_keys,
     sandbox_problem,
 )
 from runs.planning.start import file_problems, plan_problems
-from runs.prices import NoActivePriceTable, active_table, resolve_against
 from runs.setup import prepare_database
 
 # Web threads that may validate a member's suite at once. A validation is bounded (the
@@ -49,11 +48,11 @@ def member_validation() -> Iterator[bool]:
 def model_errors(loaded: Suite) -> tuple[list[str], dict]:
     """Resolve every model string of the suite; return (errors, details for the summary)."""
     try:
-        table = active_table()
+        table = PriceTable.objects.current()
     except NoActivePriceTable as exc:
         return [str(exc)], {}
     models = loaded.model_strings()
-    resolution = resolve_against(table, models)
+    resolution = table.resolve(models)
     errors = [
         unknown_model_message(model, hint, table.name) for model, hint in resolution.unknown.items()
     ]
@@ -128,7 +127,7 @@ def validate(path: str) -> dict:
     if errors:
         return outcome
     try:
-        keys = needed_keys(loaded.model_strings(), endpoint_configs())
+        keys = needed_keys(loaded.model_strings(), Endpoint.objects.configs())
     except PlanError as error:
         outcome["errors"] = [f"{path}: {error}"]
         return outcome

@@ -8,7 +8,7 @@ and the :class:`~runs.models.Label` rows members give in the browser or import.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -20,15 +20,14 @@ from evalsite.core.calibration import (
     LabelView,
     PairIndex,
     PairView,
+    calibration_summary,
     match_labels,
 )
 from evalsite.core.judging import judge_config
-from evalsite.core.report.build import calibration_summary
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite as CoreSuite
-from runs.engine.scoring import stored_suite
 from runs.models import Label, Pair, Run, Suite
 from runs.results.memo import FinishedRunMemo
 
@@ -77,7 +76,7 @@ def run_calibration(
     with `keep`, only the labels it keeps (what one member may see). The one builder of a
     run's calibration set: the report (which passes the pair `rows` it has just read), the
     pages, the queue and MCP all call it."""
-    suite = suite or stored_suite(run.suite_version)
+    suite = suite or run.suite_version.core_suite()
     if rows is not None:
         index = PairIndex(pair_view(row) for row in rows)
     else:
@@ -164,7 +163,7 @@ def current_judge_config(suite: Suite) -> dict[str, str] | None:
     version = suite.latest_version()
     if version is None:
         return None
-    core = stored_suite(version)
+    core = version.core_suite()
     return judge_config(core, core.judge_model) if core.judge_model else None
 
 
@@ -178,17 +177,26 @@ def calibration_of(
 ) -> dict[str, Any]:
     """The calibration section of `run` with every label given so far (the report's own,
     recomputed), with the judge configuration it measures."""
-    core = stored_suite(run.suite_version)
-    judge = core.judge or NO_JUDGE
+    core = run.suite_version.core_suite()
     summary = calibration_summary(
         run_calibration(run, core, keep=keep),
-        min_kappa=judge.min_kappa,
-        min_labels=judge.min_labels,
-        min_lower_bound=judge.min_kappa_lower_bound,
+        **calibration_gate(core),
         seed=seed_from(run.suite_version.sha256),
         brief=brief,
     )
     return jsonable(summary) | {"judge_config": run.judge_config}
+
+
+def calibration_gate(suite: CoreSuite) -> dict[str, Any]:
+    """What the calibration gate of a run of `suite` reads (core.calibration_summary's
+    thresholds): the report and the pages take them from here, so both build the same
+    section."""
+    judge = suite.judge or NO_JUDGE
+    return {
+        "min_kappa": judge.min_kappa,
+        "min_labels": judge.min_labels,
+        "min_lower_bound": judge.min_kappa_lower_bound,
+    }
 
 
 def suite_calibration(
@@ -209,8 +217,3 @@ def suite_calibration(
         "stale": stale,
         "current_judge_config": current,
     }
-
-
-def calibration_badges(suites: Iterable[Suite]) -> dict[int, dict[str, Any] | None]:
-    """Each suite's badge: its calibration run's live gate, brief."""
-    return {suite.pk: suite_calibration(suite, brief=True) for suite in suites}

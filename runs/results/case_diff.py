@@ -26,7 +26,6 @@ from evalsite.core.report.case_diff import (
     read_baseline_json,
     read_results,
 )
-from runs.engine.scoring import stored_suite
 from runs.models import Answer, Run
 from runs.models.run import report_run_id
 
@@ -72,7 +71,7 @@ def _key(run: Run, contestant: str, task_id: str, case_id: str, *, by_case_id: b
 def left_out(run: Run, answered: Iterable[str], *, by_case_id: bool) -> set[str]:
     """The keys of the suite's cases the run did not answer (`--only`, `--tag`, `--limit`):
     against a baseline they are filtered, not gone, as evalpin's --only leaves them."""
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     every = {
         _key(run, contestant, task.id, case.id, by_case_id=by_case_id)
         for task in suite.tasks

@@ -14,7 +14,6 @@ from pathlib import PurePosixPath
 
 from evalsite.core.media import MEDIA_TYPES, MediaError, MediaFile, read_part
 from evalsite.core.report.html import EMBED_MAX_BYTES, Attachment
-from runs.engine.scoring import stored_suite
 from runs.models import Answer, Run
 from runs.models.suites import blob_store
 
@@ -47,7 +46,7 @@ def case_files(run: Run, task_id: str, case_id: str) -> list[CaseFile]:
     the suite no longer names, or a file of a type evalsite never serves."""
     if run.no_look:
         return []
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     try:
         case = suite.task(task_id).case(case_id)
     except ValueError:
@@ -89,7 +88,7 @@ def report_attachments(run: Run) -> list[Attachment]:
     if run.no_look:
         return []
     answered = set(Answer.objects.filter(run=run).values_list("task_id", "case_id").distinct())
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     attachments = []
     for task in suite.tasks:
         for case in task.cases:

@@ -2,7 +2,8 @@
 stored on the run and rendered to files under ``REPORTS_DIR/<suite>/<run-id>/``. The
 calibration section comes from :func:`runs.results.calibration.run_calibration`, the one builder
 of a run's calibration set (the suite file's labels and the members' labels matched to the
-run's pairs), as the pages and MCP have it.
+run's pairs), summed up by :func:`evalsite.core.calibration.calibration_summary` at the
+thresholds of :func:`runs.results.calibration.calibration_gate`, as the pages and MCP have it.
 """
 
 from __future__ import annotations
@@ -30,9 +31,8 @@ from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite
-from runs.engine.scoring import stored_suite
 from runs.models import Answer, Call, Judgement, Pair, Run
-from runs.results.calibration import PAIR_FIELDS, run_calibration, store_human
+from runs.results.calibration import PAIR_FIELDS, calibration_gate, run_calibration, store_human
 from runs.results.case_diff import SideError, baseline_changes
 from runs.results.media import report_attachments
 
@@ -61,12 +61,13 @@ def compute_report(
 ) -> dict[str, Any]:
     """The report of `run` from its rows; with `store_consensus`, each pair's labellers'
     consensus is also kept on the pair (for the disagreement filter of the pairs page)."""
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [_pair_row(row) for row in rows]
     judge = suite.judge or NO_JUDGE
     calibration = run_calibration(run, suite, rows=rows)
+    thresholds = calibration_gate(suite)
     baseline = run.stored_options.case_baseline  # `run --baseline`: its verdict is a gate
     if store_consensus:
         store_human(run, calibration)
@@ -95,9 +96,9 @@ def compute_report(
             finished_at=(run.finished_at or timezone.now()).isoformat(),
             judge_model=run.judge.get("model"),
             judge_config=run.judge_config,
-            min_kappa=judge.min_kappa,
-            min_labels=judge.min_labels,
-            min_kappa_lower_bound=judge.min_kappa_lower_bound,
+            min_kappa=thresholds["min_kappa"],
+            min_labels=thresholds["min_labels"],
+            min_kappa_lower_bound=thresholds["min_lower_bound"],
             mover_threshold=suite.mover_threshold,
             frontier_points=suite.frontier_points,
             task_kinds={task.id: task.kind or "" for task in suite.tasks},
@@ -348,7 +349,7 @@ def _answer_lines(run: Run) -> Iterator[dict]:
         "latency_ms", "input_tokens", "output_tokens", "cost_usd", "cost_if_uncached_usd",
         "cached", "error_kind", "error_message",
     )  # fmt: skip
-    suite = stored_suite(run.suite_version)
+    suite = run.suite_version.core_suite()
     to_row = _row_maker(suite)
     for row in Answer.objects.filter(run=run).finished().values(*fields).iterator(chunk_size=1000):
         line = {key: _plain(value) for key, value in row.items()}

@@ -15,7 +15,6 @@ from django.views.decorators.vary import vary_on_headers
 from evalsite.core.suite_parts import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELS
 from evalsite.core.suites import Problem, SuiteError, load_suite
 from evalsite.htmx import HtmxHttpRequest
-from runs.engine.scoring import stored_suite
 from runs.forms import RunForm, SuiteForm
 from runs.models import Price, PriceTable, Run, Suite, SuiteVersion
 from runs.planning.launch import (
@@ -144,7 +143,7 @@ def _unreadable(version: SuiteVersion) -> list[Problem]:
     """What is wrong with a stored version that no longer reads (its row was edited in the
     database); empty when it reads."""
     try:
-        stored_suite(version)
+        version.core_suite()
     except SuiteError as error:
         return list(error.problems)
     return []

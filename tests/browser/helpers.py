@@ -161,9 +161,8 @@ def make_hostile_run(tmp_path: Path, user=None):
     from evalsite.core.suites import parse_suite
     from runs.models import Decision, Price, PriceTable, SuiteVersion
     from runs.planning.planner import RunOptions, make_plan, store_plan
-    from runs.prices import ensure_default_table
 
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     table = PriceTable.objects.create(
         name=SHORT,
         pinned=dt.date(2026, 1, 1),

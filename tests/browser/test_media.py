@@ -8,9 +8,8 @@ import pytest
 from django.urls import reverse
 
 from evalsite.core.suites import load_suite
-from runs.models import Pair, Run, SuiteVersion
+from runs.models import Pair, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 from tests.browser.helpers import CSP_LISTENER, ROOT, execute_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +26,7 @@ def media_run(settings, tmp_path) -> Run:
     settings.DATA_DIR = tmp_path / "data"
     settings.REPORTS_DIR = settings.DATA_DIR / "reports"
     settings.DATA_DIR.mkdir()
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     loaded = load_suite(SUITE_FILE)
     version, _ = SuiteVersion.objects.register_file(str(SUITE_FILE), loaded)
     options = RunOptions(models=["scripted/careful", "scripted/hasty"], judge="scripted/judge")

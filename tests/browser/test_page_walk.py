@@ -110,10 +110,10 @@ def walk_data():
     """The demo suite with two finished fake runs (judged; the suite file carries labels), a
     decision on the later one, the active price table and a staff member."""
     from evalsite.core.suites import load_suite
+    from runs.models import PriceTable
     from runs.planning.planner import RunOptions, make_plan, store_plan
-    from runs.prices import ensure_default_table
 
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     staff = make_user(username="staff", password=PASSWORD, is_staff=True, is_superuser=True)
     loaded = load_suite(SUITE_FILE)
     version, _ = SuiteVersion.objects.register_file(str(SUITE_FILE), loaded)

@@ -9,9 +9,8 @@ from playwright.sync_api import expect
 
 from evalsite.core.report import render_html
 from evalsite.core.suites import parse_suite
-from runs.models import Run, SuiteVersion
+from runs.models import PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import ensure_default_table
 from tests.browser.helpers import execute_in_thread
 from tests.core.report.conftest import make_report
 from tests.factories import make_run
@@ -23,7 +22,7 @@ WIDTH, HEIGHT = 1280, 800
 
 def _run(tmp_path) -> Run:
     """tests.test_judging's judged run (scripted, no labels), executed off Playwright's loop."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     replies = tmp_path / "replies.yaml"
     replies.write_text(_replies())
     text = SUITE.format(labels="", min_labels=10)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from runs.models import SuiteVersion
-from runs.prices import ensure_default_table
+from runs.models import PriceTable, SuiteVersion
 from tests.factories import small_suite_text
 
 
 def test_problems_appear_by_line_as_you_type_and_the_fixed_suite_registers(
     logged_in, live_server, transactional_db
 ):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     page = logged_in
     page.goto(f"{live_server.url}/suites/new/")
     problems = page.locator("#suite-problems")

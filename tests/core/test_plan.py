@@ -9,7 +9,7 @@ from evalsite.core.plan import (
     input_tokens,
     plan_cells,
     request_hash,
-    worst_case_cost,
+    worst_case,
 )
 from evalsite.core.pricing import PriceRow, Usage, call_cost
 from evalsite.core.providers.base import Request
@@ -83,11 +83,11 @@ def test_the_request_hash_covers_what_changes_the_answer(suite):
 
 def test_the_worst_case_bounds_any_call_a_byte_level_tokenizer_can_make():
     request = Request("fake/a", ({"role": "user", "content": "héllo wörld ✓" * 10},), max_tokens=50)
-    worst = worst_case_cost(request, ROW)
+    worst = worst_case(request, ROW).cost_usd
     every_byte_a_token = Usage(len(request.messages[0]["content"].encode()), 50)
     assert worst >= call_cost(ROW, every_byte_a_token)
     assert input_tokens(request) < input_tokens(request, worst=True)
-    assert worst_case_cost(request, None) == 0
+    assert worst_case(request, None).cost_usd == 0
 
 
 def test_the_estimate_prices_uncached_cells_and_prefers_cache_history(suite):

@@ -17,7 +17,8 @@ PACKAGES = ("evalsite", "runs", "labels", "lab")
 # face of runs"). A name ending in ".*" is the package and every module in it.
 PUBLIC_RUNS = (
     "runs.models.*",  # the models, their managers and their methods
-    "runs.planning.start",  # plan_file: a suite file to a plan
+    "runs.planning.start",  # plan_file, make_plan, store_plan: a suite file to a stored plan
+    "runs.planning.preview",  # what a contestant would be sent (MCP's render_prompt)
     "runs.planning.launch",  # launch: a stored plan to the workers
     "runs.engine.local",  # execute_here: a run in this process
     "runs.results.*",  # reading a run: reports, calibration, summaries, exports
@@ -30,57 +31,7 @@ MODELS_MAY_USE = ("runs.models", "runs.sealed")
 # Imports that cross a wall today, each to go with a move of issue 29; keyed by
 # (importing module, module imported from, name), so a line moving keeps its entry. An entry
 # that no longer matches an import fails test_every_allowed_crossing_is_still_made: remove it.
-ALLOWED_CROSSINGS = {
-    # results -> engine: stored_suite becomes SuiteVersion.suite() (runs.models)
-    ("runs.results.calibration", "runs.engine.scoring", "stored_suite"),
-    ("runs.results.case_diff", "runs.engine.scoring", "stored_suite"),
-    ("runs.results.media", "runs.engine.scoring", "stored_suite"),
-    ("runs.results.reporting", "runs.engine.scoring", "stored_suite"),
-    # results -> engine: recheck_rows moves into reporting (HOUSE-MOVES part 6)
-    ("runs.results.reporting", "runs.engine.consistency", "recheck_rows"),
-    # results -> engine: write_partial_report (score what finished, then write the report)
-    # moves to runs.engine.phases, its one caller (HOUSE-MOVES part 3)
-    ("runs.results.reporting", "runs.engine.scoring", "score_run"),
-    # engine -> planning: endpoint_configs becomes Endpoint.objects.configs() (runs.models)
-    ("runs.engine.resume", "runs.planning.planner", "endpoint_configs"),
-    ("runs.engine.runner", "runs.planning.planner", "endpoint_configs"),
-    ("evalsite.mcp.cases", "runs.planning.planner", "endpoint_configs"),
-    # labels, lab -> engine: task_text moves to evalsite.core.judging
-    ("labels.views", "runs.engine.judging", "task_text"),
-    ("lab.transfer", "runs.engine.judging", "task_text"),
-    # labels, lab, mcp -> engine: stored_suite becomes SuiteVersion.suite() (runs.models)
-    ("labels.views", "runs.engine.scoring", "stored_suite"),
-    ("lab.transfer", "runs.engine.scoring", "stored_suite"),
-    ("evalsite.mcp.cases", "runs.engine.scoring", "stored_suite"),
-    # lab and mcp run a run here: runs.engine.local's execute_here owns the thread, the
-    # cancel and releasing a no-look run's sealed data
-    ("lab.management.commands.pairs", "runs.engine.runner", "execute"),
-    ("evalsite.mcp.server", "runs.engine.runner", "execute"),
-    ("evalsite.mcp.server", "runs.sealed", None),
-    # the lab starts its judge runs through runs.planning.launch's launch(), as the web does
-    ("lab.views", "runs.engine.tasks", "enqueue_run"),
-    ("lab.judges", "runs.planning.planner", "Plan"),
-    ("lab.judges", "runs.planning.planner", "PlanError"),
-    ("lab.judges", "runs.planning.planner", "RunOptions"),
-    ("lab.judges", "runs.planning.planner", "make_plan"),
-    ("lab.judges", "runs.planning.planner", "store_plan"),
-    # runs/prices.py folds into the pricing models (runs.models.pricing)
-    ("lab.views", "runs.prices", "NoActivePriceTable"),
-    ("lab.views", "runs.prices", "active_table"),
-    ("evalsite.mcp.cases", "runs.prices", "NoActivePriceTable"),
-    ("evalsite.mcp.cases", "runs.prices", "active_table"),
-    # mcp starts a run through plan_file: its options and its plan's storing come with it
-    # from runs.planning.start
-    ("evalsite.mcp.tools", "runs.planning.planner", "RunOptions"),
-    ("evalsite.mcp.tools", "runs.planning.planner", "store_plan"),
-    # mcp's render_prompt plans one case's request: the planner's contestant, replies and
-    # price checks, which runs.planning.start does not offer yet
-    ("evalsite.mcp.cases", "runs.planning.planner", "PlanError"),
-    ("evalsite.mcp.cases", "runs.planning.planner", "RunOptions"),
-    ("evalsite.mcp.cases", "runs.planning.planner", "check_priced"),
-    ("evalsite.mcp.cases", "runs.planning.planner", "load_replies"),
-    ("evalsite.mcp.cases", "runs.planning.planner", "suite_contestant"),
-}
+ALLOWED_CROSSINGS: set[tuple[str, str, str | None]] = set()
 
 
 @dataclass(frozen=True)

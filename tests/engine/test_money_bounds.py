@@ -16,7 +16,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from evalsite.core.plan import worst_case_cost
+from evalsite.core.plan import worst_case
 from evalsite.core.pricing import MAX_USAGE_TOKENS, PriceRow, Usage, call_cost
 from evalsite.core.providers.base import MAX_REPLY_BYTES, Request
 from runs.models import Answer, Call, Endpoint, Run
@@ -152,7 +152,7 @@ def test_a_cancelled_run_holds_no_reservation():
 
 def test_a_run_aborted_when_the_next_call_no_longer_fits_holds_no_reservation():
     run = mock_run(cases=6)
-    per_call = worst_case_cost(Request(**Answer.objects.filter(run=run).first().request), ROW)
+    per_call = worst_case(Request(**Answer.objects.filter(run=run).first().request), ROW).cost_usd
     Run.objects.filter(pk=run.pk).update(cap_usd=per_call * 3)
     tokens = int(per_call * 1000)  # $0.001 a token at PRICE: each call costs its worst case
     mock = MockLLM(lambda call: reply("ok", prompt_tokens=tokens - 50, completion_tokens=50))

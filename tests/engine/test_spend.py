@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.db.models import Sum
 
-from evalsite.core.plan import worst_case_cost
+from evalsite.core.plan import worst_case as worst_case_of
 from evalsite.core.pricing import PriceRow
 from evalsite.core.providers.base import Request
 from runs.engine import runner
@@ -22,7 +22,7 @@ CAP = Decimal("0.5")
 
 def worst_case(answer: Answer) -> Decimal:
     row = PriceRow(answer.model, Decimal(PRICE[0]), Decimal(PRICE[1]))
-    return worst_case_cost(Request(**answer.request), row)
+    return worst_case_of(Request(**answer.request), row).cost_usd
 
 
 def run_shards_in_threads(run_id: str, transport, shards: int = 2) -> list[BaseException]:

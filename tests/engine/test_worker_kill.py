@@ -39,15 +39,14 @@ REDIS_TEST_DB = 13  # a Redis database of its own: the queue key is fixed by the
 PLAN = """
 from decimal import Decimal
 from evalsite.core.suites import load_suite
-from runs.models import Endpoint, Price, SuiteVersion
+from runs.models import Endpoint, Price, PriceTable, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from runs.prices import active_table
 from runs.setup import prepare_database
 from runs.engine.tasks import enqueue_run
 
 prepare_database()
 Endpoint.objects.create(name="mock", base_url={url!r})
-table = active_table()
+table = PriceTable.objects.current()
 for model in ("mock/a", "mock/b"):
     Price.objects.create(table=table, model=model, input_per_mtok=1000, output_per_mtok=1000)
 loaded = load_suite({path!r})

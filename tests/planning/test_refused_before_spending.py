@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.models import Answer, Run
-from runs.prices import ensure_default_table
+from runs.models import Answer, PriceTable, Run
 from tests.factories import run_command
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +39,7 @@ def _suite(folder: Path, name: str, module: str) -> Path:
 
 
 def test_validate_refuses_a_python_check_whose_module_is_not_there(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     path = _suite(tmp_path, "no-module", "nowhere_to_be_found_h5")
     code, out, err = run_command("validate", str(path))
     assert code == 2, out + err
@@ -53,7 +52,7 @@ def test_validate_refuses_a_python_check_whose_module_is_not_there(tmp_path):
 
 
 def test_validate_accepts_the_same_suite_once_its_module_is_there(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     path = _suite(tmp_path, "with-module", "check_with_module_h5")
     (tmp_path / "check_with_module_h5.py").write_text(
         "def names_them(answer, case_vars):\n    return case_vars['who'] in answer\n"
@@ -65,7 +64,7 @@ def test_validate_accepts_the_same_suite_once_its_module_is_there(tmp_path):
 
 @pytest.mark.django_db(transaction=True)  # without the fix, the run executes on a thread
 def test_run_refuses_a_missing_python_check_module_before_spending(tmp_path):
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     path = _suite(tmp_path, "run-no-module", "nowhere_either_h5")
     code, out, err = run_command("run", str(path), "--fake")
     assert code == 2, out + err
@@ -94,7 +93,7 @@ def test_without_a_sandbox_a_dry_run_estimates_and_validate_warns_while_run_refu
     import runs.planning.planner
 
     monkeypatch.setattr(runs.planning.planner, "sandbox_or_none", lambda: None)
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     path = tmp_path / "checked.yaml"
     path.write_text(CHECKED)
     code, out, err = run_command("run", str(path), "--dry-run")
@@ -113,7 +112,7 @@ def test_without_a_sandbox_a_dry_run_estimates_and_validate_warns_while_run_refu
 def test_validate_refuses_what_the_plan_of_the_suites_own_run_refuses(tmp_path):
     """A scripted contestant with no reply for a case: `run` refuses it before spending,
     so validate does, by planning the suite's own run (a dry run: nothing stored)."""
-    ensure_default_table()
+    PriceTable.objects.ensure_default()
     path = _suite(tmp_path, "short-replies", "check_short_replies_h5")
     (tmp_path / "check_short_replies_h5.py").write_text(
         "def names_them(answer, case_vars):\n    return True\n"

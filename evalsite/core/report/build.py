@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from evalsite.core.calibration import REPEATS_RULE, Calibration
+from evalsite.core.calibration import REPEATS_RULE, Calibration, calibration_summary
 from evalsite.core.gates import check_gates
 from evalsite.core.judge_warnings import (
     DEFAULT_JUDGE_MAX_TOKENS,
@@ -37,16 +37,8 @@ from evalsite.core.scoring.aggregate import (
 )
 from evalsite.core.scoring.scorecard import Criterion, scorecard_report
 from evalsite.core.stats import (
-    bootstrap_kappa_ci,
     bradley_terry,
-    cohen_kappa,
-    fleiss_kappa,
-    headline_gate,
-    krippendorff_alpha,
-    labels_needed,
     latency_percentiles,
-    pairwise_cohen,
-    per_task_kappa,
     seed_from,
     win_rate,
 )
@@ -55,19 +47,15 @@ from evalsite.core.stats.bootstrap import (
     cluster_index,
     cluster_mean_interval,
 )
-from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
-from evalsite.core.stats.kappa import case_interval
 from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
 from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
 from evalsite.core.stats.pass_k import pass_k_figures
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suite_parts import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELS
 
-__all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report", "calibration_summary"]
+__all__ = ["AnswerRow", "PairRow", "ReportInput", "build_report"]
 
 FORMAT = 1
-CURVE_POINTS = 20
-KAPPA_BOOTSTRAP_RESAMPLES = 2000
 MATRIX_DIGITS = 9  # the matrix's money to the nano-dollar, as answers store it
 
 
@@ -167,7 +155,6 @@ class ReportInput:
     judge_errors: Sequence[Mapping[str, Any]] = ()
     judge_max_tokens: int | None = None  # the suite's judge.max_tokens, None when unset
     judge_cut_off: int = 0  # judge replies stopped at max_tokens that left no verdict
-    label_times: Mapping[int, str] = field(default_factory=dict)
     simulated: bool = False
     no_look: bool = False  # no case data was kept (docs/no-look.md)
     cost_incomplete: bool = False
@@ -207,6 +194,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
             win_rates[candidate] |= figures
     for rate in win_rates.values():  # flagged on the rate itself, wherever it is read
         rate["uncalibrated"] = not eligible
+    per_tag = _per_tag(data)
     report = {
         "format": FORMAT,
         "run_id": data.run_id,
@@ -245,9 +233,14 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "per_contestant": _per_contestant(data),
         "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants),
         "per_task": _per_task(data),
-        "per_tag": _per_tag(data),
+        "per_tag": per_tag,
         # the tag cells tested against the floor: the family the per-tag Holm correction reads
-        "per_tag_comparisons": 0,
+        "per_tag_comparisons": sum(
+            1
+            for row in per_tag
+            for cell in row["contestants"].values()
+            if cell.get("p_value") is not None
+        ),  # fmt: skip
         "exclusions": _exclusions(data),
         "failures": _failures(data),
         "totals": _totals(data),
@@ -259,10 +252,6 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "report_path": data.report_path,
         "paired": paired_units(data),  # per unit, for paired comparisons
     }
-    report["per_tag_comparisons"] = sum(
-        1 for row in report["per_tag"] for cell in row["contestants"].values()
-        if cell.get("p_value") is not None
-    )  # fmt: skip
     report["movers"] = _movers(report, data.previous, data.mover_threshold)
     report["warnings"] = _warnings(data, report) + length_warnings(report["win_rates"])
     # after the scorecard, which scores its cells when there is one, and before the report's
@@ -295,127 +284,6 @@ def _table_line(table: Mapping[str, Any]) -> str:
         return ""
     verified = "" if table.get("verified") else " (UNVERIFIED)"
     return f"{table.get('name', '')} pinned {table.get('pinned', '')}{verified}"
-
-
-# --- calibration ---------------------------------------------------------------------------
-
-
-def calibration_summary(
-    matched: Calibration,
-    *,
-    min_kappa: float,
-    min_labels: int,
-    seed: int,
-    min_lower_bound: float | None = None,
-    brief: bool = False,
-) -> dict[str, Any]:
-    """The calibration section from matched labels: the gate, kappa with both intervals,
-    the confusion matrix, per task, the human-human ceiling and the kappa curve. The report,
-    the live panel of the labelling page and the calibration page all use this; `brief`
-    (the live panel, after every label) leaves out the bootstrap interval, the per-task,
-    per-labeller and human-human tables and the curve."""
-    humans = [human for _, _, human, _ in matched.items]
-    judges = [judge for _, _, _, judge in matched.items]
-    kappa = cohen_kappa(humans, judges)
-    cases = matched.item_cases
-    interval = case_interval(humans, judges, cases)
-    gate = headline_gate(
-        kappa,
-        min_labels=min_labels,
-        min_kappa=min_kappa,
-        min_lower_bound=min_lower_bound,
-        interval=interval,
-    )
-    target = min_kappa if min_lower_bound is None else min_lower_bound
-    figures = {
-        "status": gate.status,
-        "reason": gate.reason,
-        "kappa": kappa.kappa,
-        "kappa_band": kappa.band,
-        "kappa_ci": interval.ci,  # over cases: what the gate reads (docs/judging.md)
-        "kappa_ci_none": interval.why_none,
-        "kappa_cases": interval.cases,
-        "kappa_ci_asymptotic": kappa.ci,  # labels as independent (Fleiss–Cohen–Everitt)
-        "agreement": kappa.agreement,
-        "n": kappa.n,
-        "min_kappa": min_kappa,
-        "min_kappa_lower_bound": min_lower_bound,
-        "min_labels": min_labels,
-        "labels_needed": labels_needed(kappa, min_kappa=target, min_labels=min_labels),
-        "labels_for_half_width": labels_for_half_width(kappa, interval),
-        "half_width": HALF_WIDTH,
-        "labels_used": matched.labels_used,
-        "no_majority": matched.no_majority,
-    }
-    if brief:
-        return figures
-    per_task = per_task_kappa(
-        ((task, h, j, case) for (_, task, h, j), case in zip(matched.items, cases, strict=True)),
-        floor=min_kappa,
-    )
-    return figures | {
-        "status": gate.status,
-        "reason": gate.reason,
-        "kappa": kappa.kappa,
-        "kappa_band": kappa.band,
-        "kappa_ci_bootstrap": bootstrap_kappa_ci(
-            humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES, cases=cases
-        ),
-        "confusion": kappa.confusion,
-        "per_task": [task.to_dict() for task in per_task],
-        # the tasks tested against min_kappa: the family the per-task Holm correction reads
-        "per_task_comparisons": sum(1 for task in per_task if task.p_value is not None),
-        "labels_stale": matched.stale,
-        "labels_ignored": matched.ignored,
-        "labels_not_in_run": matched.not_in_run,
-        "over_repeats": matched.over_repeats,
-        "repeats_rule": REPEATS_RULE if matched.over_repeats else None,
-        "labels_targeted": matched.targeted,
-        "labels_on_excluded_pairs": matched.on_excluded,
-        "humans": _humans(matched),
-        "curve": _curve(humans, judges),
-        "labellers": _labellers(matched),
-    }
-
-
-def _humans(matched: Calibration) -> dict[str, Any]:
-    ratings = matched.ratings
-    return {
-        "pairwise": {name: k.kappa for name, k in pairwise_cohen(ratings).items()},
-        "fleiss_kappa": fleiss_kappa(ratings) if ratings else None,
-        "krippendorff_alpha": krippendorff_alpha(ratings) if ratings else None,
-        "n_items": len(ratings),
-    }
-
-
-def _labellers(matched: Calibration) -> list[dict[str, Any]]:
-    """Each labeller's own agreement with the judge, over the pairs they labelled."""
-    rows = []
-    for labeller, votes in sorted(matched.by_labeller.items()):
-        kappa = cohen_kappa([human for human, _ in votes], [judge for _, judge in votes])
-        rows.append(
-            {
-                "labeller": labeller,
-                "n": kappa.n,
-                "kappa": kappa.kappa,
-                "band": kappa.band,
-                "agreement": kappa.agreement,
-            }  # fmt: skip
-        )
-    return rows
-
-
-def _curve(humans: list[str], judges: list[str]) -> list[dict[str, Any]]:
-    """Kappa as the labels grew (in the order they were given), at up to 20 sizes."""
-    n = len(humans)
-    if n == 0:
-        return []
-    sizes = sorted({max(1, round(n * (i + 1) / CURVE_POINTS)) for i in range(CURVE_POINTS)})
-    points = []
-    for size in sizes:
-        kappa = cohen_kappa(humans[:size], judges[:size])
-        points.append({"n": size, "kappa": kappa.kappa, "ci": kappa.ci})
-    return points
 
 
 # --- win-rates -----------------------------------------------------------------------------

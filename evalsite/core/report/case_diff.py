@@ -247,11 +247,6 @@ def as_case_ids(rows: Mapping[str, Attempts]) -> dict[str, Attempts]:
     return {ids[key]: attempts for key, attempts in rows.items()}
 
 
-def results_text(rows: Mapping[str, Attempts]) -> str:
-    """An evalpin results file of ``rows`` (case ids in evalpin's alphabet)."""
-    return "".join([f"{HEADER}\n", *(f"{k} {a.passed} {a.total}\n" for k, a in rows.items())])
-
-
 def looks_like_results(head: bytes) -> bool:
     """Whether a file starting with ``head`` is an evalpin results file (a leading BOM and a
     CRLF line end allowed)."""

@@ -123,10 +123,6 @@ class ContestantRates:
     def pass_any_rate(self) -> float | None:  # pass@k rate
         return self.pass_any / self.estimated if self.estimated else None
 
-    @property
-    def answer_rate(self) -> float:
-        return self.answers_passed / self.answers
-
 
 def contestant_rates(
     outcomes: Mapping[tuple[Hashable, str], Sequence[bool]], k: int | None = None

@@ -16,9 +16,9 @@ from evalsite.core.output_files import OutputError, check_output
 from evalsite.core.starter import Judging, Starter, StarterError
 from evalsite.core.suites import load_suite
 from evalsite.management import EvalsiteCommand
-from runs.planning.planner import PlanError, RunOptions, endpoint_configs, make_plan, needed_keys
+from runs.models import Endpoint, NoActivePriceTable, PriceTable
+from runs.planning.planner import PlanError, RunOptions, make_plan, needed_keys
 from runs.planning.validation import validate
-from runs.prices import NoActivePriceTable, active_table
 
 T = TypeVar("T")
 
@@ -45,7 +45,7 @@ class Command(EvalsiteCommand):
         self.ask = Questions(sys.stdin, self.stdout, fail=self.fail, defaults_only=yes)
         overwrite = self._may_overwrite([suite_path, replies_path], yes)
         try:
-            rows = [price.to_row() for price in active_table().prices.all()]
+            rows = [price.to_row() for price in PriceTable.objects.current().prices.all()]
         except NoActivePriceTable as error:
             self.fail(str(error))
         self.stdout.write(f"evalsite init writes {suite_path} and {replies_path}.")
@@ -99,7 +99,7 @@ class Command(EvalsiteCommand):
         judge_model, note = starter.default_judge(models, rows)
         contestants = [*models, judge_model] if mode.judge else list(models)
         try:
-            keys = list(needed_keys(contestants, endpoint_configs()))
+            keys = list(needed_keys(contestants, Endpoint.objects.configs()))
         except PlanError as error:
             raise StarterError(str(error)) from None
         chosen = Starter(name, mode, models, judge_model, note)

@@ -33,10 +33,8 @@ from evalsite.core.providers import (
 )
 from evalsite.core.providers.openai import OPENROUTER_BASE_URL
 from evalsite.management import EvalsiteCommand
-from runs.models import Price, PriceTable
+from runs.models import Endpoint, NoActivePriceTable, Price, PriceTable
 from runs.models.pricing import decimal_text
-from runs.planning.planner import endpoint_configs
-from runs.prices import NoActivePriceTable, active_table
 
 CATALOG_URL = f"{OPENROUTER_BASE_URL}/models"
 OPENROUTER_KEY = KEY_VARIABLES["openrouter"]
@@ -75,11 +73,11 @@ class Command(EvalsiteCommand):
     def handle(self, *args, **options):
         provider = options["provider"]
         try:
-            table = active_table()
+            table = PriceTable.objects.current()
         except NoActivePriceTable as exc:
             self.fail(str(exc))
         rows = [row for row in table.prices.all() if provider in (None, row.provider)]
-        keys = _key_statuses(rows, os.environ, endpoint_configs())
+        keys = _key_statuses(rows, os.environ, Endpoint.objects.configs())
         if not options["json"]:
             self._print_table(table, rows, keys, provider)
         catalog, problem = None, None

@@ -19,15 +19,8 @@ from evalsite.core.suite_files import UnreadableFile, read_bounded
 from evalsite.core.suites import SuiteError
 from evalsite.core.yamlsafe import load_yaml
 from evalsite.management import EvalsiteCommand
-from runs.models import PriceTable
+from runs.models import NoActivePriceTable, PriceTable
 from runs.models.pricing import decimal_text
-from runs.prices import (
-    NoActivePriceTable,
-    active_table,
-    export_table,
-    import_sheet,
-    resolve_against,
-)
 
 
 class Command(EvalsiteCommand):
@@ -70,7 +63,7 @@ class Command(EvalsiteCommand):
             sheet = parse_price_yaml(data.decode("utf-8"))
         except PriceFileError as exc:
             self.fail_all([f"{path}: {problem}" for problem in exc.problems])
-        table = import_sheet(sheet, name=name, activate=activate)
+        table = PriceTable.objects.import_sheet(sheet, name=name, activate=activate)
         for line in sheet.unused:
             self.stderr.write(f"note: {path}: {line}")
         state = "active" if table.active else "not active"
@@ -82,12 +75,12 @@ class Command(EvalsiteCommand):
         )
         if table is None:
             self.fail(f"no price table named {name}" if name else str(NoActivePriceTable()))
-        self.write_or_exit(path, export_table(table))
+        self.write_or_exit(path, table.export_yaml())
         self.stdout.write(f"exported {table.name}: {table.prices.count()} models to {path}")
 
     def _show(self, suite_path: str | None, as_json: bool) -> None:
         try:
-            table = active_table()
+            table = PriceTable.objects.current()
         except NoActivePriceTable as exc:
             self.fail(str(exc))
         rows = list(table.prices.all())
@@ -105,7 +98,7 @@ class Command(EvalsiteCommand):
             sys.exit(ExitCode.INPUT_ERROR)
 
     def _resolve_suite(self, suite_path: str, table: PriceTable) -> Resolution:
-        return resolve_against(table, self.suite_or_exit(suite_path).model_strings())
+        return table.resolve(self.suite_or_exit(suite_path).model_strings())
 
     def _print_table(self, table: PriceTable, rows, not_priced, unknown) -> None:
         flag = "verified" if table.verified else "UNVERIFIED"
