@@ -138,7 +138,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
+            "NAME": SQLITE_PATH,  # type: ignore[typeddict-item]  # Django takes a Path
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,

@@ -195,15 +195,15 @@ def lab_report(pairset: PairSet) -> dict[str, Any]:
     imported = list(dict.fromkeys(verdict.judge for verdict in verdicts))
     by_case = {case: pair for pair, case, _, _ in items}
     runs = latest_lab_runs(pairset)
-    lab_names = {}
+    lab_names: dict[str, PairSetJudgeRun] = {}
     for lab in runs:
         name = lab.name if lab.name not in imported else f"{lab.name} (lab)"
         lab_names[name] = lab
         verdicts += _lab_verdicts(name, lab.run, by_case)
     figures = lab_figures(votes, verdicts, judges=[*imported, *lab_names])
     for name, judge in figures["judges"].items():
-        lab = lab_names.get(name)
-        judge |= _lab_cost(lab) if lab else {"source": "imported", "cost_usd": None}
+        ran = lab_names.get(name)
+        judge |= _lab_cost(ran) if ran else {"source": "imported", "cost_usd": None}
     return {"name": pairset.name} | figures
 
 

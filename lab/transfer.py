@@ -97,7 +97,7 @@ def suite_pairs_jsonl(suite) -> bytes:
             [f"no labelled, judged pair in the calibration run {run.id} of {suite.name}"]
         )
     pairs = Pair.objects.filter(pk__in=list(votes)).select_related("baseline", "candidate")
-    verdicts: dict[int, list[dict]] = {}
+    verdicts: dict[int | None, list[dict]] = {}
     for call in Judgement.objects.filter(pair__in=list(votes), kind=Judgement.Kind.PAIR):
         if call.side:
             verdicts.setdefault(call.pair_id, []).append(

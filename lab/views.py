@@ -15,6 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.input_limits import MAX_BYTES, size_message
 from evalsite.core.problems import Problem
+from evalsite.htmx import HtmxHttpRequest
 from lab.judges import JudgeConfig, LabError, lab_report, launch_judge_run, plan_judge_run
 from lab.models import PairSet
 from lab.transfer import import_pairset
@@ -73,7 +74,7 @@ def _import(request: HttpRequest, data: dict) -> tuple[PairSet | None, list[Prob
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def lab_detail(request: HttpRequest, name: str) -> HttpResponse:
+def lab_detail(request: HtmxHttpRequest, name: str) -> HttpResponse:
     pairset = get_object_or_404(PairSet, name=name)
     form = JudgeRunForm(request.POST or None)
     problems: list[Problem] = []

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 from django.core import signing
@@ -163,7 +164,8 @@ def still_to_label(suite: Suite, user, runs: list[Run]) -> frozenset[tuple[str, 
     `runs` that wait, or may come back, for this member in either mode: those labels are
     not shown to the member (SPEC §10.4). Like `waiting`, except that a pair another member
     has open now counts too, since it comes back when they leave it."""
-    keys, theirs = set(), set()
+    keys: set[tuple[Any, ...]] = set()
+    theirs: set[tuple[Any, ...]] = set()
     for mode in (SAMPLE, TARGETED):
         labels = label_rows(suite, mode)
         theirs.update(tuple(key) for who, *key in labels if who != user.pk)
@@ -190,7 +192,8 @@ def _waiting(
         done_by.add((labeller_id, tuple(key)))
         if labeller_id == user.pk:
             mine.add(tuple(key))
-    skipped, shown = set(), Counter()  # shown: open for someone else right now
+    skipped: set[Any] = set()
+    shown: Counter[Any] = Counter()  # open for someone else right now
     recent = timezone.now() - SHOWN_FOR
     assignments = Assignment.objects.filter(suite=suite).values_list(
         "labeller_id", "state", "updated_at", *CONTENT_FIELDS

@@ -23,6 +23,7 @@ from evalsite.core.calibration import SUITE_FILE
 from evalsite.core.judging import task_text
 from evalsite.core.no_look import NO_LABELS
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
+from evalsite.htmx import HtmxHttpRequest
 from lab.judges import LabError
 from lab.transfer import import_suite_pairs
 from labels import queue
@@ -45,7 +46,7 @@ def label_home(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def label_pair(request: HttpRequest, name: str) -> HttpResponse:
+def label_pair(request: HtmxHttpRequest, name: str) -> HttpResponse:
     suite = get_object_or_404(Suite, name=name)
     refusal = _no_look_refusal(request, suite)
     if refusal is not None:
@@ -125,7 +126,7 @@ def _offer_from_token(request: HttpRequest, token: str):
     return _offer_again(request, assignment, mode)
 
 
-def _workspace(request: HttpRequest, suite: Suite, offer, mode: str, run, labels) -> dict:
+def _workspace(request: HtmxHttpRequest, suite: Suite, offer, mode: str, run, labels) -> dict:
     context = {
         "suite": suite,
         "mode": mode,

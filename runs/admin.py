@@ -34,7 +34,8 @@ class PriceForm(forms.ModelForm):
         fields = ["table", *PRICE_FIELDS]
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what ModelForm.clean returns
         table = cleaned.get("table") or getattr(self.instance, "table", None)
         if table is not None and table.is_frozen and self.has_changed():
             raise ValidationError(

@@ -260,7 +260,8 @@ class RunForm(forms.Form):
         return label
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean returns
         picked = []
         for index, model in enumerate(self.choices):
             if data.get(f"pick_{index}"):

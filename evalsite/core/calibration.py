@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from evalsite.core.stats import (
     bootstrap_kappa_ci,
@@ -211,8 +211,8 @@ class PairIndex:
     per label."""
 
     def __init__(self, pairs: Iterable[PairView]):
-        self.by_content: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
-        self.by_cell: dict[tuple, list[tuple[PairView, bool]]] = defaultdict(list)
+        self.by_content: dict[tuple[Any, ...], list[tuple[PairView, bool]]] = defaultdict(list[Any])
+        self.by_cell: dict[tuple[Any, ...], list[tuple[PairView, bool]]] = defaultdict(list[Any])
         self.by_case: dict[tuple[str, str], list[PairView]] = defaultdict(list)
         self.by_key: dict[int, PairView] = {}
         for pair in pairs:
@@ -292,8 +292,8 @@ _CATEGORY_SCORE = {"candidate": 1.0, "tie": 0.5, "baseline": 0.0}
 def _combined(pairs: Sequence[PairView]) -> str:
     """The judge's one category over the repeats an item covers: its mean pair score."""
     if len(pairs) == 1:
-        return pairs[0].judge
-    scores = [_CATEGORY_SCORE[p.judge] if p.score is None else p.score for p in pairs]
+        return cast(str, pairs[0].judge)  # judged pairs: none excluded, each has a category
+    scores = [_CATEGORY_SCORE[cast(str, p.judge)] if p.score is None else p.score for p in pairs]
     return score_category(sum(scores) / len(scores))
 
 

@@ -115,7 +115,7 @@ def _located(
     for problem in problems:
         found = _CASE_PATH.match(problem.path)
         where = origins.get((int(found[1]), int(found[2]))) if found else None
-        if where is None:
+        if found is None or where is None:
             located.append(problem)
             continue
         rest = problem.path[found.end() :].lstrip(".")
@@ -126,7 +126,7 @@ def _located(
 
 def read_cases(
     spec: Mapping[str, Any], folder: Path, *, quote: bool = True
-) -> tuple[list[dict], list[str]]:
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The cases of one source, each checked against the case format, ids unique; with
     where each came from (``command ./x line 3``)."""
     name = source_name(spec)
@@ -134,7 +134,8 @@ def read_cases(
         items, unit = _from_callable(spec["python"], folder, name), "item"
     else:
         items, unit = _from_command([str(p) for p in spec["command"]], folder, name), "line"
-    cases, wheres, problems, seen = [], [], [], {}
+    cases, wheres, problems = [], [], []
+    seen: dict[str, int] = {}
     for number, item in items:
         where = SourceMap(f"{name} {unit} {number}", {(): None})
         wheres.append(where.file)
@@ -208,18 +209,20 @@ def _run(argv: list[str], folder: Path, name: str) -> str:
     program = str(folder / argv[0]) if "/" in argv[0] else argv[0]
     try:
         process = subprocess.Popen([program, *argv[1:]], cwd=folder, stdout=subprocess.PIPE)
+        stdout = process.stdout
+        assert stdout is not None  # stdout=PIPE
     except OSError as error:
         raise SourceError([Problem(name, None, "", f"cannot start: {error.strerror}")]) from None
     timer = threading.Timer(COMMAND_TIMEOUT_S, process.kill)
     timer.start()
     try:
-        data = process.stdout.read(MAX_BYTES + 1)
+        data = stdout.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
             process.kill()
         code = process.wait()
     finally:
         timer.cancel()
-        process.stdout.close()
+        stdout.close()
     if len(data) > MAX_BYTES:
         raise SourceError([Problem(name, None, "", f"printed more than {MAX_BYTES} bytes")])
     if code != 0:

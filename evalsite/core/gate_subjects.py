@@ -5,14 +5,14 @@ Light on purpose: `evalsite validate` and the planner read it without the report
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # The gates whose threshold may be a mapping {contestant: value} (suite_schema.py).
 PER_CONTESTANT = ("min_win_rate_lower_bound", "min_score", "min_pass_rate")
 
 
-def unknown_subjects(gate: Mapping[str, Any], contestants: list[str]) -> list[tuple[str, str]]:
+def unknown_subjects(gate: Mapping[str, Any], contestants: Sequence[str]) -> list[tuple[str, str]]:
     """(gate, contestant) for each per-contestant threshold naming none of `contestants`."""
     return [
         (name, subject)
@@ -23,7 +23,7 @@ def unknown_subjects(gate: Mapping[str, Any], contestants: list[str]) -> list[tu
     ]
 
 
-def unknown_subject_problems(gate: Mapping[str, Any], models: list[str]) -> list[str]:
+def unknown_subject_problems(gate: Mapping[str, Any], models: Sequence[str]) -> list[str]:
     """Where the suite's own `models` are run: each gate naming a contestant not among them,
     which would never be evaluated (validate and a run without --models refuse it)."""
     return [

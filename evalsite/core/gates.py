@@ -128,7 +128,7 @@ def check_gates(
     return results + _not_evaluated(report, gate, strict)
 
 
-def _not_evaluated(report: Mapping[str, Any], gate: Mapping[str, Any], strict: bool) -> list:
+def _not_evaluated(report: Mapping[str, Any], gate: Mapping[str, Any], strict: bool) -> list[Any]:
     contestants = list(report.get("contestants", []))
     results = []
     for name, subject in unknown_subjects(gate, contestants):
@@ -195,7 +195,9 @@ def _best_score(report: Mapping[str, Any], threshold: float) -> GateResult:
     )
 
 
-def _lower_bounds(threshold: Any, candidates: list[str], rates: Mapping) -> list[GateResult]:
+def _lower_bounds(
+    threshold: Any, candidates: list[str], rates: Mapping[str, Any]
+) -> list[GateResult]:
     results = []
     for candidate in candidates:
         wanted = _wanted(threshold, candidate)
@@ -226,7 +228,9 @@ def _no_interval(rate: Mapping[str, Any]) -> str:
     return rate.get("no_interval") or f"n={rate.get('n', 0)}, an interval needs 8 judged cases"
 
 
-def _at_least(gate: str, subject: str, figure, threshold, what: str) -> GateResult:
+def _at_least(
+    gate: str, subject: str, figure: float | None, threshold: float, what: str
+) -> GateResult:
     if figure is None:
         return GateResult(gate, subject, "failed", None, threshold,
                           f"{subject}: no {what} to check (nothing measured)")  # fmt: skip
@@ -236,7 +240,7 @@ def _at_least(gate: str, subject: str, figure, threshold, what: str) -> GateResu
                       f"{subject}: {what} {figure:.3f} {sign} {threshold:.3f}")  # fmt: skip
 
 
-def _held_to_baseline(threshold, case_baseline: str) -> GateResult:
+def _held_to_baseline(threshold: float, case_baseline: str) -> GateResult:
     return GateResult(
         "min_pass_all_rate", "run", "skipped", None, threshold,
         f"replaced by --baseline {case_baseline}: a case fails only when it is worse than "
@@ -269,7 +273,9 @@ def _against_baseline(name: str, changes: Sequence[CaseChange] | str) -> list[Ga
     ]
 
 
-def _at_most(gate: str, subject: str, figure, threshold, what: str) -> GateResult:
+def _at_most(
+    gate: str, subject: str, figure: float | None, threshold: float, what: str
+) -> GateResult:
     if figure is None:
         return GateResult(gate, subject, "failed", None, threshold,
                           f"{subject}: no {what} to check (no judged pair)")  # fmt: skip
@@ -279,7 +285,12 @@ def _at_most(gate: str, subject: str, figure, threshold, what: str) -> GateResul
                       f"{subject}: {what} {figure:.3f} {sign} {threshold:.3f}")  # fmt: skip
 
 
-def _regression(report, pinned, points: float, alpha: float | None = None) -> list[GateResult]:
+def _regression(
+    report: Mapping[str, Any],
+    pinned: Mapping[str, Any] | None,
+    points: float,
+    alpha: float | None = None,
+) -> list[GateResult]:
     """Every measure of the run against the pinned run's, by the one regression rule that
     `compare --fail-on-regression` applies (Comparison.regressions)."""
     if pinned is None:

@@ -47,8 +47,10 @@ from evalsite.core.jinja_budget import (  # noqa: F401 (the bounds, read here by
     MAX_SUITE_WORK,
     MAX_WORK,
     SOURCE,
-    Allowance,
     OverBudget,
+)
+from evalsite.core.jinja_budget import (
+    Allowance as Allowance,  # re-exported: prompts reads jinja.Allowance
 )
 from evalsite.core.templating import VarValue, format_value
 
@@ -206,7 +208,10 @@ def _environment() -> _Environment:
         env.filters.pop(name)
     env.globals.pop("lipsum")
     env.filters = {name: _guarded(function, name) for name, function in env.filters.items()}
-    env.tests = {name: _guarded(function, name) for name, function in env.tests.items()}
+    env.tests = {
+        name: _guarded(function, name)  # type: ignore[arg-type]  # jinja2 stubs: builtins.function
+        for name, function in env.tests.items()
+    }
     return env
 
 
@@ -293,7 +298,7 @@ def _parsed(text: str) -> nodes.Template:
         raise JinjaError(error.message or "syntax error", error.lineno) from None
     except RecursionError as error:  # not a bracket or block: a chain of `not` or `-`
         raise JinjaError(f"{_NESTED}: operators inside one another", _deepest_line(error)) from None
-    stack = [(tree, 1)]
+    stack: list[tuple[nodes.Node, int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:

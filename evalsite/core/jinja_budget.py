@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from types import CodeType, FrameType
 from typing import Any
@@ -189,7 +189,7 @@ def size(value: Any) -> int:
     return sizes[id(value)]
 
 
-_CONTAINERS = list | tuple | dict | set | frozenset | Namespace
+_CONTAINERS = (list, tuple, dict, set, frozenset, Namespace)
 
 
 def _children(value: Any) -> Any:
@@ -221,9 +221,9 @@ def fits(amount: int, what: str) -> None:
         raise OverBudget(_TOO_BIG.format(what))
 
 
-def built(value: Any) -> Any:
+def built[T](value: T) -> T:
     """``value``, charged, once it is checked to be within :data:`MAX_CHARS`."""
-    if isinstance(value, str | _CONTAINERS):
+    if isinstance(value, (str, *_CONTAINERS)):
         amount = size(value)
         if amount > MAX_CHARS:
             raise OverBudget(_TOO_BIG.format("a value"))
@@ -334,7 +334,7 @@ def _format_map_size(text: str, mapping: Any) -> int:
     return format_size(text, mapping.values() if isinstance(mapping, dict) else (mapping,))
 
 
-FILTER_SIZES = {
+FILTER_SIZES: dict[str, Callable[..., int]] = {
     "replace": _replace_size,
     "join": _join_size,
     "format": _format_filter_size,
@@ -342,7 +342,7 @@ FILTER_SIZES = {
     "wordwrap": _wordwrap_size,
     "center": _center_size,
 }
-METHOD_SIZES = {
+METHOD_SIZES: dict[str, Callable[..., int]] = {
     "replace": _replace_size,
     "join": lambda separator, items: _join_size(items, separator),
     "format": _format_method_size,

@@ -53,10 +53,10 @@ _Located = tuple[Path, str]
 
 
 def _refuse(uri: str) -> Resource[Any]:
-    raise NoSuchResource(ref=uri)
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs field; stubs lag
 
 
-REGISTRY: Registry[Any] = Registry(retrieve=_refuse)
+REGISTRY: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs field
 use_in_jsonschema(_keywords, _legacy_keywords, _utils)  # the modules that call re.search
 
 

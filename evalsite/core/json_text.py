@@ -32,7 +32,7 @@ class JsonTextError(ValueError):
         self.line = line
 
 
-def load_json(text: str | bytes, *, object_pairs_hook: Callable | None = None) -> Any:
+def load_json(text: str | bytes, *, object_pairs_hook: Callable[..., Any] | None = None) -> Any:
     """The value of the JSON `text`; JsonTextError naming what is wrong otherwise."""
     try:
         value = json.loads(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +114,7 @@ def exclusion_reason(
     Each side is a mapping with ``status`` (done / error), ``schema_verdict`` and
     ``exec_verdict``. ``which side`` is "baseline", "candidate" or "both".
     """
-    checks = (
+    checks: tuple[tuple[str, Callable[[Mapping[str, Any]], bool]], ...] = (
         ("answer_error", lambda a: a.get("status") != "done"),
         ("parse_fail", lambda a: a.get("schema_verdict") == "parse_fail"),
         ("schema_fail", lambda a: a.get("schema_verdict") == "schema_fail"),
@@ -254,26 +254,26 @@ def task_text(suite: Suite, task_id: str, case_id: str, contestant: str | None =
     return prompt_text(sent_messages(suite, task_id, case_id, contestant))
 
 
-def prompt_text(messages: list[dict]) -> str:
+def prompt_text(messages: list[dict[str, Any]]) -> str:
     """What the judge reads of a prompt: its messages' texts in order, by blank lines."""
     return "\n\n".join(message_text(message) for message in messages)
 
 
-def prompt_media(messages: list[dict]) -> list[dict]:
+def prompt_media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The files a prompt sends, in order."""
     return [part for message in messages for part in message_media(message)]
 
 
 def sent_messages(
     suite: Suite, task_id: str, case_id: str, contestant: str | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The messages ``contestant`` (``model@variant``) was sent for the case, rendered as the
     engine rendered them; None: the task as written."""
     sent = parse_contestant(contestant) if contestant is not None else None
     return render_messages(suite, task_id, case_id, sent)
 
 
-def judge_call_params(suite: Suite) -> tuple[dict, frozenset[str]]:
+def judge_call_params(suite: Suite) -> tuple[dict[str, Any], frozenset[str]]:
     """The judge's parameters and those its block sets itself (core.suite_params): what
     every judge call of the suite (pair, grade or recheck) is sent."""
     return judge_params(suite, DEFAULT_JUDGE_MAX_TOKENS)
@@ -293,6 +293,8 @@ def pair_requests(
     baseline's and the candidate's contestant, whose prompts (their variants') the judge is
     shown: once when they are the same, each beside its answer when they differ. The engine
     and the judge lab build their calls here, so the same pair always has the same cache key."""
+    if suite.judge is None:
+        raise ValueError("a suite without a judge block has no judge calls")
     task_id, case_id, repeat = key
     task = suite.task(task_id)
     rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())

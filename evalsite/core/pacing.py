@@ -29,7 +29,7 @@ def backoff_delay(
     """
     rng = rng or random.Random()
     ceiling = min(BACKOFF_CAP_S, base * 2 ** (attempt - 1))
-    delay = ceiling * (0.5 + rng.random() / 2)
+    delay: float = ceiling * (0.5 + rng.random() / 2)
     if retry_after is not None and retry_after > 0:
         delay = max(delay, min(retry_after, RETRY_AFTER_CAP_S))
     return delay
@@ -83,7 +83,7 @@ class ModelGate:
             await self._wait_turn()
         return self
 
-    async def __aexit__(self, *exc_info) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         self._slots.release()
 
     async def _wait_turn(self) -> None:

@@ -28,7 +28,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -163,7 +163,9 @@ def _capped(problems: list[Problem], filename: str) -> list[Problem]:
 class _Line:
     """Checks one line, adding its problems (file, line, key path) to the shared lists."""
 
-    def __init__(self, filename: str, number: int, problems: list, warnings: list) -> None:
+    def __init__(
+        self, filename: str, number: int, problems: list[Any], warnings: list[Any]
+    ) -> None:
         self.filename, self.number = filename, number
         self.problems, self.warnings = problems, warnings
         self.found = 0
@@ -183,7 +185,7 @@ class _Line:
         for key in _REQUIRED:
             if key not in data:
                 self.error(key, f"missing required key {key!r}")
-        values = {
+        values: dict[str, Any] = {
             "id": self._id(data),
             "task": self._task(data.get("task")),
             "question": self._text(data, "question", blank=False),
@@ -211,7 +213,7 @@ class _Line:
             self.error("", str(error))
         return _UNREADABLE
 
-    def _keys(self, data: dict, known: Sequence[str], where: str) -> None:
+    def _keys(self, data: dict[str, Any], known: Sequence[str], where: str) -> None:
         for key in data:
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
@@ -234,12 +236,12 @@ class _Line:
             return value
         return None
 
-    def _text(self, data: dict, key: str, *, blank: bool = True) -> str:
+    def _text(self, data: dict[str, Any], key: str, *, blank: bool = True) -> str:
         if key not in data:
             return ""  # missing: reported with the required keys
         return self._string(data[key], key, blank=blank, limit=_LIMITS.get(key, 0)) or ""
 
-    def _id(self, data: dict) -> str:
+    def _id(self, data: dict[str, Any]) -> str:
         value = data.get("id")
         if type(value) is int:
             return str(value)
@@ -252,7 +254,7 @@ class _Line:
             return None
         return self._string(value, "task", blank=False, limit=_LIMITS["task"])
 
-    def _answer(self, data: dict, key: str) -> str:
+    def _answer(self, data: dict[str, Any], key: str) -> str:
         value = data.get(key, "")
         if isinstance(value, bool | int | float):
             text = json.dumps(value)
@@ -267,7 +269,7 @@ class _Line:
         return self._string(value, key) or ""
 
     def _votes(self, value: Any) -> tuple[Vote, ...]:
-        votes = []
+        votes: list[Vote] = []
         for index, item in self._items(value, "votes", _VOTE_KEYS):
             labeller = self._string(
                 item["labeller"], f"votes[{index}].labeller", blank=False, limit=_LIMITS["labeller"]
@@ -280,7 +282,7 @@ class _Line:
         return tuple(votes)
 
     def _verdicts(self, value: Any) -> tuple[Verdict, ...]:
-        verdicts = []
+        verdicts: list[Verdict] = []
         for index, item in self._items(value, "judge", _VERDICT_KEYS):
             where = f"judge[{index}]"
             judge = self._string(
@@ -297,7 +299,9 @@ class _Line:
                 verdicts.append(Verdict(judge, int(order), prefer))
         return tuple(verdicts)
 
-    def _items(self, value: Any, key: str, known: Sequence[str]) -> list[tuple[int, dict]]:
+    def _items(
+        self, value: Any, key: str, known: Sequence[str]
+    ) -> list[tuple[int, dict[str, Any]]]:
         if not isinstance(value, list):
             self.error(key, f"must be a list, not {_kind(value)}")
             return []
@@ -322,7 +326,7 @@ class _Line:
         return None
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
@@ -407,7 +411,7 @@ def lab_suite_yaml(
     """The suite a lab run of pair set ``name`` judges: one task per task id with prompt
     ``{{question}}``, one case per pair, the given answers as contestants ``given/a`` and
     ``given/b``, and ``judge``. ``rubric`` is left out when blank."""
-    tasks: dict[str, list[dict]] = {}
+    tasks: dict[str, list[dict[str, Any]]] = {}
     for case in cases:
         tasks.setdefault(case.task_id, []).append(
             {"id": case.case_id, "vars": {"question": case.question}}
@@ -480,18 +484,21 @@ def human_figures(votes: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
     }
     pairwise = pairwise_cohen(labels)
     agreed = [strict_majority(given.values()) for given in votes.values() if given]
-    return jsonable(
-        {
-            "pairwise": {names: result.kappa for names, result in pairwise.items()},
-            "pairwise_n": {names: result.n for names, result in pairwise.items()},
-            "fleiss_kappa": fleiss_kappa(labels),
-            "krippendorff_alpha": krippendorff_alpha(labels),
-            "labellers": sorted({labeller for given in labels.values() for labeller in given}),
-            "multiply_labelled": sum(1 for given in labels.values() if len(given) >= 2),
-            "consensus": sum(1 for prefer in agreed if prefer is not None),
-            "no_majority": sum(1 for prefer in agreed if prefer is None),
-            "unlabelled": len(votes) - len(labels),
-        }
+    return cast(
+        "dict[str, Any]",
+        jsonable(
+            {
+                "pairwise": {names: result.kappa for names, result in pairwise.items()},
+                "pairwise_n": {names: result.n for names, result in pairwise.items()},
+                "fleiss_kappa": fleiss_kappa(labels),
+                "krippendorff_alpha": krippendorff_alpha(labels),
+                "labellers": sorted({labeller for given in labels.values() for labeller in given}),
+                "multiply_labelled": sum(1 for given in labels.values() if len(given) >= 2),
+                "consensus": sum(1 for prefer in agreed if prefer is not None),
+                "no_majority": sum(1 for prefer in agreed if prefer is None),
+                "unlabelled": len(votes) - len(labels),
+            }
+        ),
     )
 
 
@@ -531,16 +538,19 @@ def _against(humans: Mapping[str, str], judged: Mapping[str, str]) -> dict[str, 
 def kappa_figures(result: Kappa) -> dict[str, Any]:
     """The lab's view of a kappa: n, kappa, interval, standard error, band, agreement and
     the confusion matrix (rows human, columns judge; baseline, candidate, tie = a, b, tie)."""
-    return jsonable(
-        {
-            "n": result.n,
-            "kappa": result.kappa,
-            "kappa_ci": result.ci,
-            "se": result.se,
-            "band": result.band,
-            "agreement": result.agreement,
-            "confusion": result.confusion,
-        }
+    return cast(
+        "dict[str, Any]",
+        jsonable(
+            {
+                "n": result.n,
+                "kappa": result.kappa,
+                "kappa_ci": result.ci,
+                "se": result.se,
+                "band": result.band,
+                "agreement": result.agreement,
+                "confusion": result.confusion,
+            }
+        ),
     )
 
 

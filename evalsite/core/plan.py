@@ -11,8 +11,10 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from evalsite.core.judging import CONSISTENCY_SAMPLE_PAIRS
 from evalsite.core.media import hashed_part, token_ceiling, token_estimate
@@ -66,7 +68,7 @@ def plan_cells(
     """
     cells = []
     for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
-        rendered: dict[str | None, list] = {}  # a case renders once per variant, not per cell
+        rendered: dict[str | None, list[Any]] = {}  # a case renders once per variant, not per cell
         for repeat in range(repeats):
             for text in contestants:
                 cells.append(_cell(suite, task, case.id, text, repeat, rendered))
@@ -108,7 +110,12 @@ def _known_tags(suite: Suite, tags: Sequence[str]) -> set[str]:
 
 
 def _cell(
-    suite: Suite, task, case_id: str, text: str, repeat: int, rendered: dict[str | None, list]
+    suite: Suite,
+    task: Task,
+    case_id: str,
+    text: str,
+    repeat: int,
+    rendered: dict[str | None, list[Any]],
 ) -> Cell:
     contestant = parse_contestant(text)
     if contestant.variant not in rendered:
@@ -249,7 +256,7 @@ class EstimateLine:
     priced: bool = True
     output_source: set[str] = field(default_factory=set)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "calls": self.calls,
@@ -309,9 +316,9 @@ def estimate_judge(
     judge_max_tokens: int,
     judged_tasks: set[str],
     rubric_chars: int,
-    graded_tasks: set[str] = frozenset(),
+    graded_tasks: AbstractSet[str] = frozenset(),
     pairing: str = "baseline",
-    graded_cases: set[tuple[str, str]] = frozenset(),
+    graded_cases: AbstractSet[tuple[str, str]] = frozenset(),
     consistency: int = 0,
 ) -> EstimateLine:
     """Two judge calls per pair of a judged task (the baseline against each candidate, or

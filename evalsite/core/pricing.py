@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -172,7 +172,7 @@ class _Problems:
     def __init__(self) -> None:
         self.found: list[str] = []
 
-    def read(self, reader, *args) -> Any:
+    def read(self, reader: Callable[..., Any], *args: Any) -> Any:
         """`reader(*args)`, or None with its problem kept."""
         try:
             return reader(*args)
@@ -272,7 +272,7 @@ def _parse_row(
     if problems.found:
         raise PriceFileError(*problems.found)
     row = PriceRow(
-        model=model,
+        model=cast(str, model),  # a str: anything else is a problem, raised above
         input_per_mtok=rates["input_per_mtok"],
         output_per_mtok=rates["output_per_mtok"],
         cached_input_per_mtok=cached,
@@ -282,7 +282,7 @@ def _parse_row(
     return row, verified, str(item.get("notes") or "").strip()
 
 
-def _unknown(data: dict, allowed: set[str], prefix: str) -> list[str]:
+def _unknown(data: dict[str, Any], allowed: set[str], prefix: str) -> list[str]:
     problems = []
     for key in data:
         if key not in allowed:

@@ -89,8 +89,8 @@ class SourceMap:
     a path without a line of its own takes its nearest parent's line.
     """
 
-    def __init__(self, file: str, lines: Mapping[Path, int]) -> None:
-        self._layers: list[tuple[Path, str, Mapping[Path, int]]] = []
+    def __init__(self, file: str, lines: Mapping[Path, int | None]) -> None:
+        self._layers: list[tuple[Path, str, Mapping[Path, int | None]]] = []
         self.add((), file, lines)
 
     @property
@@ -98,7 +98,7 @@ class SourceMap:
         """Display name of the suite file itself."""
         return self._layers[0][1]
 
-    def add(self, prefix: Path, file: str, lines: Mapping[Path, int]) -> None:
+    def add(self, prefix: Path, file: str, lines: Mapping[Path, int | None]) -> None:
         """Say that everything under ``prefix`` was read from ``file`` (paths relative)."""
         self._layers.append((prefix, file, lines))
         self._layers.sort(key=lambda layer: len(layer[0]), reverse=True)

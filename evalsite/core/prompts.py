@@ -23,12 +23,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalsite.core import jinja
-from evalsite.core.media import KIND_NAMES, KINDS
+from evalsite.core.media import KIND_NAMES, KINDS, MediaFile
 from evalsite.core.problems import Path, Problem, SourceMap, format_path
 from evalsite.core.providers.capabilities import accepts, refusal
 from evalsite.core.suite_parts import Case, Prompt
@@ -101,7 +101,7 @@ class _Layer:
 
 def render_messages(
     suite: Suite, task_id: str, case_id: str, contestant: Contestant | None = None
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """``[{role, content}, …]`` for one case, system message first when there is one.
 
     ValueError for an unknown task, case or variant; TemplateError cannot happen for a
@@ -363,10 +363,10 @@ def _jinja_failures(
                     message += f" - the case has var '{close[0]}'"
                 found[(format_path(path), message)].add(variant)
     messages = []
-    for (path, message), variants in found.items():
+    for (shown, message), variants in found.items():
         if None not in variants:
-            path += f" (variant {', '.join(sorted(str(v) for v in variants))})"
-        messages.append(f"fails to render {path}: {message}")
+            shown += f" (variant {', '.join(sorted(str(v) for v in variants))})"
+        messages.append(f"fails to render {shown}: {message}")
     return messages
 
 
@@ -439,7 +439,9 @@ def media_unknowns(suite: Suite, contestants: Sequence[str]) -> list[tuple[Path,
     return list(found.values())
 
 
-def _sent_media(suite: Suite, contestants: Sequence[str]):
+def _sent_media(
+    suite: Suite, contestants: Sequence[str]
+) -> Iterator[tuple[str, str, Path, Any, str, MediaFile]]:
     """(contestant, case, where, kind, file) for every media part each contestant sends,
     ``where`` being the part's key path."""
     for text in contestants:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from evalsite.core.pricing import UNPRICED_PROVIDERS, PriceRow
 from evalsite.core.suite_schema import IDENTIFIER
@@ -247,7 +248,7 @@ def _offered(rows: Iterable[PriceRow]) -> list[PriceRow]:
     return [row for row in rows if row.provider not in NOT_OFFERED]
 
 
-def _price(row: PriceRow) -> tuple:
+def _price(row: PriceRow) -> tuple[Any, ...]:
     return (row.input_per_mtok + row.output_per_mtok, row.model)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalsite.core.judge_warnings import DEFAULT_JUDGE_MAX_TOKENS
 from evalsite.core.problems import Path, format_path
@@ -29,7 +29,7 @@ from evalsite.core.prompts import request_params
 from evalsite.core.providers.capabilities import fit
 
 if TYPE_CHECKING:
-    from evalsite.core.suites import Suite
+    from evalsite.core.suites import Contestant, Suite
 
 JUDGE_DEFAULT = "evalsite's judge default"
 
@@ -129,8 +129,10 @@ def _asked(suite: Suite, contestants: Sequence[str], judge_model: str | None) ->
             yield _Asked(str(contestant), contestant.model, params, paths, explicit)
     if judge_model:
         params, explicit = judge_params(suite)
-        paths = {key: ("judge", key) if key in explicit else None for key in params}
-        yield _Asked(f"the judge {judge_model}", judge_model, params, paths, explicit)
+        judge_paths: dict[str, Path | None] = {
+            key: ("judge", key) if key in explicit else None for key in params
+        }
+        yield _Asked(f"the judge {judge_model}", judge_model, params, judge_paths, explicit)
 
 
 def _paths(suite: Suite, index: int, variant: str | None) -> dict[str, Path]:
@@ -149,7 +151,7 @@ def _budget_problems(suite: Suite) -> Iterator[tuple[Path, str]]:
     variant (the thinking counts toward the output limit)."""
     for index, task in enumerate(suite.tasks):
         for variant in (None, *suite.variant_specs):
-            contestant = _Variant(variant)
+            contestant = cast("Contestant", _Variant(variant))  # request_params reads .variant
             params = request_params(suite, task.id, contestant)
             thinking = params.get("thinking")
             budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None

@@ -39,7 +39,7 @@ from evalsite.core.suite_schema import CONTESTANT
 if TYPE_CHECKING:
     from evalsite.core.suites import Suite
 
-At = Callable[[Path, str], Problem]  # SourceMap.problem: a located Problem for a path
+At = Callable[..., Problem]  # SourceMap.problem: a located Problem for a path
 
 UPLOADED_SOURCE = (
     "cases_from is allowed only in suites loaded from a file (the CLI, the suites directory, "

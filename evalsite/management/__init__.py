@@ -7,7 +7,7 @@ import argparse
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 from django.core.checks import Tags
 from django.core.management.base import BaseCommand
@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 from evalsite.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
-    from evalsite.core.suites import LoadedSuite
+    from evalsite.core.suites import Suite as LoadedSuite
     from runs.models import Run, Suite
 
 # The system checks of a verb that serves no pages: the models it reads and writes through.
@@ -43,7 +43,7 @@ class EvalsiteCommand(BaseCommand):
     --help, failures as one `error:` line and an exit code (never a traceback), and the
     lookups every verb shares."""
 
-    requires_system_checks = MODEL_CHECKS
+    requires_system_checks: list[str] | Literal["__all__"] = MODEL_CHECKS  # or every check
     # Every verb gets its database migrated and its default price table loaded before
     # `handle` (check_migrations below), so none can forget it, as `import` once did. A verb
     # that must not touch the database says False and prepares it where it first needs it:
@@ -92,15 +92,16 @@ class EvalsiteCommand(BaseCommand):
 
     def _other_format_hint(self, path: str | Path) -> None:
         """Say so when a refused suite file is another tool's, and what reads it."""
-        from evalsite.core.importers import SuiteError, detect
+        from evalsite.core.importers import detect
         from evalsite.core.importers.evalpin import kind_of
+        from evalsite.core.problems import SuiteError
 
         try:
             found = detect(Path(path))
             kind = kind_of(Path(path).read_text("utf-8")) if found == "evalpin" else "suite"
         except (SuiteError, OSError, UnicodeDecodeError):
             return
-        hints = {
+        hints: dict[str | None, str] = {
             "suite": f"evalsite import {found} {path} --out DIR"
             + (" (--replies FILE for its replies)" if found == "evalpin" else ""),
             "replies": f"evalsite import evalpin SUITE --replies {path} --out DIR",

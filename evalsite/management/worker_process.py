@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -140,7 +141,7 @@ def _descendants(root: int) -> list[int]:
 _DIE_WITH_PARENT_GENERATIONS = 2
 _generations_left = 0
 _forking_pid = 0
-_prctl = None
+_prctl: Callable[..., int] | None = None  # libc prctl, looked up once (Linux)
 
 
 def _cluster_dies_with_its_parents() -> None:
@@ -177,6 +178,8 @@ def _die_with_parent() -> None:
     if _generations_left <= 0:
         return
     _generations_left -= 1
+    if _prctl is None:
+        return  # never: registered once prctl is found
     pr_set_pdeathsig = 1
     _prctl(pr_set_pdeathsig, signal.SIGKILL)
     if os.getppid() != _forking_pid:

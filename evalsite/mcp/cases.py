@@ -183,12 +183,13 @@ def _pairs(run: Run, task_id: str, case_id: str, contestant: str) -> list[dict[s
         Q(candidate_contestant=contestant) | Q(baseline_contestant=contestant)
     )
     rows = list(pairs.order_by("repeat", "pk").values(*PAIR_FIELDS))
-    calls = defaultdict(list)
+    calls: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)
     judged = Judgement.objects.filter(
         pair_id__in=[row["pk"] for row in rows], kind=Judgement.Kind.PAIR
     ).order_by("order")
     for call in judged.values("pair_id", "order", "status", "side", "parse_status"):
-        calls[call.pop("pair_id")].append(call)
+        row: dict[str, Any] = dict(call)
+        calls[row.pop("pair_id")].append(row)
     return [
         replies.pair_item(
             row, contestant, calls[row["pk"]], reverse("pair_detail", args=[run.id, row["pk"]])

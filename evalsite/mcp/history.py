@@ -23,7 +23,7 @@ def list_runs(suite: str | None = None, limit: int = DEFAULT_LIMIT) -> dict[str,
         raise Refused("invalid_argument", f"limit must be from 1 to {MAX_LIMIT}, not {limit}")
     name = None if suite is None else suite_name(suite)
     chosen = None if name is None else Suite.objects.filter(name=name).first()
-    runs = [] if name and not chosen else Run.objects.listing(suite=chosen)
+    runs = Run.objects.none() if name and not chosen else Run.objects.listing(suite=chosen)
     rows = [_row(run) for run in runs[: limit + 1]]
     return {
         "suite": name,

@@ -164,7 +164,10 @@ def answer_item(row: Mapping[str, Any]) -> dict[str, Any]:
     checks = (row.get("checks") or {}).get("results") or ()
     execution = row.get("exec_check")
     grade = {"score": row.get("grade_score"), "passed": row.get("grade_passed")}
-    error = {"kind": row.get("error_kind"), "message": str(row.get("error_message") or "")}
+    error: dict[str, Any] = {
+        "kind": row.get("error_kind"),
+        "message": str(row.get("error_message") or ""),
+    }
     return {
         "repeat": row["repeat"],
         "status": row["status"],

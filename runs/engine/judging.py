@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 from collections import defaultdict
 from itertools import combinations, groupby
+from typing import Any
 
 from django.db import transaction
 
@@ -345,14 +346,14 @@ def _read_grade(call: Judgement, text: str) -> dict:
 def finish_judging(run: Run) -> None:
     """Combine the two orders of every pair not yet combined, and copy grades to answers."""
     open_pairs = Pair.objects.included().filter(run=run, score__isnull=True)
-    calls = defaultdict(dict)
+    calls: defaultdict[int | None, dict[int, Judgement]] = defaultdict(dict)
     pair_calls = Judgement.objects.filter(pair__in=open_pairs, kind=Judgement.Kind.PAIR)
     for call in pair_calls.only("pair_id", "order", "status", "parse_status", "side").iterator():
         calls[call.pair_id][call.order] = call
-    changes = {}
+    changes: dict[int, dict[str, Any]] = {}
     for pk in open_pairs.values_list("pk", flat=True):
-        pair_calls = calls.get(pk, {})
-        first, second = pair_calls.get(1), pair_calls.get(2)
+        orders = calls.get(pk, {})
+        first, second = orders.get(1), orders.get(2)
         if first is None or second is None or Call.Status.ERROR in (first.status, second.status):
             changes[pk] = {"excluded_reason": "judge_error"}
         elif Judgement.Parse.UNPARSEABLE in (first.parse_status, second.parse_status):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import cast
 
 from evalsite.core.keys import without_secrets
 from evalsite.core.no_look import sealed_error
@@ -18,7 +19,7 @@ from evalsite.core.pricing import MAX_USAGE_TOKENS, PriceRow, Usage, call_cost, 
 from evalsite.core.providers import Completion, ErrorKind, Provider, ProviderError
 from evalsite.core.providers.base import Request
 from runs.engine.judging import read_judgement
-from runs.models import CachedResponse, Call
+from runs.models import CachedResponse, Call, Judgement
 from runs.sealed import Sealed
 
 
@@ -217,7 +218,7 @@ def _read(
     if not call.is_judge_call:
         return {}
     request = sealed.request(call).to_json() if sealed is not None else None
-    fields = read_judgement(call, text, request)
+    fields = read_judgement(cast(Judgement, call), text, request)  # a judge call
     if fields.get("status") == Call.Status.PENDING:
         fields["request_hash"] = call_hash(Request(**fields["request"]), provider)
         fields["first_cached"] = cached

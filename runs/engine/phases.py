@@ -39,7 +39,8 @@ def answers_over(run_id: str, judge: Provider | None) -> str | None:
     answers = Answer.objects.filter(run=run)
     if not answers.filter(status=Call.Status.DONE).exists() and answers.exists():
         first = answers.filter(status=Call.Status.ERROR).first()
-        run.finish(Run.Status.FAILED, f"every answer failed; first error: {first.error_message}")
+        why = first.error_message if first is not None else ""  # never None: all finished
+        run.finish(Run.Status.FAILED, f"every answer failed; first error: {why}")
         return None
     if not run.advance(Run.Status.RUNNING, Run.Status.JUDGING):
         return None

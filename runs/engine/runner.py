@@ -29,7 +29,6 @@ import random
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from functools import partial
 
 import httpx
 from asgiref.sync import sync_to_async
@@ -63,7 +62,7 @@ from runs.models.run import calls_in_flight
 from runs.models.suites import blob_store
 from runs.sealed import Sealed
 
-db = partial(sync_to_async, thread_sensitive=True)
+db = sync_to_async(thread_sensitive=True)
 log = logging.getLogger(__name__)
 
 

@@ -102,7 +102,7 @@ class Writer:
         if back:
             claims.give_back(back)
         finished = [o for o in batch if o.values is not None]
-        kept = claims.finish({o.call.pk: o.values for o in finished})
+        kept = claims.finish({o.call.pk: o.values for o in finished if o.values is not None})
         # A lost claim's reservation was returned by whoever reclaimed it; the spend stands,
         # as reported even above the reservation: what was billed was billed.
         mine = [o for o in finished if o.call.pk in kept]

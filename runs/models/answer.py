@@ -233,7 +233,7 @@ class Answer(Call):
             )
 
 
-class CachedResponseQuerySet(models.QuerySet):
+class CachedResponseQuerySet(models.QuerySet["CachedResponse"]):
     def mean_output_tokens(self, provider: str, model: str, task_id: str) -> float | None:
         """What this model has answered on this task before, for the pre-flight estimate."""
         rows = self.filter(provider=provider, model=model, task_id=task_id)

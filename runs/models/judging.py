@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.db import models
 
@@ -16,7 +17,7 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class PairQuerySet(models.QuerySet):
+class PairQuerySet(models.QuerySet["Pair"]):
     def included(self) -> PairQuerySet:
         return self.filter(excluded_reason="")
 
@@ -110,7 +111,7 @@ class Pair(models.Model):
         return tuple(getattr(self, field) for field in PAIR_CONTENT_FIELDS)
 
     @property
-    def content(self) -> dict[str, str]:
+    def content(self) -> dict[str, Any]:
         """The content key by a label's field names: to find or make its labels."""
         return dict(zip(CONTENT_FIELDS, self.content_key, strict=True))
 

@@ -7,6 +7,8 @@ reverse. The table keeps the name it was created with, ``labels_label``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -23,13 +25,13 @@ PAIR_CONTENT_FIELDS = (
 )  # fmt: skip
 
 
-def content_of(row) -> dict[str, str]:
+def content_of(row: Any) -> dict[str, Any]:
     """The content key of a label or an assignment (or a pair's ``content``), by field name:
     to find or make the other rows about the same content."""
     return {name: getattr(row, name) for name in CONTENT_FIELDS}
 
 
-class LabelQuerySet(models.QuerySet):
+class LabelQuerySet(models.QuerySet["Label"]):
     def for_suite(self, suite: Suite) -> LabelQuerySet:
         return self.filter(suite=suite)
 

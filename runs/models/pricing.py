@@ -43,7 +43,7 @@ def default_sheet() -> PriceSheet:
     return parse_price_yaml(text)
 
 
-class PriceTableQuerySet(models.QuerySet):
+class PriceTableQuerySet(models.QuerySet["PriceTable"]):
     def active(self) -> PriceTable | None:
         return self.filter(active=True).first()
 
@@ -296,7 +296,7 @@ class Price(models.Model):
         )
 
 
-class EndpointQuerySet(models.QuerySet):
+class EndpointQuerySet(models.QuerySet["Endpoint"]):
     def configs(self) -> dict[str, EndpointConfig]:
         """The endpoints as the providers read them, by name."""
         return {e.name: EndpointConfig(e.name, e.base_url, e.key_env_var) for e in self}

@@ -16,6 +16,9 @@ from django.db import models, transaction
 from django.db.models import Exists, ExpressionWrapper, F, OuterRef, Q
 from django.db.models.functions import Now
 from django.db.models.lookups import GreaterThanOrEqual, LessThan, LessThanOrEqual
+
+if TYPE_CHECKING:
+    from django.db.models.expressions import CombinedExpression
 from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
@@ -67,7 +70,7 @@ MoneyField.register_lookup(LessThan)
 
 def _nano_sum(*names: str, plus: int = 0) -> ExpressionWrapper:
     """Money columns added in SQL as the integers they are."""
-    total = F(names[0])
+    total: F | CombinedExpression = F(names[0])
     for name in names[1:]:
         total = total + F(name)
     return ExpressionWrapper(total + plus, output_field=models.BigIntegerField())
@@ -200,7 +203,7 @@ def label_problem(label: str) -> str | None:
     return None
 
 
-class RunQuerySet(models.QuerySet):
+class RunQuerySet(models.QuerySet["Run"]):
     def for_suite(self, suite: Suite) -> RunQuerySet:
         return self.filter(suite_version__suite=suite)
 

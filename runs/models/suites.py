@@ -24,7 +24,7 @@ def blob_store() -> BlobStore:
     return BlobStore(settings.DATA_DIR / "blobs")
 
 
-class SuiteQuerySet(models.QuerySet):
+class SuiteQuerySet(models.QuerySet["Suite"]):
     def team(self) -> SuiteQuerySet:
         """The team's suites: a judge-lab pair set's suite lives under the judge lab only."""
         return self.exclude(versions__origin=SuiteVersion.Origin.LAB)
@@ -68,7 +68,7 @@ class Suite(models.Model):
         return self.versions.order_by("-created_at", "-pk").first()
 
 
-class SuiteVersionQuerySet(models.QuerySet):
+class SuiteVersionQuerySet(models.QuerySet["SuiteVersion"]):
     @transaction.atomic
     def register(
         self,

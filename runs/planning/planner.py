@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -306,7 +306,7 @@ def _check_prices(contestants, judge_model, rows: dict[str, PriceRow], table: st
     check_priced(filter(None, dict.fromkeys(models)), rows, table)
 
 
-def check_priced(models, rows: Mapping[str, object], table: str) -> None:
+def check_priced(models: Iterable[str], rows: Collection[str], table: str) -> None:
     """PlanError naming the first of `models` the table `table` (its `rows` by model) has
     no price for, unless its provider costs nothing without one (scripted, command)."""
     for model in models:

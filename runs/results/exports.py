@@ -16,7 +16,7 @@ tab or a carriage return) is written with a leading ``'`` (:func:`cell`).
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -78,7 +78,7 @@ def write_csv(out: Writable, head: Sequence[str], rows: Iterable[Sequence[object
     return count
 
 
-def answer_rows(run: Run) -> Iterator[tuple]:
+def answer_rows(run: Run) -> Generator[tuple[Any, ...]]:
     """Each answer of `run` as a row of :data:`ANSWER_COLUMNS`, in plan order."""
     answers = Answer.objects.filter(run=run).order_by("task_id", "case_id", "repeat", "contestant")
     for row in answers.values(*_ANSWER_FIELDS).iterator(chunk_size=CHUNK):
@@ -99,7 +99,7 @@ def checks_note(checks: dict | None) -> str:
     return "; ".join(str(r.get("note") or r.get("kind")) for r in results if not r.get("passed"))
 
 
-def pair_rows(run: Run) -> Iterator[tuple]:
+def pair_rows(run: Run) -> Generator[tuple[Any, ...]]:
     """Each pair of `run` as a row of :data:`PAIR_COLUMNS`, in the pairs page's order."""
     pairs = Pair.objects.filter(run=run).order_by("task_id", "case_id", "repeat", "pk")
     pairs = pairs.annotate(order_1=order_verdict(1), order_2=order_verdict(2))

@@ -8,7 +8,7 @@ reaches the terminal as an escape code, a bidi override or a carriage return.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from django.db.models import Q
 
@@ -44,7 +44,7 @@ def answer_reasons(answer: Answer) -> list[str]:
     return [visible(reason.strip(), MESSAGE_CHARS) for reason in reasons]
 
 
-def failure_lines(run: Run) -> Iterator[str]:
+def failure_lines(run: Run) -> Generator[str]:
     """The answers that failed or errored with their reasons, then the judge calls that gave
     no verdict."""
     answers = Answer.objects.filter(run=run).filter(FAILED).defer("request", "text", "parsed_json")
@@ -104,7 +104,7 @@ def known_cases(run: Run, limit: int = 10) -> list[str]:
     return [f"{t}/{c}" for t, c in keys.order_by("task_id", "case_id")[:limit]]
 
 
-def case_lines(run: Run, task: str, case: str) -> Iterator[str]:
+def case_lines(run: Run, task: str, case: str) -> Generator[str]:
     """Every contestant's answers to one case with their verdicts, then its pairs with both
     orders' verdicts, the combined one and the labellers' consensus."""
     yield f"case {visible(task)}/{visible(case)} of run {visible(run.id)}"

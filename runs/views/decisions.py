@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.core.report.text import md_code, md_literal
+from evalsite.htmx import HtmxHttpRequest
 from runs.forms import DecisionForm
 from runs.models import Decision, Run
 
@@ -16,7 +17,7 @@ _BACKTICKS = re.compile(r"`+")
 
 
 @require_POST
-def decision_new(request: HttpRequest, run_id: str) -> HttpResponse:
+def decision_new(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     if run.is_active:
         return _refused(request, run)
@@ -34,7 +35,7 @@ def decision_new(request: HttpRequest, run_id: str) -> HttpResponse:
     return render(request, template, context, status=status)
 
 
-def _refused(request: HttpRequest, run: Run) -> HttpResponse:
+def _refused(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     """409: a decision is about a finished run's figures, and this one is still going."""
     refusal = (
         f"Run {run.id} has not finished (it is {run.status_label.lower()}): no decision was "

@@ -25,6 +25,7 @@ from evalsite.core.report.card import summary_card
 from evalsite.core.report.case_diff import counts, diff_cases
 from evalsite.core.report.compare import compare_reports, regression_points
 from evalsite.core.report.html import render_sections
+from evalsite.htmx import HtmxHttpRequest
 from runs.forms import DecisionForm
 from runs.models import Answer, Judgement, Pair, Run
 from runs.results.case_diff import run_attempts
@@ -61,7 +62,7 @@ def _get_run_or_404(run_id: str) -> Run:
 
 @require_GET
 @vary_on_headers("HX-Request")
-def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
     context = {
         "run": run,
@@ -97,7 +98,7 @@ def _can_cancel(user, run: Run) -> bool:
 
 
 @require_POST
-def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
     if not (request.user.is_staff or run.created_by_id == request.user.pk):
         raise PermissionDenied("Only the member who started a run, or staff, can cancel it.")
@@ -160,7 +161,7 @@ def run_media(request: HttpRequest, run_id: str, sha256: str) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
-def answer_list(request: HttpRequest, run_id: str) -> HttpResponse:
+def answer_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
     filters = _filters(request, ("task", "contestant", "verdict"))
     answers = Answer.objects.filter(run=run).defer("request", "exec_check", "parsed_json")
@@ -187,7 +188,7 @@ def answer_list(request: HttpRequest, run_id: str) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
-def pair_list(request: HttpRequest, run_id: str) -> HttpResponse:
+def pair_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
     filters = _filters(request, ("task", "candidate", "excluded", "flips", "disagree"))
     pairs = Pair.objects.filter(run=run).defer("baseline_sha", "candidate_sha")

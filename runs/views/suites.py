@@ -14,8 +14,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.suite_parts import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELS
 from evalsite.core.suites import Problem, SuiteError, load_suite
+from evalsite.htmx import HtmxHttpRequest
 from runs.forms import RunForm, SuiteForm
-from runs.models import PriceTable, Run, Suite, SuiteVersion
+from runs.models import Price, PriceTable, Run, Suite, SuiteVersion
 from runs.planning.launch import (
     contestant_choices,
     judge_choices,
@@ -39,7 +40,7 @@ def suite_list(request: HttpRequest) -> HttpResponse:
 @csrf_exempt  # checked by _suite_new, once the body could be read at all
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def suite_new(request: HttpRequest) -> HttpResponse:
+def suite_new(request: HtmxHttpRequest) -> HttpResponse:
     """Paste or upload a suite. A paste over Django's request limit is never read, not even
     for its CSRF token, so it gets the size message here, and nothing is stored."""
     try:
@@ -53,7 +54,7 @@ def suite_new(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_protect
-def _suite_new(request: HttpRequest, form: SuiteForm) -> HttpResponse:
+def _suite_new(request: HtmxHttpRequest, form: SuiteForm) -> HttpResponse:
     if request.method == "POST" and form.is_valid() and form.wants_registration:
         version, created = form.register(request.user)
         note = "Registered a new version of" if created else "Already registered:"
@@ -64,13 +65,13 @@ def _suite_new(request: HttpRequest, form: SuiteForm) -> HttpResponse:
     return _suite_new_page(request, form)
 
 
-def _suite_new_page(request: HttpRequest, form: SuiteForm, status: int = 200) -> HttpResponse:
+def _suite_new_page(request: HtmxHttpRequest, form: SuiteForm, status: int = 200) -> HttpResponse:
     if request.htmx:  # htmx swaps only a 2xx response in: the problems are shown either way
         return render(request, "runs/suite_new.html#suite-problems", {"form": form})
     return render(request, "runs/suite_new.html", {"form": form}, status=status)
 
 
-def _busy_page(request: HttpRequest) -> HttpResponse:
+def _busy_page(request: HtmxHttpRequest) -> HttpResponse:
     """Every validation slot is taken: said at once (htmx shows it as it shows problems),
     with the pasted text kept in the editor."""
     form = SuiteForm(initial={"yaml_text": request.POST.get("yaml_text", "")})
@@ -180,7 +181,7 @@ def _version_or_404(name: str, sha: str) -> tuple[Suite, SuiteVersion]:
 
 @require_POST
 @vary_on_headers("HX-Request")
-def run_estimate(request: HttpRequest, name: str, sha: str) -> HttpResponse:
+def run_estimate(request: HtmxHttpRequest, name: str, sha: str) -> HttpResponse:
     """The live estimate as the new-run form changes (htmx), or the page with it."""
     suite, version = _version_or_404(name, sha)
     if problems := _unreadable(version):
@@ -233,7 +234,7 @@ def prices(request: HttpRequest) -> HttpResponse:
     tables = PriceTable.objects.all()
     name = request.GET.get("table", "")
     table = tables.filter(name=name).first() if name else tables.active()
-    rows = table.prices.all() if table else []
+    rows = table.prices.all() if table else Price.objects.none()
     provider = request.GET.get("provider", "")
     if provider and table:
         rows = rows.filter(model__startswith=f"{provider}/")

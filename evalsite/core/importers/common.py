@@ -15,7 +15,7 @@ import io
 import pathlib
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -314,7 +314,9 @@ class Collector:
         """The YAML (or JSON) file ``written`` names and its name, as :meth:`read_text`."""
         return self._read(written, at, lambda data, name: load_yaml(data, filename=name))
 
-    def _read(self, written: str, at: At, parse: Any) -> Any:
+    def _read[T](
+        self, written: str, at: At, parse: Callable[[bytes, str], T]
+    ) -> tuple[T, str] | None:
         found = self.read_bytes(written, at)
         if found is None or self.folder is None:
             return None

@@ -78,7 +78,7 @@ def translate(source: pathlib.Path) -> Translation:
     defaults = _inference(data.get("inference"), c)
     if defaults:
         suite["defaults"] = defaults
-    evaluation = data.get("evaluation") if isinstance(data.get("evaluation"), dict) else {}
+    evaluation: Any = data.get("evaluation") if isinstance(data.get("evaluation"), dict) else {}
     c.unknown_keys(
         {k: v for k, v in evaluation.items() if not _yours(k)},
         EVALUATION,
@@ -208,7 +208,7 @@ def _tasks(
     evaluation: dict[str, Any],
     c: Collector,
 ) -> list[dict[str, Any]]:
-    shared = data.get("variables") if isinstance(data.get("variables"), dict) else {}
+    shared: Any = data.get("variables") if isinstance(data.get("variables"), dict) else {}
     threshold = evaluation.get("judge_threshold", DEFAULT_JUDGE_THRESHOLD)
     plain: list[dict[str, Any]] = []
     weighted: list[dict[str, Any]] = []

@@ -194,15 +194,15 @@ def _variants(data: dict[str, Any], state: _State) -> dict[str, Any]:
     return out
 
 
-def _prompt(value: Any, state: _State, path: tuple) -> Any:
+def _prompt(value: Any, state: _State, path: tuple[Any, ...]) -> Any:
     if isinstance(value, str) and value.endswith((".yaml", ".yml", ".json", ".txt", ".j2")):
         if value.endswith((".txt", ".j2")):
             found = state.c.read_text(value, state.c.at(path))
             return found[0] if found else None
-        found = state.c.read_yaml(value, state.c.at(path))
-        if found is None:
+        document = state.c.read_yaml(value, state.c.at(path))
+        if document is None:
             return None
-        value = found[0].data
+        value = document[0].data
         if isinstance(value, dict):
             value = value.get("messages", value.get("prompt"))
     if isinstance(value, str) or (isinstance(value, list) and value):
@@ -219,7 +219,7 @@ def _scorecard(
     scorecard: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     judge: dict[str, Any] = {}
-    judges = data.get("judges") if isinstance(data.get("judges"), dict) else {}
+    judges: Any = data.get("judges") if isinstance(data.get("judges"), dict) else {}
     for index, entry in enumerate(data.get("scorecard") or []):
         scorer = entry.get("scorer") if isinstance(entry, dict) else None
         if not isinstance(scorer, dict):
@@ -231,7 +231,7 @@ def _scorecard(
         }
         if kind == "llm-judge":
             name = scorer.get("judge")
-            spec = judges.get(name) if isinstance(judges.get(name), dict) else {}
+            spec: Any = judges.get(name) if isinstance(judges.get(name), dict) else {}
             if judge:
                 c.skip(
                     path,
@@ -275,16 +275,16 @@ _WHY = {
 }
 
 
-def _rubric(value: Any, state: _State, path: tuple) -> str:
+def _rubric(value: Any, state: _State, path: tuple[Any, ...]) -> str:
     if isinstance(value, str) and value.endswith((".yaml", ".yml", ".txt", ".md", ".j2")):
         at = state.c.at(path)
         if not value.endswith((".yaml", ".yml")):
             found = state.c.read_text(value, at)
             return found[0] if found else ""
-        found = state.c.read_yaml(value, at)
-        if found is None:
+        document = state.c.read_yaml(value, at)
+        if document is None:
             return ""
-        loaded = found[0].data
+        loaded = document[0].data
         if isinstance(loaded, list):  # a judge prompt: its messages' text is the rubric
             state.c.notes.append(
                 f"the judge prompt {value} is the grade's rubric text; "
@@ -298,7 +298,7 @@ def _rubric(value: Any, state: _State, path: tuple) -> str:
     return str(value or "")
 
 
-def _schema(value: Any, state: _State, path: tuple) -> Any:
+def _schema(value: Any, state: _State, path: tuple[Any, ...]) -> Any:
     if isinstance(value, dict):
         return value
     found = state.c.read_yaml(str(value), state.c.at(path))
@@ -323,7 +323,7 @@ def _thresholds(value: Any, c: Collector) -> dict[str, Any]:
     return gate
 
 
-def _cases(value: Any, task: dict[str, Any], checks: list, state: _State) -> None:
+def _cases(value: Any, task: dict[str, Any], checks: list[Any], state: _State) -> None:
     c = state.c
     path: tuple[str | int, ...] = ("cases",)
     if isinstance(value, dict) and "file" in value:
@@ -347,7 +347,7 @@ def _cases(value: Any, task: dict[str, Any], checks: list, state: _State) -> Non
         task["cases"] = cases
 
 
-def _records(written: str, at: At, c: Collector) -> list[tuple[dict, At]]:
+def _records(written: str, at: At, c: Collector) -> list[tuple[dict[str, Any], At]]:
     """Each case of a CSV or JSONL cases file, and where it is (file, line)."""
     found = c.read_text(written, at)
     if found is None:
@@ -355,7 +355,7 @@ def _records(written: str, at: At, c: Collector) -> list[tuple[dict, At]]:
     text, file = found
     if written.lower().endswith(".csv"):
         return [(row, (file, line, "")) for line, row in c.csv_rows(text, file)]
-    out = []
+    out: list[tuple[dict[str, Any], At]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -375,7 +375,7 @@ def _case(
     record: dict[str, Any],
     number: int,
     at: At,
-    checks: list,
+    checks: list[Any],
     taken: set[str],
     state: _State,
 ) -> dict[str, Any]:
@@ -436,7 +436,7 @@ def _case(
     return case
 
 
-def _mapping(record: dict[str, Any], key: str, number: int, at: At, c: Collector) -> dict:
+def _mapping(record: dict[str, Any], key: str, number: int, at: At, c: Collector) -> dict[str, Any]:
     """The case's ``vars`` or ``files``: a mapping, or untranslated."""
     value = record.get(key)
     if value is None or isinstance(value, dict):

@@ -254,8 +254,8 @@ def parse_results(text: str, filename: str) -> list[ResultRow]:
     for number, line in enumerate(lines[1:], start=2):
         match = _ROW.fullmatch(line)
         if match is None:
-            message = "expected 'ID PASSED TOTAL', separated by single spaces"
-            problems.append(Problem(filename, number, "", message))
+            text = "expected 'ID PASSED TOTAL', separated by single spaces"
+            problems.append(Problem(filename, number, "", text))
             continue
         passed, total = _count(match["passed"]), _count(match["total"])
         message = None
@@ -267,8 +267,8 @@ def parse_results(text: str, filename: str) -> list[ResultRow]:
             message = f"PASSED ({passed}) cannot exceed TOTAL ({total})"
         elif match["id"] in seen:
             message = f"duplicate id {match['id']!r} (first at line {seen[match['id']]})"
-        if message:
-            problems.append(Problem(filename, number, "", message))
+        if message or passed is None or total is None:
+            problems.append(Problem(filename, number, "", message or ""))
             continue
         seen[match["id"]] = number
         rows.append(ResultRow(match["id"], passed, total, number))

@@ -59,7 +59,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     prompts = _prompts(data.get("prompts"), c)
     models, params = _providers(data.get("providers", data.get("targets")), c)
     tests = _tests(data.get("tests"), c)
-    default = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
+    default: Any = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
     suite: dict[str, Any] = {
         "suite": suite_name(source, "promptfooconfig", "promptfoo"),
         "version": 1,
@@ -135,7 +135,7 @@ def _prompts(value: Any, c: Collector) -> list[tuple[str, Any]]:
     return out
 
 
-def _prompt_texts(item: Any, path: tuple, c: Collector) -> tuple[str, list]:
+def _prompt_texts(item: Any, path: tuple[Any, ...], c: Collector) -> tuple[str, list[Any]]:
     if isinstance(item, dict):
         label = str(item.get("label") or item.get("id") or "")
         raw = item.get("raw")
@@ -154,7 +154,7 @@ def _prompt_texts(item: Any, path: tuple, c: Collector) -> tuple[str, list]:
     return _prompt_file(item, path, c)
 
 
-def _prompt_file(written: str, path: tuple, c: Collector) -> tuple[str, list]:
+def _prompt_file(written: str, path: tuple[Any, ...], c: Collector) -> tuple[str, list[Any]]:
     name = pathlib.PurePosixPath(written.removeprefix("file://"))
     if name.suffix.lower() in CODE or any(ch in str(name) for ch in "*?:"):
         c.skip(path, f"prompt {written}", "prompt functions and globs are code evalsite runs not")
@@ -192,7 +192,7 @@ def _providers(value: Any, c: Collector) -> tuple[list[str], dict[str, Any]]:
     configs: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         spec = item if isinstance(item, dict) else {"id": item}
-        config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
+        config: Any = spec.get("config") if isinstance(spec.get("config"), dict) else {}
         model = _model(str(spec.get("id", "")), config, ("providers", index), c)
         if model and model not in models:
             models.append(model)
@@ -200,7 +200,9 @@ def _providers(value: Any, c: Collector) -> tuple[list[str], dict[str, Any]]:
     return models, _shared_params(configs, c)
 
 
-def _model(provider: str, config: dict[str, Any], path: tuple, c: Collector) -> str | None:
+def _model(
+    provider: str, config: dict[str, Any], path: tuple[Any, ...], c: Collector
+) -> str | None:
     prefix, _, rest = provider.partition(":")
     for mode in ("chat:", "messages:", "responses:"):
         rest = rest.removeprefix(mode)
@@ -255,10 +257,10 @@ def _shared_params(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any
 # --- tests -----------------------------------------------------------------------------------
 
 
-def _tests(value: Any, c: Collector) -> list[tuple[dict, At]]:
+def _tests(value: Any, c: Collector) -> list[tuple[dict[str, Any], At]]:
     """Every test, inline or read from CSV/YAML files, and where it is (file, line, key)."""
     items = value if isinstance(value, list) else [] if value is None else [value]
-    out: list[tuple[dict, At]] = []
+    out: list[tuple[dict[str, Any], At]] = []
     for index, item in enumerate(items):
         if isinstance(item, dict):
             out.append((item, c.at(("tests", index))))
@@ -269,16 +271,18 @@ def _tests(value: Any, c: Collector) -> list[tuple[dict, At]]:
     return out
 
 
-def _test_file(written: str, where: tuple, c: Collector) -> list[tuple[dict, At]]:
+def _test_file(
+    written: str, where: tuple[Any, ...], c: Collector
+) -> list[tuple[dict[str, Any], At]]:
     suffix = pathlib.PurePosixPath(written).suffix.lower()
     if suffix == ".csv":
         found = c.read_text(written, c.at(where))
         return _csv_tests(*found, c) if found else []
     if suffix in DATA:
-        found = c.read_yaml(written, c.at(where))
-        if found is None:
+        loaded = c.read_yaml(written, c.at(where))
+        if loaded is None:
             return []
-        document, file = found
+        document, file = loaded
         tests = document.data if isinstance(document.data, list) else []
         return [
             (t, (file, document.lines.get((i,)), f"[{i}]"))
@@ -289,8 +293,8 @@ def _test_file(written: str, where: tuple, c: Collector) -> list[tuple[dict, At]
     return []
 
 
-def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict, At]]:
-    out = []
+def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict[str, Any], At]]:
+    out: list[tuple[dict[str, Any], At]] = []
     for line, row in c.csv_rows(text, file):
         test: dict[str, Any] = {"vars": {}, "assert": []}
         for column, cell in row.items():
@@ -328,7 +332,7 @@ def _csv_assertion(cell: str) -> dict[str, Any]:
 
 
 def _task(
-    prompts: list[tuple[str, Any]], tests: list, default: dict[str, Any], c: Collector
+    prompts: list[tuple[str, Any]], tests: list[Any], default: dict[str, Any], c: Collector
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     base_prompt = prompts[0][1] if prompts else ""
     task: dict[str, Any] = {"id": "tests", "prompt": base_prompt}
@@ -405,7 +409,7 @@ def _case(
     number: int,
     at: At,
     default_vars: dict[str, Any],
-    default_checks: tuple[list, dict | None],
+    default_checks: tuple[list[Any], dict[str, Any] | None],
     placeholders: set[str],
     taken: set[str],
     c: Collector,
@@ -482,14 +486,15 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
         )
         c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
         return None
-    found = c.read_yaml(written, at) if suffix in DATA else c.read_text(written, at)
-    if found is None:
-        return None
-    return found[0].data if suffix in DATA else found[0]
+    if suffix in DATA:
+        document = c.read_yaml(written, at)
+        return None if document is None else document[0].data
+    found = c.read_text(written, at)
+    return None if found is None else found[0]
 
 
 def _assertions(
-    value: Any, path: tuple, file: str, c: Collector, context: _Context, line: int | None
+    value: Any, path: tuple[Any, ...], file: str, c: Collector, context: _Context, line: int | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     checks: list[dict[str, Any]] = []
     criteria: list[str] = []
@@ -524,7 +529,7 @@ def _assertions(
         if mapped is None:
             c.skip_at(where, f"assertion {kind}", why, file=file)
         checks += mapped or []
-    grade = None
+    grade: dict[str, Any] | None = None
     if criteria:
         grade = {"criteria": "\n".join(criteria)}
         if isinstance(threshold, int | float):
@@ -538,7 +543,7 @@ def _texts(value: Any) -> list[str]:
     return [part.strip() for part in str(value).split(",")] if value is not None else []
 
 
-def _check(kind: str, value: Any, context: _Context) -> tuple[list | None, str]:
+def _check(kind: str, value: Any, context: _Context) -> tuple[list[Any] | None, str]:
     """The checks for one assertion, or None and why it does not translate."""
     folded = {"case_sensitive": False}
     if kind in {

@@ -166,7 +166,7 @@ def build_contestant_providers(
     providers: dict[str, Provider] = {}
     for contestant, (model, variant) in models.items():
         scripted = not fake and model.startswith("scripted/") and replies is not None
-        if scripted and replies.has_variant(model, variant):
+        if scripted and replies is not None and replies.has_variant(model, variant):
             providers[contestant] = ScriptedProvider(replies, variant)
         else:
             providers[contestant] = built[model]

@@ -131,7 +131,7 @@ class AnthropicProvider(HttpAdapter):
             text = json.dumps(tool_inputs[0], ensure_ascii=False)
         else:
             text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
-        reply = {
+        reply: dict[str, Any] = {
             "usage": _usage(data.get("usage")),
             "finish_reason": optional_str(data.get("stop_reason")),
             "schema_mode": mode,

@@ -235,7 +235,7 @@ class Request:
     def from_params(
         cls,
         model: str,
-        messages: Iterable[Mapping[str, str]],
+        messages: Iterable[dict[str, str]],
         params: Mapping[str, Any],
         *,
         explicit: Collection[str] = (),

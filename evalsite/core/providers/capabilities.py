@@ -234,9 +234,9 @@ def fit(model: str, params: Mapping[str, Any], explicit: Collection[str] = ()) -
 def _refused(rules: ParamRules, name: str, value: Any) -> str | None:
     """Why ``rules`` do not take ``name`` at ``value`` alone, or None."""
     if name == "temperature":
-        low, high = rules.temperature or (None, None)
-        if low is None:
+        if rules.temperature is None:
             return "takes no temperature"
+        low, high = rules.temperature
         if low == high and value != low:
             return f"takes no temperature other than {_number(low)}"
         if not low <= value <= high:
@@ -251,7 +251,9 @@ def _refused(rules: ParamRules, name: str, value: Any) -> str | None:
         budget = value.get("budget_tokens") if isinstance(value, Mapping) else None
         if not rules.budgets:
             return "takes no thinking budget"
-        if not any(low <= budget <= high for low, high in rules.budgets):
+        if not isinstance(budget, int) or not any(
+            low <= budget <= high for low, high in rules.budgets
+        ):
             return f"takes thinking.budget_tokens {_ranges(rules.budgets)}, not {budget}"
     return None
 

@@ -184,12 +184,13 @@ class _TooMuchOutput(Exception):
 async def _exchange(process: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
     """Write stdin and read stdout (bounded) and stderr (tail kept) concurrently."""
     assert process.stdin and process.stdout and process.stderr
+    writer, reader, errors = process.stdin, process.stdout, process.stderr
 
     async def write() -> None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            process.stdin.write(payload)
-            await process.stdin.drain()
-            process.stdin.close()
+            writer.write(payload)
+            await writer.drain()
+            writer.close()
 
     async def read(stream: asyncio.StreamReader, limit: int | None) -> bytes:
         data = bytearray()
@@ -202,7 +203,7 @@ async def _exchange(process: asyncio.subprocess.Process, payload: bytes) -> tupl
         return bytes(data)
 
     _, stdout, stderr = await asyncio.gather(
-        write(), read(process.stdout, MAX_OUTPUT_BYTES), read(process.stderr, None)
+        write(), read(reader, MAX_OUTPUT_BYTES), read(errors, None)
     )
     return stdout, stderr
 

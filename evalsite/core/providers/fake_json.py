@@ -106,7 +106,9 @@ def _pick_type(schema: Mapping[str, Any], rng: random.Random) -> str:
 
 
 def _object(schema: Mapping[str, Any], rng: random.Random, root: Any, depth: int) -> Any:
-    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    properties: Any = (
+        schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    )
     required = [r for r in schema.get("required") or [] if isinstance(r, str)]
     extra = schema.get("additionalProperties", {})
     out: dict[str, Any] = {}
@@ -124,7 +126,7 @@ def _object(schema: Mapping[str, Any], rng: random.Random, root: Any, depth: int
 
 
 def _array(schema: Mapping[str, Any], rng: random.Random, root: Any, depth: int) -> Any:
-    prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+    prefix: Any = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
     items = schema.get("items", {})
     low = int(schema.get("minItems") or 0)
     high = schema.get("maxItems")
@@ -155,7 +157,7 @@ def _string(schema: Mapping[str, Any], rng: random.Random, root: Any, depth: int
         "uri": lambda: f"https://example.com/{rng.choice(WORDS)}",
         "uuid": lambda: f"{rng.getrandbits(32):08x}-0000-4000-8000-{rng.getrandbits(48):012x}",
     }
-    maker = formats.get(schema.get("format"))
+    maker = formats.get(str(schema.get("format")))
     text = maker() if maker else " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3)))
     low = int(schema.get("minLength") or 0)
     while len(text) < low:

@@ -82,7 +82,7 @@ class GoogleProvider(HttpAdapter):
         system = self.system_text(request)
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
-        config = {
+        config: dict[str, Any] = {
             "temperature": request.temperature,
             "topP": request.top_p,
             "maxOutputTokens": request.max_tokens,
@@ -113,7 +113,7 @@ class GoogleProvider(HttpAdapter):
     def parse(self, data: dict[str, Any], request: Request) -> Completion:
         """The first candidate's text; a blocked prompt or a filtered candidate with no text
         is a refusal, no candidate at all is empty."""
-        reply = {
+        reply: dict[str, Any] = {
             "usage": _usage(data.get("usageMetadata")),
             "schema_mode": self.schema_mode(request),
             "provider_model": optional_str(data.get("modelVersion")),

@@ -108,13 +108,15 @@ def _param(error: Any) -> str | None:
     google.rpc.BadRequest's ``fieldViolations``."""
     if not isinstance(error, Mapping):
         return None
-    if isinstance(error.get("param"), str) and error["param"]:
-        return error["param"][:100]
+    param = error.get("param")
+    if isinstance(param, str) and param:
+        return param[:100]
     for detail in _details(error):
         violations = detail.get("fieldViolations")
         first = violations[0] if isinstance(violations, list) and violations else None
-        if isinstance(first, Mapping) and isinstance(first.get("field"), str):
-            return first["field"][:100]
+        field = first.get("field") if isinstance(first, Mapping) else None
+        if isinstance(field, str):
+            return field[:100]
     return None
 
 

@@ -26,7 +26,7 @@ import functools
 import json
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -45,6 +45,9 @@ from evalsite.core.providers.base import (
 )
 from evalsite.core.providers.http_errors import SNIPPET_CHARS, error_from_body
 from evalsite.core.providers.prompted import SchemaModes
+
+if TYPE_CHECKING:
+    from httpx_aiohttp import AiohttpTransport
 
 __all__ = [
     "HttpAdapter",
@@ -193,7 +196,7 @@ def prepare_client() -> None:
 
 
 @functools.cache
-def _aiohttp_transport() -> type[httpx.AsyncBaseTransport]:
+def _aiohttp_transport() -> type[AiohttpTransport]:
     from httpx_aiohttp import AiohttpTransport  # imported by processes that make calls only
 
     return AiohttpTransport
@@ -368,7 +371,7 @@ def token_counts(block: Mapping[str, Any], *paths: str) -> list[int] | None:
     1e400, is counted as that). None when any is negative or NaN: a usage the provider got
     wrong is no usage, so the call's cost is unknown rather than $0."""
     counts = [_count(block, path.split(".")) for path in paths]
-    return None if None in counts else counts
+    return None if None in counts else [count for count in counts if count is not None]
 
 
 def _count(block: Any, keys: list[str]) -> int | None:

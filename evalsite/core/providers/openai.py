@@ -149,7 +149,7 @@ class ChatCompletionsProvider(HttpAdapter):
             )
         finish = optional_str(choices[0].get("finish_reason"))
         text = _content_text(message.get("content"))
-        reply = {
+        reply: dict[str, Any] = {
             "usage": _usage(data.get("usage")),
             "finish_reason": finish,
             "schema_mode": self.schema_mode(request),

@@ -43,7 +43,7 @@ def movers_section(ctx: Context) -> Section:
         return Section("changes", "What changed", (none,))
     threshold = num.rate(movers.get("threshold"))
     family = movers.get("comparisons")
-    since = (
+    since: tuple[str | Code, ...] = (
         "Since run ",
         Code(movers["previous_run"]),
         f": per-task win-rates that changed by {threshold} or more, largest first",
@@ -105,13 +105,13 @@ def failures_section(ctx: Context) -> Section:
     return Section("failures", "Failures and exclusions", tuple(blocks))
 
 
-def _where(row: Mapping[str, Any], who: object) -> tuple:
+def _where(row: Mapping[str, Any], who: object) -> tuple[Any, ...]:
     return (
         Code(row.get("task") or ""),
         " / ",
         Code(row.get("case") or ""),
         f" repeat {num.count(row.get('repeat'))}, ",
-        Code(who or ""),
+        Code(str(who or "")),
     )
 
 

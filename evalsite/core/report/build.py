@@ -11,7 +11,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -272,7 +272,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     )
     report["gates"] = [result.to_dict() for result in gates]
     report["gates_passed"] = not any(result.failed for result in gates)
-    return report | jsonable(matrix, digits=MATRIX_DIGITS)
+    return cast("dict[str, Any]", report | jsonable(matrix, digits=MATRIX_DIGITS))
 
 
 def _is_contestant(data: ReportInput) -> bool:
@@ -310,7 +310,7 @@ def _win_rate_entry(pairs: Sequence[PairRow], seed: int, baseline: str) -> dict[
     judged = [p for p in pairs if not p.excluded_reason and p.score is not None]
     excluded = Counter(p.excluded_reason for p in pairs if p.excluded_reason)
     rate = win_rate(
-        [p.score for p in judged],
+        [cast(float, p.score) for p in judged],  # judged: scored
         flips=sum(1 for p in judged if p.flip),
         seed=seed,
         clusters=[(p.task, p.case) for p in judged],
@@ -348,7 +348,7 @@ def _ranking(data: ReportInput, seed: int) -> list[dict[str, Any]]:
     judged = [p for p in data.pairs if not p.excluded_reason and p.score is not None]
     if not judged:
         return []
-    comparisons = [(p.baseline, p.candidate, p.score) for p in judged]
+    comparisons = [(p.baseline, p.candidate, cast(float, p.score)) for p in judged]  # scored
     cases = [(p.task, p.case) for p in judged]
     return [score.to_dict() for score in bradley_terry(comparisons, seed=seed, clusters=cases)]
 
@@ -364,7 +364,7 @@ def _per_contestant(data: ReportInput) -> dict[str, Any]:
     by_contestant: dict[str, list[AnswerRow]] = defaultdict(list)
     for answer in data.answers:
         by_contestant[answer.contestant].append(answer)
-    outcomes: dict[tuple, list[bool]] = defaultdict(list)
+    outcomes: dict[tuple[Any, ...], list[bool]] = defaultdict(list[Any])
     for answer in data.answers:
         outcomes[(answer.task, answer.case), answer.contestant].append(answer.effective_pass)
     repeats = contestant_rates(outcomes, k=data.repeats)
@@ -461,7 +461,7 @@ def _task_win_rate(pairs: Sequence[PairRow], seed: int) -> dict[str, Any]:
     alike), by the same :func:`~evalsite.core.stats.pairs.win_rate`."""
     judged = [p for p in pairs if not p.excluded_reason and p.score is not None]
     rate = win_rate(
-        [p.score for p in judged],
+        [cast(float, p.score) for p in judged],  # judged: scored
         flips=sum(1 for p in judged if p.flip),
         seed=seed,
         clusters=[p.case for p in judged],
@@ -470,7 +470,7 @@ def _task_win_rate(pairs: Sequence[PairRow], seed: int) -> dict[str, Any]:
     return {key: value for key, value in rate.to_dict().items() if key in keys}
 
 
-def _worst_task(row: dict[str, Any]) -> tuple:
+def _worst_task(row: dict[str, Any]) -> tuple[Any, ...]:
     """Worst first: the lowest candidate win-rate, then the lowest pass rate."""
     rates = [r["win_rate"] for r in row["win_rates"].values() if r["win_rate"] is not None]
     pass_rate = row["pass_rate"] if row["pass_rate"] is not None else 1.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -156,7 +156,7 @@ def _yes(attempts: Attempts) -> str:
     return "yes" if attempts.passed == attempts.total else "no"
 
 
-def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+def _aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Columns two spaces apart, each as wide as its widest cell; the last one unpadded."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return [

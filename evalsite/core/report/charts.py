@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Context
@@ -59,14 +59,16 @@ def no_data_svg(title: str, message: str = "no data") -> str:
     return _svg(title, 360, 48, [_text(12, 28, f"{title}: {message}")])
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _nice_ceiling(value: float) -> float:
     """The smallest of 1, 2, 5 × 10^k at or above ``value`` (value > 0)."""
     power = 10 ** math.floor(math.log10(value))
-    return next(step * power for step in (1, 2, 5, 10) if step * power >= value * (1 - 1e-12))
+    return cast(
+        float, next(step * power for step in (1, 2, 5, 10) if step * power >= value * (1 - 1e-12))
+    )
 
 
 @dataclass(frozen=True)

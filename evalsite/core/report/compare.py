@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import one_contestant
@@ -474,7 +474,9 @@ def _task_tests(
     }
 
 
-def _tested(mover: Mover, adjusted: Mapping[tuple[str, str], tuple], level: float) -> Mover:
+def _tested(
+    mover: Mover, adjusted: Mapping[tuple[str, str], tuple[Any, ...]], level: float
+) -> Mover:
     """The mover with its p alone and after Holm; a mover with no test is left as it is."""
     if (mover.candidate, mover.task) not in adjusted:
         return mover
@@ -575,5 +577,8 @@ def _movers(a: Report, b: Report, candidates: list[str], threshold: float) -> tu
             new = (rates.get(candidate) or {}).get("win_rate")
             delta = _delta(old, new)
             if delta is not None and abs(delta) >= threshold:
-                movers.append(Mover(candidate, str(task), old, new, delta))
+                # a delta only between two win-rates: old and new are numbers here
+                movers.append(
+                    Mover(candidate, str(task), cast(float, old), cast(float, new), delta)
+                )
     return tuple(sorted(movers, key=lambda mover: -abs(mover.delta)))

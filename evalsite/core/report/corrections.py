@@ -112,7 +112,7 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
 
 
 def _length(
-    pairs: Mapping[int, Any], items: list[tuple[Item, str]], lengths: Mapping[tuple, int]
+    pairs: Mapping[int, Any], items: list[tuple[Item, str]], lengths: Mapping[tuple[Any, ...], int]
 ) -> dict[str, Any]:
     difference = {}
     for key, p in pairs.items():

@@ -20,7 +20,7 @@ that need them, and listed as left off.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from evalsite.core.pricing import UNPRICED_PROVIDERS
 
@@ -36,16 +36,19 @@ _PLACES = 9  # scores and costs equal to this many places are a tie
 
 
 class _Answer(Protocol):
-    contestant: str
-    status: str
-    cost_if_uncached_usd: float | None
+    @property
+    def contestant(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def cost_if_uncached_usd(self) -> float | None: ...
 
 
 def pass_share(cell: Mapping[str, Any]) -> float | None:
     """A matrix or scorecard cell's passed / scored; None when it scored nothing."""
     if not cell.get("scored") or cell.get("passed") is None:
         return None
-    return cell["passed"] / cell["scored"]
+    return cast(float, cell["passed"] / cell["scored"])
 
 
 def split_contestant(name: str) -> tuple[str, str | None]:
@@ -93,8 +96,8 @@ def build_matrix(
 ) -> dict[str, Any]:
     contestants = [str(c) for c in report.get("contestants") or ()]
     cards = report.get("per_contestant") or {}
-    scorecard = report.get("scorecard")
-    scored_cells = scorecard.get("cells") if isinstance(scorecard, Mapping) else None
+    scorecard: Any = report.get("scorecard")
+    scored_cells: Any = scorecard.get("cells") if isinstance(scorecard, Mapping) else None
     from_scorecard = isinstance(scored_cells, Mapping)
     # a scorecard without criteria scores a cell by its pass rate: say so
     weighted = from_scorecard and bool(scorecard.get("criteria"))
@@ -154,7 +157,9 @@ def _is_unpriced(name: str, card: Mapping[str, Any], unpriced: set[str]) -> bool
     return provider in UNPRICED_PROVIDERS and not (card.get("cost") or {}).get("if_uncached_usd")
 
 
-def _cell(name: str, card: Mapping[str, Any], score: dict[str, Any], unpriced: bool) -> dict:
+def _cell(
+    name: str, card: Mapping[str, Any], score: dict[str, Any], unpriced: bool
+) -> dict[str, Any]:
     model, variant = split_contestant(name)
     tokens, cost = card.get("tokens") or {}, card.get("cost") or {}
     uncached = None if unpriced else cost.get("if_uncached_usd")
@@ -176,7 +181,7 @@ def _cell(name: str, card: Mapping[str, Any], score: dict[str, Any], unpriced: b
 # --- the frontier ----------------------------------------------------------------------------
 
 
-def build_frontier(matrix: Mapping[str, Any], *, points: float = DEFAULT_POINTS) -> dict:
+def build_frontier(matrix: Mapping[str, Any], *, points: float = DEFAULT_POINTS) -> dict[str, Any]:
     """The three facts over the matrix's cells; see the module docstring."""
     cells = list(matrix.get("cells") or ())
     scored = [c for c in cells if c.get("score") is not None]

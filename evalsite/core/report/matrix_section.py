@@ -51,7 +51,7 @@ def _ms(value: Any) -> str:
 
 def cell_rows(matrix: Row) -> list[tuple[str, ...]]:
     """One row of plain figures per cell, in contestant order; the names first, raw."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for cell in matrix.get("cells") or ():
         tokens = cell.get("tokens") or {}
         rows.append((
@@ -91,7 +91,7 @@ def grid_rows(matrix: Row) -> list[tuple[str, ...]]:
 
 
 def _names(names: list[str]) -> tuple[Cell, ...]:
-    parts: list = []
+    parts: list[Any] = []
     for index, name in enumerate(names):
         parts += [", ", Code(name)] if index else [Code(name)]
     return tuple(parts)
@@ -154,10 +154,12 @@ def matrix_section(ctx: Context) -> Section:
     grid = grid_rows(matrix)
     if grid:
         blocks.append(Para("Score (pass/scored): models down, variants across; - not run."))
-        head = ("model", *(Code(variant_label(v)) for v in matrix["variants"]))
-        rows = tuple((Code(row[0]), *row[1:]) for row in grid)
-        blocks.append(Table(head, rows))
-    rows = tuple((Code(row[0]), Code(row[1]), *row[2:]) for row in cell_rows(matrix))
+        head: tuple[Cell, ...] = ("model", *(Code(variant_label(v)) for v in matrix["variants"]))
+        grid_cells: tuple[tuple[Cell, ...], ...] = tuple((Code(row[0]), *row[1:]) for row in grid)
+        blocks.append(Table(head, grid_cells))
+    rows: tuple[tuple[Cell, ...], ...] = tuple(
+        (Code(row[0]), Code(row[1]), *row[2:]) for row in cell_rows(matrix)
+    )
     blocks.append(Table(CELL_HEAD, rows))
     blocks.append(Para("The frontier, as facts:"))
     blocks.append(Items(tuple(_fact_cell(fact) for fact in frontier_facts(frontier))))

@@ -81,7 +81,7 @@ def interval_or_reason(row: Mapping[str, Any], digits: int = 3) -> str:
     cases …)``."""
     shown = interval(row.get("ci"), digits)
     if shown:
-        return shown + _FEW.get(row.get("method"), "")
+        return shown + _FEW.get(str(row.get("method")), "")
     reason = row.get("no_interval")
     return f"no interval ({reason})" if reason else "no interval"
 

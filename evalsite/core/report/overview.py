@@ -14,6 +14,7 @@ from evalsite.core.report.document import (
     Heading,
     Items,
     Para,
+    Part,
     Section,
     Table,
 )
@@ -39,7 +40,7 @@ NO_LOOK_LINE = "No-look run: no case data was kept (docs/no-look.md)"
 def header_section(ctx: Context) -> Section:
     report, totals = ctx.report, ctx.get("totals")
     suite, prices = ctx.get("suite"), ctx.get("price_table")
-    status: tuple = ("Status: ", Code(report.get("status") or "unknown"))
+    status: tuple[Any, ...] = ("Status: ", Code(report.get("status") or "unknown"))
     if report.get("detail"):
         status += (" \u2014 ", Code(report["detail"]))
     items: list[Cell] = [
@@ -90,15 +91,15 @@ def cost_text(totals: Mapping[str, Any]) -> str:
     return text
 
 
-def _contestants(ctx: Context) -> tuple:
-    parts: list = []
+def _contestants(ctx: Context) -> tuple[Any, ...]:
+    parts: list[Any] = []
     for index, name in enumerate(ctx.contestants):
         parts += [", "] if index else []
         parts += [Code(name), " (baseline)"] if name == ctx.baseline else [Code(name)]
     return tuple(parts) or ("none",)
 
 
-def _judge(ctx: Context) -> tuple:
+def _judge(ctx: Context) -> tuple[Any, ...]:
     judge = ctx.report.get("judge")
     if not judge:
         return ("none: no judge calls, no win-rates",)
@@ -106,7 +107,7 @@ def _judge(ctx: Context) -> tuple:
     return (Code(judge.get("model") or ""), also)
 
 
-def _when(value: str | None) -> Cell:
+def _when(value: str | None) -> Part:
     return Code(value) if value else num.MISSING
 
 
@@ -359,7 +360,7 @@ def _flip_and_exclusion_notes(ctx: Context, win_rates: Mapping[str, Any]) -> lis
             )
         reasons = sorted((row.get("excluded_by_reason") or {}).items())
         if reasons:
-            parts: list = ["Excluded for ", Code(name), ": "]
+            parts: list[Any] = ["Excluded for ", Code(name), ": "]
             for index, (reason, n) in enumerate(reasons):
                 parts += [", " if index else "", Code(reason), f" {num.count(n)}"]
             items.append(tuple(parts))

@@ -36,17 +36,17 @@ def paired_units(data: Any) -> dict[str, Any]:
     keys = sorted({(a.task, a.case, a.repeat) for a in data.answers})
     index = {key: i for i, key in enumerate(keys)}
 
-    def column() -> list:
+    def column() -> list[Any]:
         return [None] * len(keys)
 
-    win: dict[str, list] = defaultdict(column)
+    win: dict[str, list[Any]] = defaultdict(column)
     for p in data.pairs:
         unit = (p.task, p.case, p.repeat)
         judged = not p.excluded_reason and p.score is not None
         if p.baseline == data.contestants[0] and judged and unit in index:
             win[p.candidate][index[unit]] = p.score
-    score: dict[str, list] = defaultdict(column)
-    passed: dict[str, list] = defaultdict(column)
+    score: dict[str, list[Any]] = defaultdict(column)
+    passed: dict[str, list[Any]] = defaultdict(column)
     for answer in data.answers:
         at = index[answer.task, answer.case, answer.repeat]
         passed[answer.contestant][at] = answer.effective_pass  # the one rule; an error fails
@@ -73,11 +73,11 @@ def paired_changes(a: Report, b: Report, *, level: float = 0.95) -> dict[str, An
     seed = seed_from(f"{a.get('run_id')}:{b.get('run_id')}")
     result: dict[str, Any] = {"level": level, "seed": seed}
 
-    def bootstrap(before: list, after: list, units: list[Unit]) -> dict:
+    def bootstrap(before: list[Any], after: list[Any], units: list[Unit]) -> dict[str, Any]:
         cases = [unit[:2] for unit in units]  # a case's repeats are resampled together
         return paired_bootstrap(before, after, seed=seed, clusters=cases, level=level).to_dict()
 
-    def mcnemar(before: list, after: list, units: list[Unit]) -> dict:
+    def mcnemar(before: list[Any], after: list[Any], units: list[Unit]) -> dict[str, Any]:
         return case_mcnemar(before, after, [unit[:2] for unit in units]).to_dict()
 
     for part in ("win", "score"):
@@ -105,14 +105,14 @@ def _columns(report: Report) -> dict[str, dict[str, dict[Unit, Any]]] | None:
     }
 
 
-def _present(units: list[Unit], values: list) -> dict[Unit, Any]:
+def _present(units: list[Unit], values: list[Any]) -> dict[Unit, Any]:
     return {unit: value for unit, value in zip(units, values, strict=False) if value is not None}
 
 
 def _by_task(
     before: Mapping[Unit, Any],
     after: Mapping[Unit, Any],
-    test: Callable[[list, list, list[Unit]], dict],
+    test: Callable[[list[Any], list[Any], list[Unit]], dict[str, Any]],
 ) -> dict[str, Any]:
     """``test`` over the units both runs have, overall and per task."""
     common = [unit for unit in after if unit in before]
@@ -120,7 +120,7 @@ def _by_task(
     for unit in common:
         tasks[unit[0]].append(unit)
 
-    def over(units: list[Unit]) -> dict:
+    def over(units: list[Unit]) -> dict[str, Any]:
         return test([before[u] for u in units], [after[u] for u in units], units)
 
     return {
@@ -129,7 +129,7 @@ def _by_task(
     }
 
 
-def delta_interval(paired: Mapping[str, Any] | None, part: str, name: str, task: str = ""):
+def delta_interval(paired: Mapping[str, Any] | None, part: str, name: str, task: str = "") -> Any:
     """The paired entry of one candidate (``win``) or contestant (``score``, ``passed``),
     overall or for ``task``; None when there is none."""
     entry = ((paired or {}).get(part) or {}).get(name)

@@ -97,7 +97,7 @@ def _cases_passed(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
-def gate_lines(gates: list, *, verdicts_only: bool = False) -> list[str]:
+def gate_lines(gates: list[Any], *, verdicts_only: bool = False) -> list[str]:
     """One line per failed, not evaluated (a contestant not in the run) or skipped gate,
     naming its figure; one line when none failed. `verdicts_only`: the failed and not
     evaluated lines alone (`run --json` writes them to stderr)."""

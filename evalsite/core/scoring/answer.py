@@ -70,7 +70,9 @@ def _match(text: str, task: Task, case: Case) -> MatchResult | None:
     return weighted_match(text, case.expected, task.weighted_match)
 
 
-def _execution(text: str, check: Mapping[str, Any] | None, sandbox: Sandbox | None):
+def _execution(
+    text: str, check: Mapping[str, Any] | None, sandbox: Sandbox | None
+) -> ExecResult | None:
     if not check:
         return None
     if sandbox is None:

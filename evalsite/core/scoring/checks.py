@@ -34,7 +34,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from evalsite.core.patterns import PatternError, search
 from evalsite.core.scoring.evalpin import JsonNumber, evalpin_text, load_spelled, same_spelling
@@ -300,7 +300,7 @@ def _load_function(reference: str, python_path: tuple[str, ...]) -> Callable[...
     function = getattr(module, name, None)
     if not callable(function):
         raise LookupError(f"module {module_name!r} has no function {name!r}")
-    return function
+    return cast("Callable[..., Any]", function)
 
 
 def _error(error: BaseException) -> str:

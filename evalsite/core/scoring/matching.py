@@ -173,7 +173,7 @@ def _within(found: Any, expected: Any, tolerance: float) -> bool:
     found, expected = _number(found), _number(expected)
     if found is None or expected is None:
         return False
-    return abs(found - expected) <= float(tolerance) + EPSILON
+    return bool(abs(found - expected) <= float(tolerance) + EPSILON)
 
 
 # --- validation (suite_rules reports these at their paths) ----------------------------------
@@ -206,7 +206,8 @@ def expected_problems(expected: Any, spec: Mapping[str, Any]) -> list[tuple[Wher
     """Each expected item needs a scalar label (text, number or boolean; no repeats), a
     number for each field with a tolerance and a value for every other field; as (path
     inside ``expected``, message)."""
-    label, fields = spec.get("label"), spec.get("fields")
+    label: Any = spec.get("label")
+    fields = spec.get("fields")
     if not isinstance(expected, list) or not isinstance(fields, dict) or label not in fields:
         return []  # the schema or spec_problems already refused the block
     problems: list[tuple[Where, str]] = []

@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from evalsite.core.scoring.process import Captured, run_captured
 
@@ -165,7 +165,9 @@ class _Base:
     def _paths(self, check_dir: Path, work_dir: Path) -> tuple[str, str]:
         return str(check_dir), str(work_dir)
 
-    def _command(self, job: Job, check_dir: Path, work_dir: Path) -> tuple[list[str], dict]:
+    def _command(
+        self, job: Job, check_dir: Path, work_dir: Path
+    ) -> tuple[list[str], dict[str, Any]]:
         raise NotImplementedError
 
 
@@ -198,7 +200,9 @@ class BwrapSandbox(_Base):
     def _paths(self, check_dir: Path, work_dir: Path) -> tuple[str, str]:
         return "/check", "/work"
 
-    def _command(self, job: Job, check_dir: Path, work_dir: Path) -> tuple[list[str], dict]:
+    def _command(
+        self, job: Job, check_dir: Path, work_dir: Path
+    ) -> tuple[list[str], dict[str, Any]]:
         check_dir.parent.chmod(0o711)  # bwrap runs as the sandbox uid and must reach it
         return self.argv(job.timeout_s, str(check_dir)), {"PATH": TOOL_PATH}
 
@@ -324,7 +328,9 @@ class NoSandbox(_Base):
 
     isolation = "none"
 
-    def _command(self, job: Job, check_dir: Path, work_dir: Path) -> tuple[list[str], dict]:
+    def _command(
+        self, job: Job, check_dir: Path, work_dir: Path
+    ) -> tuple[list[str], dict[str, Any]]:
         env = {"PATH": TOOL_PATH, "HOME": str(work_dir), "LANG": "C.UTF-8"}
         argv = ["timeout", "-k", str(KILL_GRACE_S), _seconds(job.timeout_s)]
         return [*argv, "bash", str(check_dir / "driver.sh")], env

@@ -7,13 +7,15 @@ not label an item is simply absent from its mapping.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
+from typing import Any, cast
 
 from evalsite.core.stats.kappa import Kappa, cohen_kappa
 from evalsite.core.stats.pairs import CATEGORIES
 
-Labels = Mapping[Hashable, Mapping[str, str]]
+# item (any hashable: Mapping is invariant in its key) -> rater -> label
+Labels = Mapping[Any, Mapping[str, str]]
 
 
 def strict_majority(votes: Iterable[str]) -> str | None:
@@ -58,7 +60,7 @@ def fleiss_kappa(labels: Labels, *, categories: Sequence[str] = CATEGORIES) -> f
     observed = sum(per_item) / len(per_item)
     ratings = sum(totals)
     expected = sum((total / ratings) ** 2 for total in totals)
-    return (observed - expected) / (1 - expected)
+    return cast(float, (observed - expected) / (1 - expected))
 
 
 def krippendorff_alpha(
@@ -80,7 +82,7 @@ def krippendorff_alpha(
     if expected == 0:
         return None
     observed = sum((sum(c) ** 2 - sum(x * x for x in c)) / (sum(c) - 1) for c in items)
-    return 1 - (n - 1) * observed / expected
+    return cast(float, 1 - (n - 1) * observed / expected)
 
 
 def _item_counts(labels: Labels, categories: Sequence[str]) -> list[list[int]]:

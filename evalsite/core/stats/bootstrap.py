@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from statistics import NormalDist
+from typing import cast
 
 import numpy as np
 
@@ -87,7 +88,9 @@ def draw_counts(drawn: np.ndarray, m: int) -> np.ndarray:
     return np.bincount(offsets.ravel(), minlength=k * m).reshape(k, m)
 
 
-def resampled_means(sums: np.ndarray, sizes: np.ndarray, *, resamples: int, seed: int):
+def resampled_means(
+    sums: np.ndarray, sizes: np.ndarray, *, resamples: int, seed: int
+) -> np.ndarray:
     """The mean over the units of each cluster resample (clusters' ``sums`` and ``sizes``)."""
     means = [
         sums[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)
@@ -98,7 +101,7 @@ def resampled_means(sums: np.ndarray, sizes: np.ndarray, *, resamples: int, seed
 
 def jackknife_means(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The mean over the units with each cluster left out in turn."""
-    return (sums.sum() - sums) / (sizes.sum() - sizes)
+    return cast(np.ndarray, (sums.sum() - sums) / (sizes.sum() - sizes))
 
 
 def bca_interval(

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from statistics import NormalDist
+from typing import cast
 
 import numpy as np
 
@@ -187,7 +188,7 @@ def _all_agree_bound(rater: Sequence[str], cases: int) -> float:
     shares = np.unique(np.asarray(rater), return_counts=True)[1] / len(rater)
     p_e = float(np.sum(shares**2))
     disagree = 1 - ((1 - LEVEL) / 2) ** (1 / cases)
-    return max(-1.0, 1 - disagree / (1 - p_e))
+    return cast(float, max(-1.0, 1 - disagree / (1 - p_e)))
 
 
 def _influence(
@@ -215,7 +216,7 @@ def _influence(
 
 def _chance(tables: np.ndarray) -> np.ndarray:
     """n² · p_e of each (…, k, k) count table, as exact integers."""
-    return (tables.sum(axis=-1) * tables.sum(axis=-2)).sum(axis=-1)
+    return cast(np.ndarray, (tables.sum(axis=-1) * tables.sum(axis=-2)).sum(axis=-1))
 
 
 def _kappas(tables: np.ndarray) -> np.ndarray:

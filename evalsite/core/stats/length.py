@@ -129,7 +129,7 @@ def length_preference(
     elif scale is None:
         reason = "the answers' lengths do not differ between pairs"
     fit = None
-    if reason is None:
+    if reason is None and scale is not None:
         design = np.column_stack([np.ones(n), length_covariate(differences, scale)])
         fit = logistic_fit(design, np.asarray(scores, dtype=float), cases)
         reason = None if fit else "the fit does not converge: the scores separate by length"

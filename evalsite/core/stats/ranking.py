@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def bradley_terry(
     design = _Design(kinds, names)
     labels = cluster_index(clusters, len(checked))
     per_case = np.zeros((int(labels.max()) + 1, len(kinds)))
-    np.add.at(per_case, (labels, [kinds.index(c) for c in checked]), 1)
+    np.add.at(per_case, (labels, [kinds.index(c) for c in checked]), 1)  # type: ignore[arg-type]  # numpy stubs: no tuple index
     counts = per_case.sum(axis=0)
     strengths = design.fit(counts[None, :], prior)[0]
     intervals: list[tuple[float, float] | None] = [None] * len(names)
@@ -83,7 +84,14 @@ def bradley_terry(
     return sorted(scores, key=lambda score: (-score.strength, score.contestant))
 
 
-def _intervals(design, per_case: np.ndarray, strengths, prior: float, seed: int, resamples: int):
+def _intervals(
+    design: _Design,
+    per_case: np.ndarray,
+    strengths: np.ndarray,
+    prior: float,
+    seed: int,
+    resamples: int,
+) -> list[tuple[float, float] | None]:
     m = per_case.shape[0]
     fits = np.concatenate([
         design.fit(draw_counts(drawn, m) @ per_case, prior)
@@ -167,4 +175,4 @@ def _newton_step(weights: np.ndarray, gradient: np.ndarray) -> np.ndarray:
 
 def _log_likelihood(theta: np.ndarray, wins: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     together = np.logaddexp(theta[:, :, None], theta[:, None, :])
-    return (wins * theta).sum(axis=1) - (pairs * together).sum(axis=(1, 2)) / 2
+    return cast(np.ndarray, (wins * theta).sum(axis=1) - (pairs * together).sum(axis=(1, 2)) / 2)

@@ -96,7 +96,7 @@ class Command(EvalsiteCommand):
             worker.wait()
 
     def _serve(self, host: str, port: int, threads: int) -> None:
-        from waitress import create_server
+        from waitress.server import create_server
 
         from evalsite.wsgi import application
 

@@ -165,3 +165,9 @@ def test_a_suite_with_sampling_defaults_plans_bodies_the_model_accepts(model):
         assert not {"temperature", "top_p", "stop"} & set(sent)
     else:
         assert "top_p" not in sent and sent["temperature"] == 0
+
+
+def test_a_thinking_block_without_a_budget_is_left_out_not_a_crash():
+    fitted = fit("anthropic/claude-sonnet-4-5", {"thinking": {"type": "enabled"}})
+    assert "thinking" not in fitted.sent
+    assert fitted.left_out["thinking"].startswith("takes thinking.budget_tokens")
