@@ -201,7 +201,7 @@ def test_some_judge_replies_do_not_parse_to_exercise_that_path():
 def test_latency_is_reported_in_range_and_not_slept_by_default():
     started = time.monotonic()
     completions = answers(make_request(MODEL), 50)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0  # slept, 50 answers would take far longer
     latencies = [c.simulated_latency_ms for c in completions]
     assert all(LATENCY_MS[0] <= latency <= LATENCY_MS[1] for latency in latencies)
     assert len(set(latencies)) > 10
