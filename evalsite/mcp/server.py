@@ -236,10 +236,11 @@ async def _execute(run_id: str, ctx: Context) -> None:
     POLL_S until it ends. A cancelled tool call asks the run to stop between calls, as Ctrl-C
     does: the call returns at once, and the run's thread writes the cancel."""
     stop = Stop()
-    sent = [-1]
+    sent = -1
 
     def on_progress(run: Run) -> None:
-        sent[0] = anyio.from_thread.run(_report_progress, ctx, run.id, sent[0])
+        nonlocal sent
+        sent = anyio.from_thread.run(_report_progress, ctx, run.id, sent)
 
     def work() -> None:
         try:
@@ -253,7 +254,7 @@ async def _execute(run_id: str, ctx: Context) -> None:
     except anyio.get_cancelled_exc_class():
         stop.ask()
         raise
-    await _report_progress(ctx, run_id, sent[0])
+    await _report_progress(ctx, run_id, sent)
 
 
 async def _report_progress(ctx: Context, run_id: str, sent: int) -> int:
