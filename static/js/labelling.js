@@ -1,0 +1,1 @@
+// The labelling page: the keys overlay and the stored-label toast (issue 30, item 3).
