@@ -23,7 +23,7 @@ from evalsite.core.calibration import SUITE_FILE
 from evalsite.core.judging import task_text
 from evalsite.core.no_look import NO_LABELS
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
-from evalsite.htmx import HtmxHttpRequest
+from evalsite.htmx import AuthenticatedHtmxRequest, AuthenticatedHttpRequest
 from lab.judges import LabError
 from lab.transfer import import_suite_pairs
 from labels import queue
@@ -46,7 +46,7 @@ def label_home(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def label_pair(request: HtmxHttpRequest, name: str) -> HttpResponse:
+def label_pair(request: AuthenticatedHtmxRequest, name: str) -> HttpResponse:
     suite = get_object_or_404(Suite, name=name)
     refusal = _no_look_refusal(request, suite)
     if refusal is not None:
@@ -126,7 +126,9 @@ def _offer_from_token(request: HttpRequest, token: str):
     return _offer_again(request, assignment, mode)
 
 
-def _workspace(request: HtmxHttpRequest, suite: Suite, offer, mode: str, run, labels) -> dict:
+def _workspace(
+    request: AuthenticatedHtmxRequest, suite: Suite, offer, mode: str, run, labels
+) -> dict:
     context = {
         "suite": suite,
         "mode": mode,
@@ -176,7 +178,7 @@ def _blind(answer) -> dict:
 
 
 @require_GET
-def my_labels(request: HttpRequest, name: str) -> HttpResponse:
+def my_labels(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     suite = get_object_or_404(Suite, name=name)
     rows = []
     for label in Label.objects.filter(suite=suite, labeller=request.user).order_by("-updated_at"):
@@ -200,7 +202,7 @@ def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
     run = _chosen_run(request, suite)
     hidden = _still_to_label(request, suite, run)
     calibration = suite_calibration(suite, run) if run else None
-    if calibration and hidden:
+    if run is not None and calibration and hidden:
         calibration |= _tables_as_seen(run, request.user, hidden)
     charts = {"calibration": calibration} if calibration else {}
     context = {

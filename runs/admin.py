@@ -16,14 +16,14 @@ from django.urls import path, reverse
 from evalsite.core.pricing import PriceFileError, parse_price_yaml
 from runs.models import Endpoint, Label, Price, PriceTable, Run, Suite, SuiteVersion
 
-PRICE_FIELDS = [
+PRICE_FIELDS = (
     "model",
     "input_per_mtok",
     "output_per_mtok",
     "cached_input_per_mtok",
     "source_url",
     "read_on",
-]
+)
 
 
 class PriceForm(forms.ModelForm):
@@ -245,8 +245,7 @@ class EndpointAdmin(admin.ModelAdmin):
 
 class SuiteVersionInline(admin.TabularInline):
     model = SuiteVersion
-    fields = ["sha256", "origin", "source_path", "created_by", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("sha256", "origin", "source_path", "created_by", "created_at")
     extra = 0
     can_delete = False
     show_change_link = False

@@ -7,6 +7,7 @@ Every function here is synchronous; the server calls them on worker threads.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def load(path: Path) -> LoadedSuite:
         raise Refused("invalid_suite", _shown(error.problems)) from None
 
 
-def _shown(problems: list) -> str:
+def _shown(problems: Sequence[object]) -> str:
     """The first few problems on one line, and how many more there are."""
     shown = [str(problem) for problem in problems[:SHOWN_PROBLEMS]]
     more = len(problems) - len(shown)
@@ -225,18 +226,18 @@ def compare_runs(run_a: str, run_b: str, points: float = REGRESSION_POINTS) -> d
     """`evalsite compare A B --fail-on-regression POINTS --json`, with each run's
     calibration beside it."""
     a, b = find_run(run_a, with_report=True), find_run(run_b, with_report=True)
-    compared = compare_reports(a.report, b.report)
+    compared = compare_reports(a.stored_report, b.stored_report)
     checked = compared.regressions(points)
     comparison = compared.to_dict() | {
         "regression_points": points,
         "regressions": [regression.to_dict() for regression in checked],
         "regressed": any(regression.regressed for regression in checked),
     }
-    sides = {
+    sides: dict[str, dict[str, Any]] = {
         side: {
             "run_id": run.id,
-            "headline_eligible": bool(run.report.get("headline_eligible")),
-            "calibration": replies.calibration_status(run.report),
+            "headline_eligible": bool(run.stored_report.get("headline_eligible")),
+            "calibration": replies.calibration_status(run.stored_report),
         }
         for side, run in (("a", a), ("b", b))
     }

@@ -48,6 +48,13 @@ class Claim:
     reserved: Decimal | None = None
     at: float = field(default_factory=lambda: time.monotonic())  # when this shard claimed it
 
+    def worst_case(self) -> WorstCase:
+        """The worst case of a claim that is to be called (set as it was claimed; a cache
+        hit has none): LookupError for a cache hit."""
+        if self.worst is None:
+            raise LookupError(f"call {self.call.pk} was claimed as a cache hit: no worst case")
+        return self.worst
+
 
 class Claims:
     """One shard's claims on a run: the answers, then the judge calls (:attr:`calls`).
@@ -108,13 +115,14 @@ class Claims:
             for claim in claims:
                 claim.hit = hits.get(claim.call.request_hash)
         to_call = [claim for claim in claims if claim.hit is None]
+        reserved = {}
         for claim in to_call:
-            claim.worst = self._worst_case(claim)
-        reserved = {claim.call.pk: claim.worst.cost_usd for claim in to_call}
+            claim.worst = worst = self._worst_case(claim)
+            reserved[claim.call.pk] = worst.cost_usd
         if to_call and self.run_row.reserve(sum(reserved.values(), Decimal(0))):
             calls.note_reserved(reserved)
             for claim in to_call:
-                claim.reserved = claim.worst.cost_usd
+                claim.reserved = reserved[claim.call.pk]
         return claims
 
     def request(self, call: Call) -> Request:

@@ -265,7 +265,8 @@ def grade_request(
     (:func:`judge_call_params`), read once by a caller that grades many answers."""
     task = suite.task(answer.task_id)
     own = task.case(answer.case_id).grade or {}
-    rubric = str((task.grade or {}).get("rubric") or task.rubric or suite.judge.rubric or "")
+    judge_rubric = suite.judge.rubric if suite.judge is not None else ""
+    rubric = str((task.grade or {}).get("rubric") or task.rubric or judge_rubric or "")
     sent = sent_messages(suite, task.id, answer.case_id, answer.contestant)
     messages = grade_messages(
         prompt_text(sent),
@@ -381,6 +382,7 @@ def _copy_grades(run: Run) -> None:
         if not isinstance(threshold, int | float):
             threshold = DEFAULT_GRADE_THRESHOLD
         result = graded(grade.grade_score, float(threshold))
-        grade.answer.take_grade(result.score, result.passed)
-        answers.append(grade.answer)
+        answer = grade.graded_answer
+        answer.take_grade(result.score, result.passed)
+        answers.append(answer)
     Answer.objects.bulk_update(answers, ["grade_score", "grade_passed", "passed"], batch_size=500)

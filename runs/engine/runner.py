@@ -27,8 +27,9 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
+from typing import Any
 
 import httpx
 from asgiref.sync import sync_to_async
@@ -57,7 +58,7 @@ from runs.engine.claims import POLL_S, Claim, Claims
 from runs.engine.judging import prepare_judging
 from runs.engine.outcomes import Outcome
 from runs.engine.writer import Writer
-from runs.models import Call, Endpoint, Judgement, Run
+from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.models.run import calls_in_flight
 from runs.models.suites import blob_store
 from runs.sealed import Sealed
@@ -95,8 +96,8 @@ class Setup:
 
     def __init__(self, run: Run, share: Limits) -> None:
         self.options = options = run.stored_options
-        self.secrets = held_secrets(
-            os.environ, Endpoint.objects.values_list("key_env_var", flat=True)
+        self.secrets = tuple(
+            held_secrets(os.environ, Endpoint.objects.values_list("key_env_var", flat=True))
         )
         self.rows: dict[str, PriceRow] = {p.model: p.to_row() for p in run.price_table.prices.all()}
         replies = ScriptedReplies.load(options.replies) if options.replies else None
@@ -116,11 +117,14 @@ class Setup:
         self.concurrency = sum(gate.limits.max_concurrency for gate in self.gates.values())
 
     def provider(self, call: Call) -> Provider:
-        return self.judge if call.is_judge_call else self.providers[call.contestant]
+        if isinstance(call, Answer):
+            return self.providers[call.contestant]
+        if self.judge is None:  # a run without a judge queues no judge call
+            raise LookupError(f"judge call {call.pk} of run {call.run_id}, which has no judge")
+        return self.judge
 
-    def cached(self, claim: Claim) -> Outcome:
-        call = claim.call
-        return outcomes.cached(call, claim.hit, self.provider(call), self.rows.get(call.model))
+    def cached(self, call: Call, hit: CachedResponse) -> Outcome:
+        return outcomes.cached(call, hit, self.provider(call), self.rows.get(call.model))
 
     def done(self, claim: Claim, completion: Completion, latency: int, sealed) -> Outcome:
         call = claim.call
@@ -129,7 +133,7 @@ class Setup:
             self.provider(call),
             completion,
             latency_ms=latency,
-            worst=claim.worst,
+            worst=claim.worst_case(),
             row=self.rows.get(call.model),
             secrets=self.secrets,
             sealed=sealed,
@@ -166,7 +170,6 @@ def _not_held(run: Run) -> None:
         run.finish(Run.Status.CANCELLED, "cancelled; finished answers are kept")
     else:
         log.warning("not working on run %s: %s", run.pk, NO_WORKER)
-    return None
 
 
 class Shard:
@@ -187,7 +190,7 @@ class Shard:
         self.rng = random.Random()
         self._checked_at = 0.0
         self.setup: Setup
-        self.writer: Writer | None = None
+        self.writer: Writer  # a new one for each phase's calls (_loop)
         self.failure: BaseException | None = None
         self.sealed: Sealed | None = sealed.held(run_id)  # a no-look run's case data
         self.claims = Claims(run_id, sealed=self.sealed)
@@ -221,18 +224,19 @@ class Shard:
 
     async def _calls(self, phase: str, client: httpx.AsyncClient) -> str | None:
         """The answers, then the judge calls: the phase after them, or None."""
+        after: str | None = phase
         if phase == Run.Status.RUNNING:
             await self._loop(client)
             if self.halt():
                 return None  # this process is stopping: the run goes on elsewhere
-            phase = await db(phases.answers_over)(self.run_id, self.setup.judge)
-            phase = phase or await _join_judging(self.run_id)
+            after = await db(phases.answers_over)(self.run_id, self.setup.judge)
+            after = after or await _join_judging(self.run_id)
         else:
             # resuming a run that stopped while judging: complete its preparation
             # (idempotent), then the judge calls still pending
             await db(prepare_judging)(self.claims.run_row, self.setup.judge)
-        if phase != Run.Status.JUDGING:
-            return phase
+        if after != Run.Status.JUDGING:
+            return after
         self.claims.calls = Judgement
         await self._loop(client)
         return None if self.halt() else await db(phases.judging_over)(self.run_id)
@@ -242,7 +246,8 @@ class Shard:
         if not run.is_active:
             return None
         if run.no_look and self.sealed is None:
-            return _not_held(run)
+            _not_held(run)
+            return None
         limit = Limits(calls_in_flight(run.stored_options.concurrency))
         share = limit.share(*self.part)
         if share.idle:  # more shards than the limit has calls: the others make them all
@@ -297,8 +302,9 @@ class Shard:
                 if self.stopping or not await db(self.claims.others_working)():
                     break
                 await asyncio.sleep(POLL_S)
-            if self.failure is not None or self.writer.failure is not None:
-                raise self.failure or self.writer.failure  # the writer's: the database's
+            failure = self.failure or self.writer.failure  # the writer's: the database's
+            if failure is not None:
+                raise failure
         finally:
             for task in list(in_flight):
                 task.cancel()
@@ -309,7 +315,7 @@ class Shard:
         claimed = await db(self.claims.claim)(limit)
         for claim in claimed:
             if claim.hit is not None:
-                self.writer.add(self.setup.cached(claim))
+                self.writer.add(self.setup.cached(claim.call, claim.hit))
         return [asyncio.create_task(self._answer(c, client)) for c in claimed if c.hit is None]
 
     async def _check_stop(self) -> None:
@@ -333,12 +339,14 @@ class Shard:
         call = claim.call
         if call.model in self.stopped_models:
             why = self.stop_reasons.get(call.model, "")
-            return self.writer.add(outcomes.skipped(call, claim.reserved or Decimal(0), why))
+            self.writer.add(outcomes.skipped(call, claim.reserved or Decimal(0), why))
+            return
         async with self.setup.gates[call.model]:
             reply = await self._call(claim, client)
         # the slot is free again before the outcome is built and handed to the writer
         if isinstance(reply, Outcome):
-            return self.writer.add(reply)
+            self.writer.add(reply)
+            return
         outcome = self.setup.done(claim, *reply, self.sealed)
         if outcome.overrun:
             self.stopping = True  # nothing more starts here; the writer aborts the run
@@ -349,8 +357,9 @@ class Shard:
         latency, or the outcome without one. A model's first call goes alone: if it is
         refused (401, 400), no other call to that model has started."""
         call = claim.call
-        if claim.reserved is None and not self.stopping and await self._reserve(call, claim.worst):
-            claim.reserved = claim.worst.cost_usd
+        worst = claim.worst_case()
+        if claim.reserved is None and not self.stopping and await self._reserve(call, worst):
+            claim.reserved = worst.cost_usd
         if self.stopping or claim.reserved is None:
             return outcomes.given_back(call)
         first = self.first_calls.get(call.model)
@@ -368,9 +377,7 @@ class Shard:
                     first.set()
         await first.wait()
         if call.model in self.stopped_models:
-            return outcomes.skipped(
-                call, claim.worst.cost_usd, self.stop_reasons.get(call.model, "")
-            )
+            return outcomes.skipped(call, worst.cost_usd, self.stop_reasons.get(call.model, ""))
         if self.stopping:
             return outcomes.given_back(call)
         return await self._attempts(claim, client)
@@ -394,10 +401,11 @@ class Shard:
                 stops = self._stop(call.model, error) if error.stops_model else ()
                 sealed = self.sealed is not None
                 return outcomes.failed(
-                    call, error, claim.worst.cost_usd, sealed=sealed, stops=stops
+                    call, error, claim.worst_case().cost_usd, sealed=sealed, stops=stops
                 )
             latency = completion.simulated_latency_ms or int((time.monotonic() - started) * 1000)
             return completion, latency
+        raise AssertionError("the last attempt returns: it is never retried")
 
     def _stop(self, model: str, error: ProviderError) -> tuple[str, ...]:
         """The models `error` stops, noted here so no call to them starts: `model`, and for
@@ -436,7 +444,7 @@ async def _join_judging(run_id: str) -> str | None:
     return None
 
 
-def _run_state(run_id: str) -> dict | None:
+def _run_state(run_id: str) -> Mapping[str, Any] | None:
     """What a shard polls of its run: has it ended or been asked to cancel, and which
     models have been stopped."""
     run = Run.objects.filter(pk=run_id)

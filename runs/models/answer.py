@@ -16,7 +16,7 @@ from runs.models.rows import update_each
 from runs.models.run import MoneyField, Run, lease_expiry
 
 
-class CallQuerySet(models.QuerySet):
+class CallQuerySet[C: Call](models.QuerySet[C]):
     """The calls of a run as the engine sees them: claimed by a shard's token, finished or
     given back by it, reclaimed from a dead one. Every change is conditional on the claim,
     so two shards never both finish one call, and a shard that lost its claim (its lease
@@ -31,7 +31,7 @@ class CallQuerySet(models.QuerySet):
     def unfinished(self):
         return self.filter(status__in=[Call.Status.PENDING, Call.Status.CLAIMED])
 
-    def claim(self, token: str, limit: int) -> list[Call]:
+    def claim(self, token: str, limit: int) -> list[C]:
         """Up to `limit` pending calls claimed for `token`; none once the run is no longer
         active. One conditional UPDATE: shards never share a row."""
         ids = list(self.pending().order_by().values_list("pk", flat=True)[:limit])

@@ -172,5 +172,12 @@ class Judgement(Call):
         return self.judge_model
 
     @property
+    def graded_answer(self) -> Answer:
+        """The answer a grade call grades; LookupError for a judgement of a pair."""
+        if self.answer is None:
+            raise LookupError(f"judgement {self.pk} is a {self.kind} call: it grades no answer")
+        return self.answer
+
+    @property
     def is_judge_call(self) -> bool:
         return True

@@ -32,10 +32,8 @@ def update_each(
             names = tuple(values)
             sql = statements.get(names)
             if sql is None:
-                sets = ", ".join(f"{quote(_field(model, n).column)} = %s" for n in names)
-                where = " AND ".join(
-                    f"{quote(_field(model, n).column)} = %s" for n in ("pk", *guard)
-                )
+                sets = ", ".join(f"{quote(_column(model, n))} = %s" for n in names)
+                where = " AND ".join(f"{quote(_column(model, n))} = %s" for n in ("pk", *guard))
                 table = quote(model._meta.db_table)
                 # Column names from the model's own fields, quoted; values are parameters.
                 sql = statements[names] = f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
@@ -47,4 +45,16 @@ def update_each(
 
 
 def _field(model: type[models.Model], name: str) -> models.Field:
-    return model._meta.pk if name == "pk" else model._meta.get_field(name)
+    """`model`'s field `name` ("pk": its primary key); ValueError for a relation's other
+    side, which has no column to write."""
+    field = model._meta.pk if name == "pk" else model._meta.get_field(name)
+    if not isinstance(field, models.Field):
+        raise ValueError(f"{model.__name__}.{name} is the other side of a relation, not a column")
+    return field
+
+
+def _column(model: type[models.Model], name: str) -> str:
+    column = _field(model, name).column
+    if column is None:
+        raise ValueError(f"{model.__name__}.{name} has no column of its own")
+    return column

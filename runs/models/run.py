@@ -18,7 +18,7 @@ from django.db.models.functions import Now
 from django.db.models.lookups import GreaterThanOrEqual, LessThan, LessThanOrEqual
 
 if TYPE_CHECKING:
-    from django.db.models.expressions import CombinedExpression
+    from django.db.models.expressions import Combinable, CombinedExpression
 from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
@@ -41,6 +41,12 @@ class MoneyField(models.BigIntegerField):
     """
 
     description = "USD, stored as whole nano-USD"
+    # What django-stubs' plugin types the model attribute as: set from any amount, read as
+    # Decimal (Optional where the column is null=True). These are the plugin's own hooks;
+    # they narrow BigIntegerField's int the way the stubs' NullBooleanField narrows its
+    # base, with the same ignore (field generics cannot say "Optional when null=True").
+    _pyi_private_set_type: Decimal | int | str | Combinable  # type: ignore[assignment]
+    _pyi_private_get_type: Decimal  # type: ignore[assignment]
 
     def from_db_value(self, value, expression, connection):
         return None if value is None else from_nano(value)
@@ -284,6 +290,7 @@ class RunQuerySet(models.QuerySet["Run"]):
         """
         runs = self.select_related("suite_version__suite")
         run_id = report_run_id(reference) if paths else None
+        run: Run | None
         if run_id is not None:
             run = runs.filter(pk=run_id).first() if run_id else None
             if run is None:
@@ -473,7 +480,7 @@ class Run(models.Model):
         return self.status in self.ACTIVE
 
     # What an active run is doing, by status: the words every page's status badge shows.
-    PHASE_LABELS = {
+    PHASE_LABELS: dict[str, str] = {
         Status.QUEUED: "Queued",
         Status.RUNNING: "Answering",
         Status.JUDGING: "Judging",
@@ -515,16 +522,24 @@ class Run(models.Model):
         """What a command that ran this run exits with (SPEC §15): 0 done; 1 when one of its
         report's gates failed (`on_below_floor: fail` is one of them); 3 failed or
         cancelled; 4 refused; 5 aborted over budget."""
-        code = {
+        codes: dict[str, ExitCode] = {
             Run.Status.DONE: ExitCode.OK,
             Run.Status.REFUSED: ExitCode.REFUSED,
             Run.Status.ABORTED_OVER_BUDGET: ExitCode.ABORTED_OVER_BUDGET,
-        }.get(self.status, ExitCode.RUNTIME_ERROR)
+        }
+        code = codes.get(self.status, ExitCode.RUNTIME_ERROR)
         if code != ExitCode.OK or self.report is None:
             return code
         if not self.report.get("gates_passed", True):
             return ExitCode.GATE_FAILED
         return code
+
+    @property
+    def stored_report(self) -> dict[str, Any]:
+        """The run's report; :class:`Run.NoReport` when it has none (yet, or ever)."""
+        if self.report is None:
+            raise Run.NoReport(self)
+        return self.report
 
     @property
     def spent_usd(self) -> Decimal:

@@ -134,9 +134,10 @@ def launch(
     submission = _submission(form_nonce, plan) if form_nonce else ""
     with transaction.atomic():  # SQLite: IMMEDIATE; PostgreSQL: the lock on the version row
         if submission:
-            SuiteVersion.objects.select_for_update(no_key=True).filter(pk=plan.version.pk).first()
+            version = plan.registered_version
+            SuiteVersion.objects.select_for_update(no_key=True).filter(pk=version.pk).first()
             earlier = Run.objects.filter(
-                suite_version=plan.version, created_by=user, options__form_submission=submission
+                suite_version=version, created_by=user, options__form_submission=submission
             ).first()
             if earlier is not None:
                 return earlier, False

@@ -130,6 +130,14 @@ class Plan:
     no_sandbox: str | None = None  # a dry run's: why the real run would be refused (no sandbox)
 
     @property
+    def registered_version(self) -> SuiteVersion:
+        """The suite version the plan runs; LookupError for a plan of a suite not registered
+        (a dry run's, or the judge lab's before it registers the suite to run it)."""
+        if self.version is None:
+            raise LookupError(f"the plan of suite {self.suite.name} has no registered version")
+        return self.version
+
+    @property
     def missing_keys(self) -> list[str]:
         return missing_keys(self.keys, self.options.env)
 
@@ -225,11 +233,12 @@ def make_plan(
         if any(task.graded for task in suite.tasks):
             raise PlanError("a run of given answers is judged in pairs only: no task may grade")
         hashes, cached = _given_hashes(cells, given), [False] * len(cells)
-        judge = None
+        judge, judge_row = None, None
         if judge_model:
             judge = _providers([judge_model], endpoints, replies, options, keys)[judge_model]
+            judge_row = rows.get(judge_model)
         estimate = estimates.estimate_given(
-            suite, cells, given, contestants, judge, rows.get(judge_model), options.no_cache
+            suite, cells, given, contestants, judge, judge_row, options.no_cache
         )
     cap = options.max_cost or suite.cap_usd or options.default_cap
     return Plan(
@@ -447,10 +456,10 @@ def new_run_id(suite_hash: str, contestants: list[str]) -> str:
 def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
     """The Run and its pending Answer rows; a run over its cap is stored as refused.
     `form_submission` is the launch form's token (runs.planning.launch), when it came from one."""
-    options = plan.options
+    options, version = plan.options, plan.registered_version
     run = Run.objects.create(
-        id=new_run_id(plan.version.sha256, plan.contestants),
-        suite_version=plan.version,
+        id=new_run_id(version.sha256, plan.contestants),
+        suite_version=version,
         contestants=plan.contestants,
         judge=judge_config(plan.suite, plan.judge_model) if plan.judge_model else {},
         repeats=options.repeats or plan.suite.repeats,
@@ -465,7 +474,7 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
     if plan.over_cap:
         run.finish(Run.Status.REFUSED, _over_cap_message(plan))
         return run
-    held = sealed.seal(run.id, plan.version.pk, plan.suite) if options.no_look else None
+    held = sealed.seal(run.id, version.pk, plan.suite) if options.no_look else None
     # In batches: bulk_create makes a list of whatever it is given, and 100,000 answers
     # with their requests as model instances took 390 MB at once.
     rows = zip(plan.cells, plan.hashes, strict=True)

@@ -8,6 +8,7 @@ or one query, so a page never loads every row of a big run.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -15,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotFound
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
@@ -36,7 +38,8 @@ from runs.results.reporting import REPORT_FILES
 PAGE_SIZE = 50
 # An attached file is shown by the app's pages, never run in its origin: a sandboxed
 # document with no script, whatever the bytes (a PDF's JavaScript, an SVG-like image).
-MEDIA_CSP = {
+# Any: Django takes True for a directive with no value, which django-stubs' type leaves out.
+MEDIA_CSP: dict[str, Any] = {
     "default-src": [CSP.NONE],
     "img-src": [CSP.SELF],
     "media-src": [CSP.SELF],
@@ -64,7 +67,7 @@ def _get_run_or_404(run_id: str) -> Run:
 @vary_on_headers("HX-Request")
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
-    context = {
+    context: dict[str, Any] = {
         "run": run,
         # a finished run's figures are in its report: no count over its rows
         "snap": progress(run) if run.is_active else None,
@@ -140,7 +143,7 @@ def run_file(request: HttpRequest, run_id: str, name: str) -> FileResponse:
 
 @require_GET
 @csp_override(MEDIA_CSP)
-def run_media(request: HttpRequest, run_id: str, sha256: str) -> HttpResponse:
+def run_media(request: HttpRequest, run_id: str, sha256: str) -> HttpResponseBase:
     """A file the run's cases attach, by its hash: only one its suite version attaches,
     of a type evalsite sends, and never of a no-look run."""
     run = _get_run_or_404(run_id)
@@ -240,13 +243,13 @@ def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse
 def compare(request: HttpRequest) -> HttpResponse:
     a_id, b_id = request.GET.get("a", ""), request.GET.get("b", "")
     runs = Run.objects.filter(report__isnull=False).select_related("suite_version__suite")
-    context = {"runs": runs.defer("report", "estimate")[:100], "a": a_id, "b": b_id}
+    context: dict[str, Any] = {"runs": runs.defer("report", "estimate")[:100], "a": a_id, "b": b_id}
     if a_id and b_id:
         a = get_object_or_404(runs, pk=a_id)
         b = get_object_or_404(runs, pk=b_id)
         changes = diff_cases(run_attempts(a), run_attempts(b))
         show = "all" if request.GET.get("show") == "all" else "changes"
-        comparison = compare_reports(a.report, b.report)
+        comparison = compare_reports(a.stored_report, b.stored_report)
         points, points_error = regression_points(request.GET.get("points"))
         checked = [r.to_dict() for r in comparison.regressions(points)]
         context |= {

@@ -9,6 +9,7 @@ missing value prints as ``n/a``, never as 0.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 __all__ = [
@@ -37,9 +38,10 @@ def count(value: int | None) -> str:
     return MISSING if value is None else str(int(value))
 
 
-def money(value: float | None, *, digits: int | None = None) -> str:
+def money[Amount: (float, Decimal)](value: Amount | None, *, digits: int | None = None) -> str:
     """Dollars to 4 decimals, 6 below a cent so small costs stay visible; ``digits`` fixes
-    the places (the terminal's cost line always shows 4, as SPEC §13 prints it)."""
+    the places (the terminal's cost line always shows 4, as SPEC §13 prints it). `value` is
+    a report's float or a row's Decimal (runs.models.run.MoneyField)."""
     if value is None:
         return MISSING
     sign = "-" if value < 0 else ""

@@ -69,7 +69,7 @@ class Command(EvalsiteCommand):
             self.fail("--significance takes an ALPHA in (0, 0.5] beside --fail-on-regression")
         a, b = (self.run_or_exit(opts[k], with_report=True) for k in ("a", "b"))
         comparison = compare_reports(
-            a.report, b.report, threshold=opts["threshold"], level=1 - (alpha or 0.05)
+            a.stored_report, b.stored_report, threshold=opts["threshold"], level=1 - (alpha or 0.05)
         )
         checked = comparison.regressions(points, alpha) if points is not None else []
         if opts["json"]:

@@ -26,5 +26,5 @@ class Command(EvalsiteCommand):
             self.stdout.write(json.dumps(run_summary(run), indent=2, ensure_ascii=False))
         else:
             colour = wants_colour(self.stdout, os.environ)
-            for line in terminal_summary(run.report, colour=colour):
+            for line in terminal_summary(run.stored_report, colour=colour):
                 self.stdout.write(line)

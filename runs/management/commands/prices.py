@@ -38,14 +38,15 @@ class Command(EvalsiteCommand):
         parser.add_argument("--json", action="store_true", help="Print the table as JSON.")
 
     def handle(self, *args, action: str, file: str | None, **options):
-        if action in {"import", "export"} and not file:
+        if action == "show":
+            self._show(options["suite"], options["json"])
+            return
+        if not file:
             self.fail(f"`evalsite prices {action}` needs a FILE")
         if action == "import":
             self._import(Path(file), options["name"], options["activate"])
-        elif action == "export":
-            self._export(Path(file), options["table"])
         else:
-            self._show(options["suite"], options["json"])
+            self._export(Path(file), options["table"])
 
     def _import(self, path: Path, name: str | None, activate: bool) -> None:
         try:

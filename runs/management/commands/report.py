@@ -54,9 +54,9 @@ class Command(EvalsiteCommand):
         if fmt == "json":
             self.stdout.write(json.dumps(run_summary(run), indent=2, ensure_ascii=False))
         elif fmt == "html":
-            self.stdout.write(render_html(run.report, report_attachments(run)))
+            self.stdout.write(render_html(run.stored_report, report_attachments(run)))
         else:
-            self.stdout.write(render_markdown(run.report))
+            self.stdout.write(render_markdown(run.stored_report))
 
     def _rows(self, run, fmt: str, opts) -> None:
         """The views read from the run's rows: they need no report (a partial or failed run

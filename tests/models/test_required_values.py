@@ -1,0 +1,64 @@
+"""The accessors that read a nullable column a caller needs set: its value, or an error
+that names what is missing (instead of an AttributeError on None further on)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import TestCase
+
+from runs.models import Answer, Judgement, Run
+from runs.models.rows import update_each
+from tests.factories import make_answer, make_pair, make_run
+
+
+class StoredReportTests(TestCase):
+    def test_a_run_with_a_report_gives_it(self):
+        run = make_run(status=Run.Status.DONE, report={"run_id": "x", "gates_passed": True})
+        assert run.stored_report == {"run_id": "x", "gates_passed": True}
+
+    def test_a_run_without_one_raises_no_report_saying_what_state_it_is_in(self):
+        run = make_run(status=Run.Status.FAILED, detail="failed while running: boom")
+        with pytest.raises(Run.NoReport) as caught:
+            run.stored_report  # noqa: B018 - the property raises
+        assert caught.value.run == run
+        assert str(caught.value) == (
+            f"run {run.id} has no report (it is failed: failed while running: boom)"
+        )
+
+    def test_an_active_run_has_no_report_yet(self):
+        run = make_run(status=Run.Status.RUNNING)
+        with pytest.raises(Run.NoReport, match="it is running"):
+            run.stored_report  # noqa: B018 - the property raises
+
+
+class GradedAnswerTests(TestCase):
+    def test_a_grade_call_gives_the_answer_it_grades(self):
+        run = make_run()
+        answer = make_answer(run, "greet", "one", "fake/small")
+        grade = Judgement.objects.create(
+            run=run, task_id="greet", case_id="one", kind=Judgement.Kind.GRADE,
+            answer=answer, judge_model="fake/large", request={}, request_hash="g1",
+        )  # fmt: skip
+        assert grade.graded_answer == answer
+
+    def test_a_pair_judgement_grades_no_answer(self):
+        run = make_run(judge={"model": "fake/large"})
+        pair = make_pair(run, "greet", "one", sides=("candidate", "candidate"))
+        judgement = pair.judgements.first()
+        with pytest.raises(LookupError, match=f"judgement {judgement.pk} is a pair call"):
+            judgement.graded_answer  # noqa: B018 - the property raises
+
+
+class UpdateEachColumnsTests(TestCase):
+    def test_a_relation_seen_from_its_other_side_is_refused_by_name(self):
+        run = make_run()
+        answer = make_answer(run, "greet", "one", "fake/small")
+        with pytest.raises(ValueError, match="Answer.grades is the other side of a relation"):
+            update_each(Answer, {answer.pk: {"grades": 1}})
+
+    def test_columns_are_written_as_before(self):
+        run = make_run()
+        answer = make_answer(run, "greet", "one", "fake/small", text="before")
+        assert update_each(Answer, {answer.pk: {"text": "after"}}, {"run": run.pk}) == {answer.pk}
+        answer.refresh_from_db()
+        assert answer.text == "after"
