@@ -3,10 +3,10 @@
 Over the page walk's team dataset (two finished demo runs with judge calls and labels, a
 decision, the active price table), every named page is opened at 390 × 844 and 1280 × 800 — as
 a member and as staff, the admin's index and change lists for staff — and a few at 360 × 800
-and 1920 × 1080. On each: no sideways scroll, no console error, no failed request. The run
-page's key figure is within the first screen; its charts' text stays legible on a phone; a
-link of its sticky contents leaves the heading below the contents; the nav folds behind a
-Menu button on a phone and opens inside the dark bar.
+and 1920 × 1080. On each: no sideways scroll, no chart label under 10 px, no console error,
+no failed request. The run page's key figure is within the first screen; a link of its
+sticky contents leaves the heading below the contents; the nav folds behind a Menu button on
+a phone and opens inside the dark bar.
 
 The pages walked are checked against the URLconf with the page walk's commented skip list
 (``SKIPPED`` in tests/browser/test_page_walk.py: POST-only URLs and downloads), so a new page
@@ -77,6 +77,19 @@ def open_page(page, watch: Watch, url: str, screen: dict) -> None:
     if size["scroll"] > size["inner"]:
         widest = page.evaluate(MEASURE_JS)["widest"]
         watch.add(f"scrolls sideways: {size['scroll']} px in {size['inner']} px; {widest}")
+    small = [round(px, 1) for px in chart_text_sizes(page) if px < MIN_CHART_TEXT_PX]
+    if small:
+        watch.add(f"chart text at {small} px, under {MIN_CHART_TEXT_PX} px")
+
+
+def chart_text_sizes(page) -> list[float]:
+    """The rendered size in CSS pixels of the first label of each chart (an SVG image)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('svg[role=img]')].map(svg => {
+             const text = svg.querySelector('text[font-size]');
+             return text ? svg.getScreenCTM().a * parseFloat(text.getAttribute('font-size')) : null;
+           }).filter(size => size !== null)"""
+    )
 
 
 def first_screen_box(page, selector: str) -> dict:
@@ -183,13 +196,7 @@ def test_the_run_page_on_a_phone_and_a_desktop(walk_data, page, live_server):
     # a phone: the contents are not sticky; every chart label renders at >= 10 px
     open_page(page, watch, run_url, PHONE)
     assert page.eval_on_selector(".toc", "el => getComputedStyle(el).position") == "static"
-    sizes = page.evaluate(
-        """() => [...document.querySelectorAll('.report figure svg')].map(svg => {
-             const text = svg.querySelector('text');
-             const scale = svg.getScreenCTM().a;
-             return text ? scale * parseFloat(text.getAttribute('font-size')) : null;
-           }).filter(size => size !== null)"""
-    )
+    sizes = chart_text_sizes(page)
     assert sizes, "the run page shows no chart with text"
     assert min(sizes) >= MIN_CHART_TEXT_PX, f"chart text rendered at {sizes} px"
 
