@@ -35,6 +35,7 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
 SMALL_PHONE = {"width": 360, "height": 800}
 WIDE = {"width": 1920, "height": 1080}
+NARROW_DESKTOP = {"width": 760, "height": 700}
 # the smallest rendered chart text allowed, in CSS pixels (the charts draw at 12)
 MIN_CHART_TEXT_PX = 10
 
@@ -104,6 +105,31 @@ def first_screen_box(page, selector: str) -> dict:
         }""",
         selector,
     )
+
+
+def headings_under_the_contents(page) -> list[str]:
+    """Click each link of the run page's contents; the targets whose top ends under them."""
+    targets = page.eval_on_selector_all(".toc a", "links => links.map(a => a.hash)")
+    assert len(targets) > 4, targets
+    hidden = []
+    for target in targets:
+        page.click(f".toc a[href='{target}']")
+        page.wait_for_function("(hash) => location.hash === hash", arg=target)
+        where = page.evaluate(
+            """(hash) => ({
+                 top: document.querySelector('.toc').getBoundingClientRect().top,
+                 toc: document.querySelector('.toc').getBoundingClientRect().bottom,
+                 heading: document.querySelector(hash).getBoundingClientRect().top,
+               })""",
+            target,
+        )
+        # the summary comes before the contents: they are not stuck at the top then
+        stuck = where["top"] <= 1
+        if stuck and where["heading"] < where["toc"]:
+            hidden.append(
+                f"{target}: heading at {where['heading']:.0f}, contents end at {where['toc']:.0f}"
+            )
+    return hidden
 
 
 def member_pages(suite, before, after, pairset: str) -> list[tuple[str, str]]:
@@ -200,30 +226,14 @@ def test_the_run_page_on_a_phone_and_a_desktop(walk_data, page, live_server):
     assert sizes, "the run page shows no chart with text"
     assert min(sizes) >= MIN_CHART_TEXT_PX, f"chart text rendered at {sizes} px"
 
-    # a desktop: each link of the sticky contents leaves its heading below the contents
-    open_page(page, watch, run_url, DESKTOP)
-    assert page.eval_on_selector(".toc", "el => getComputedStyle(el).position") == "sticky"
-    targets = page.eval_on_selector_all(".toc a", "links => links.map(a => a.hash)")
-    assert len(targets) > 4, targets
-    hidden = []
-    for target in targets:
-        page.click(f".toc a[href='{target}']")
-        page.wait_for_function("(hash) => location.hash === hash", arg=target)
-        where = page.evaluate(
-            """(hash) => ({
-                 top: document.querySelector('.toc').getBoundingClientRect().top,
-                 toc: document.querySelector('.toc').getBoundingClientRect().bottom,
-                 heading: document.querySelector(hash).getBoundingClientRect().top,
-               })""",
-            target,
-        )
-        # the summary comes before the contents: they are not stuck at the top then
-        stuck = where["top"] <= 1
-        if stuck and where["heading"] < where["toc"]:
-            hidden.append(
-                f"{target}: heading at {where['heading']:.0f}, contents end at {where['toc']:.0f}"
-            )
-    assert hidden == [], "\n".join(hidden)
+    # a desktop, and a narrow one where the contents wrap to more lines: each link of the
+    # sticky contents leaves its heading below the contents
+    for screen in (DESKTOP, NARROW_DESKTOP):
+        open_page(page, watch, run_url, screen)
+        toc_position = page.eval_on_selector(".toc", "el => getComputedStyle(el).position")
+        assert toc_position == "sticky", screen
+        hidden = headings_under_the_contents(page)
+        assert hidden == [], f"at {screen}:\n" + "\n".join(hidden)
     assert watch.problems == [], "\n".join(watch.problems)
 
 
