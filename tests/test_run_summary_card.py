@@ -56,7 +56,7 @@ def test_the_card_comes_first_with_the_headline_and_each_candidates_figures(memb
         (CANDIDATE, "0.463", "[0.325, 0.613]", "3", "0.950 (n=40)"),
         (CONCISE, "0.575", "[0.400, 0.750]", "7", "0.900 (n=40)"),
     ):
-        row = re.search(rf"<tr>\s*<td><code>{re.escape(name)}</code>.*?</tr>", card, re.S)
+        row = re.search(rf"<tr>\s*<td[^>]*><code>{re.escape(name)}</code>.*?</tr>", card, re.S)
         assert row, name
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)
         assert rate in cells[2] and cells[3] == interval and cells[4] == "20", cells
