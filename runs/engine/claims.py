@@ -171,12 +171,24 @@ class Claims:
             if state["status"] not in Run.ACTIVE:
                 stop()
                 return False
-            if state["reserved_usd"] <= 0 or time.monotonic() > deadline:
+            if state["reserved_usd"] <= 0:
+                # Nothing else holds a reservation, perhaps only since the flush released
+                # the last one: one more try decides whether the call can fit at all.
+                if await db(self.reserve_for)(call, worst.cost_usd):
+                    return True
+                never_fits = await db(self.nothing_reserved)()
+            else:
+                never_fits = False
+            if never_fits or time.monotonic() > deadline:
                 stop()
                 await db(phases.abort_over_budget)(self.run_id, worst, call.model)
                 return False
             await asyncio.sleep(POLL_S / 2)
         return False
+
+    def nothing_reserved(self) -> bool:
+        """Whether no call of the run holds a reservation (another shard's may have come)."""
+        return not Run.objects.filter(pk=self.run_id, reserved_usd__gt=0).exists()
 
     def reclaim(self, *, now: bool = False) -> None:
         """Claims of dead shards back to pending: looked for a few times a lease, or `now`."""
