@@ -244,9 +244,10 @@ def compare(request: HttpRequest) -> HttpResponse:
     if a_id and b_id:
         a = get_object_or_404(runs, pk=a_id)
         b = get_object_or_404(runs, pk=b_id)
-        changes = diff_cases(run_attempts(a), run_attempts(b))
-        show = "all" if request.GET.get("show") == "all" else "changes"
         comparison = compare_reports(a.report, b.report)
+        comparable = comparison.comparable  # else no case list: it would read as one
+        changes = diff_cases(run_attempts(a), run_attempts(b)) if comparable else []
+        show = "all" if request.GET.get("show") == "all" else "changes"
         points, points_error = regression_points(request.GET.get("points"))
         checked = [r.to_dict() for r in comparison.regressions(points)]
         context |= {
