@@ -17,6 +17,7 @@ from typing import Any
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.charts import (
+    MUTED,
     _apart,
     _even_ticks,
     _f,
@@ -52,6 +53,7 @@ class RunPoint:
     ci: tuple[float, float] | None
     cost_usd: float | None  # if uncached; None when no price applied
     eligible: bool = True  # a win-rate the calibration gate allows as a headline
+    run_cost_usd: float | None = None  # the whole run's if uncached; None when not all priced
 
     @property
     def interval(self) -> str:
@@ -74,8 +76,13 @@ def run_points(run: str, when: str, report: Mapping[str, Any]) -> list[RunPoint]
         if rated
         else [(n, SCORE, c["score"], None) for n, c in cells.items() if _finite(c.get("score"))]
     )
+    total = (report.get("totals") or {}).get("cost_if_uncached_usd")
+    priced = all(cell.get("priced", True) for cell in cells.values())
+    run_cost = float(total) if priced and _finite(total) else None
     return [
-        RunPoint(run, when, name, measure, float(value), ci, _cost(cells.get(name)), eligible)
+        RunPoint(
+            run, when, name, measure, float(value), ci, _cost(cells.get(name)), eligible, run_cost
+        )  # fmt: skip
         for name, measure, value, ci in figures
     ]
 
@@ -99,17 +106,24 @@ def _measured(points: Sequence[RunPoint]) -> tuple[str, list[RunPoint]]:
     return measure, [p for p in points if p.measure == measure]
 
 
-def unplotted(points: Sequence[RunPoint]) -> list[str]:
-    """What the charts leave out, each said once: unpriced points, other measures."""
+def unplotted(points: Sequence[RunPoint], *, runs: bool = True, scatter: bool = True) -> list[str]:
+    """What the charts leave out, each said once: other measures, unpriced runs (the runs
+    chart's cost panel), unpriced points (the scatter)."""
     measure, kept = _measured(points)
     notes = []
     if other := len(points) - len(kept):
-        notes.append(f"{other} point{'s' if other != 1 else ''} measured another figure than "
-                     f"the newest run's {measure}, not plotted")  # fmt: skip
-    if unpriced := sum(1 for p in kept if p.cost_usd is None):
-        notes.append(f"{unpriced} point{'s' if unpriced != 1 else ''} unpriced, not plotted "
-                     "on the cost axis")  # fmt: skip
+        notes.append(f"{_n(other, 'point')} measured another figure than the newest run's "
+                     f"{measure}, not plotted")  # fmt: skip
+    unpriced_runs = {p.run for p in kept if p.run_cost_usd is None}
+    if runs and unpriced_runs:
+        notes.append(f"{_n(len(unpriced_runs), 'run')} unpriced, not plotted on the run cost")
+    if scatter and (unpriced := sum(1 for p in kept if p.cost_usd is None)):
+        notes.append(f"{_n(unpriced, 'point')} unpriced, not plotted on the cost axis")
     return notes
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 def _colours(points: Sequence[RunPoint]) -> dict[str, str]:
@@ -124,8 +138,8 @@ def _flag(points: Sequence[RunPoint]) -> str:
 
 def runs_over_time_svg(points: Sequence[RunPoint]) -> str:
     """Each run (x, oldest first) and each contestant's figure in it (y), its interval as a
-    vertical bar, one colour a contestant; the runs, contestants and what was left out in a
-    legend under the plot."""
+    vertical bar, one colour a contestant; each run's cost if uncached in a panel under it;
+    the runs, contestants and what was left out in a legend under both."""
     measure, kept = _measured(points)
     title = f"The suite's runs over time: {measure}" + _flag(kept)
     runs = list(dict.fromkeys((p.run, p.when) for p in kept))
@@ -144,9 +158,41 @@ def runs_over_time_svg(points: Sequence[RunPoint]) -> str:
         slot = list(colours).index(p.contestant)
         x = plot.x(index[(p.run, p.when)] + (slot - (series - 1) / 2) * 0.12)
         body += _marks(plot, x, p, colours[p.contestant])
-    lines = [f"{i}  {run} \u00b7 {when}" for i, (run, when) in enumerate(runs, start=1)]
-    legend, height = _legend(plot, colours, lines + unplotted(points))
-    return _svg(title, plot.width, height, body + legend)
+    costs = {(p.run, p.when): p.run_cost_usd for p in kept}
+    panel, bars = _run_costs(plot, [costs[run] for run in runs])
+    lines = [
+        f"{i}  {run} \u00b7 {when} \u00b7 "
+        + ("unpriced" if costs[(run, when)] is None else f"{_short_money(costs[(run, when)] or 0)}")
+        for i, (run, when) in enumerate(runs, start=1)
+    ]
+    legend, height = _legend(panel, colours, lines + unplotted(points, scatter=False))
+    return _svg(title, plot.width, height, body + bars + legend)
+
+
+def _run_costs(plot: _Plot, costs: list[float | None]) -> tuple[_Plot, list[str]]:
+    """A panel under ``plot``: each run's cost if uncached as a bar, an unpriced run as the
+    word, never a bar at $0; the panel (the legend goes under it) and its marks."""
+    top_cost = max((c for c in costs if c is not None), default=0.0)
+    top, y_values = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
+    money = _money_tick(y_values[1] - y_values[0])
+    panel = _Plot(plot.x0, plot.x1, 0.0, top, height=plot.height + 150, top=plot.height + 20,
+                  right=plot.right)  # fmt: skip
+    body = panel.axes(
+        [(i, str(i)) for i in range(1, len(costs) + 1)],
+        [(value, money(value)) for value in (y_values[0], y_values[-1])],
+        "run",
+        "cost if uncached",
+    )
+    for i, cost in enumerate(costs, start=1):
+        if cost is None:
+            body.append(_text(panel.x(i), panel.y(0) - 6, "unpriced", "middle"))
+            continue
+        y = panel.y(cost)
+        body.append(
+            f'<rect x="{_f(panel.x(i) - 10)}" y="{_f(y)}" width="20" '
+            f'height="{_f(panel.y(0) - y)}" fill="{MUTED}"/>'
+        )
+    return panel, body
 
 
 def cost_quality_svg(points: Sequence[RunPoint]) -> str:
@@ -180,7 +226,7 @@ def cost_quality_svg(points: Sequence[RunPoint]) -> str:
         f"{n}  {p.run}: {p.contestant} {num.rate(p.value)} at {p.cost}"
         for n, p in enumerate(priced, start=1)
     ]
-    legend, height = _legend(plot, colours, lines + unplotted(points))
+    legend, height = _legend(plot, colours, lines + unplotted(points, runs=False))
     return _svg(title, plot.width, height, body + legend)
 
 

@@ -65,8 +65,26 @@ def test_the_runs_over_time_chart_draws_a_point_per_contestant_and_run_with_the_
     svg = runs_over_time_svg(points)
     labels = texts(parse(svg))
     assert _circles(svg) == 4 + 2  # four points, two legend swatches
-    assert "1  first · 2026-12-01 09:00" in labels and "2  second · 2026-12-02 09:00" in labels
+    cost = points[0].run_cost_usd
+    assert cost is not None and cost > 0 and points[-1].run_cost_usd == cost
+    assert any(t.startswith("1  first · 2026-12-01 09:00 · $") for t in labels)
+    assert any(t.startswith("2  second · 2026-12-02 09:00 · $") for t in labels)
+    assert len(list(parse(svg).iter(f"{NS}rect"))) == 2  # each run's cost, a bar
     assert runs_over_time_svg(points) == svg
+
+
+def test_an_unpriced_run_has_no_cost_bar_and_is_said_not_plotted():
+    report = _unpriced(make_report("eligible"), CANDIDATE)
+    points = [
+        *run_points("first", "2026-12-01 09:00", make_report("eligible")),
+        *run_points("second", "2026-12-02 09:00", report),
+    ]
+    root = parse(runs_over_time_svg(points))
+    labels = texts(root)
+    assert len(list(root.iter(f"{NS}rect"))) == 1 and "unpriced" in labels
+    assert "2  second · 2026-12-02 09:00 · unpriced" in labels
+    assert "1 run unpriced, not plotted on the run cost" in labels
+    assert not any("points unpriced" in t for t in labels)  # the scatter's note, not this one
 
 
 def test_the_cost_quality_scatter_leaves_unpriced_points_out_and_says_so():
@@ -75,7 +93,10 @@ def test_the_cost_quality_scatter_leaves_unpriced_points_out_and_says_so():
         "second", "2026-12-02 09:00", _unpriced(make_report("eligible"), CANDIDATE, CONCISE)
     )
     points = priced + unpriced
-    assert unplotted(points) == ["2 points unpriced, not plotted on the cost axis"]
+    assert unplotted(points) == [
+        "1 run unpriced, not plotted on the run cost",
+        "2 points unpriced, not plotted on the cost axis",
+    ]
     svg = cost_quality_svg(points)
     assert _circles(svg) == 2 + 2  # the two priced points, two legend swatches
     assert "2 points unpriced, not plotted on the cost axis" in texts(parse(svg))
