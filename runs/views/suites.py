@@ -9,6 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.functional import SimpleLazyObject
 from django.utils.http import urlencode
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -142,8 +143,9 @@ def _suite_context(
         "runs": Run.objects.for_suite(suite).defer("report", "estimate")[:20],
         "run_form": None if unreadable else form or _run_form(version),
         "unreadable": unreadable,
-        "across": across_runs(suite),
-        "cases": _case_page(version, page),
+        # lazy: the estimate's htmx fragment renders neither
+        "across": SimpleLazyObject(lambda: across_runs(suite)),
+        "cases": SimpleLazyObject(lambda: _case_page(version, page)),
     }
 
 

@@ -4,6 +4,7 @@ the table of figures, what is not plotted) and its paged cases."""
 from __future__ import annotations
 
 import html
+from unittest import mock
 
 from django.db import connection
 from django.test import TestCase
@@ -63,6 +64,18 @@ class AcrossRunsCardTests(TestCase):
         page = self._page()
         assert "2 points unpriced, not plotted on the cost axis" in page
         assert "1 run unpriced, not plotted on the run cost" in page
+
+    def test_the_estimate_fragment_gathers_no_runs_and_no_cases(self):
+        url = reverse("run_estimate", args=[self.version.suite.name, self.version.sha256])
+        unused = AssertionError("gathered for a fragment that does not show it")
+        with (
+            mock.patch("runs.views.suites.across_runs", side_effect=unused),
+            mock.patch("runs.views.suites._case_page", side_effect=unused),
+        ):
+            response = self.client.post(
+                url, {"pick_0": "on", "pick_1": "on"}, HTTP_HX_REQUEST="true"
+            )
+        assert response.status_code == 200 and 'id="run-estimate"' in response.content.decode()
 
     def test_a_suite_without_a_finished_run_says_so(self):
         other = make_suite_version(_many_cases(3, name="unrun"))
