@@ -19,17 +19,17 @@ from evalsite.core.report import numbers as num
 from evalsite.core.report.charts import (
     MUTED,
     _apart,
-    _even_ticks,
     _f,
     _finite,
     _line,
-    _money_tick,
     _Plot,
     _short_money,
     _svg,
     _text,
     _ticks,
     _wrap,
+    cost_rate_plot,
+    money_ticks,
     no_data_svg,
 )
 from evalsite.core.report.matrix import matrix_of
@@ -172,14 +172,12 @@ def runs_over_time_svg(points: Sequence[RunPoint]) -> str:
 def _run_costs(plot: _Plot, costs: list[float | None]) -> tuple[_Plot, list[str]]:
     """A panel under ``plot``: each run's cost if uncached as a bar, an unpriced run as the
     word, never a bar at $0; the panel (the legend goes under it) and its marks."""
-    top_cost = max((c for c in costs if c is not None), default=0.0)
-    top, y_values = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
-    money = _money_tick(y_values[1] - y_values[0])
+    top, y_ticks = money_ticks(max((c for c in costs if c is not None), default=0.0))
     panel = _Plot(plot.x0, plot.x1, 0.0, top, height=plot.height + 150, top=plot.height + 20,
                   right=plot.right)  # fmt: skip
     body = panel.axes(
         [(i, str(i)) for i in range(1, len(costs) + 1)],
-        [(value, money(value)) for value in (y_values[0], y_values[-1])],
+        [y_ticks[0], y_ticks[-1]],
         "run",
         "cost if uncached",
     )
@@ -204,13 +202,8 @@ def cost_quality_svg(points: Sequence[RunPoint]) -> str:
     if not priced:
         why = "all unpriced, not plotted" if kept else "no finished run with a figure"
         return no_data_svg(title, f"no data ({why})")
-    top_cost = max(p.cost_usd or 0.0 for p in priced)
-    top, x_ticks = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
-    money = _money_tick(x_ticks[1] - x_ticks[0])
-    plot = _Plot(0.0, top, 0.0, 1.0, right=30)
-    body = plot.axes(
-        [(value, money(value)) for value in x_ticks],
-        _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"),
+    plot, body = cost_rate_plot(
+        max(p.cost_usd or 0.0 for p in priced),
         "cost if uncached of the contestant's answers in the run (USD)",
         measure + _flag(kept),
     )

@@ -198,13 +198,8 @@ def cost_vs_winrate_svg(report: Mapping[str, Any]) -> str:
     if not points:
         why = "all unpriced, not plotted" if rated else "no win-rates"
         return no_data_svg(title, f"no data ({why})")
-    top_cost = max(point.x for point in points)
-    top, x_ticks = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
-    money = _money_tick(x_ticks[1] - x_ticks[0])
-    plot = _Plot(0.0, top, 0.0, 1.0, right=30)
-    body = plot.axes(
-        [(value, money(value)) for value in x_ticks],
-        _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"),
+    plot, body = cost_rate_plot(
+        max(point.x for point in points),
         "cost if uncached of the candidate's answers (USD)",
         "win-rate" + flag,
     )
@@ -225,6 +220,21 @@ def _unpriced(report: Mapping[str, Any]) -> set[str]:
     """The contestants no price applied to: their cost is unknown, not $0."""
     cells = matrix_of(report)[0]["cells"]
     return {cell["contestant"] for cell in cells if not cell.get("priced", True)}
+
+
+def money_ticks(top_cost: float) -> tuple[float, Ticks]:
+    """``(top, ticks)`` of a money axis from $0 to at least ``top_cost``, labelled in
+    dollars with the places the step needs."""
+    top, values = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
+    money = _money_tick(values[1] - values[0])
+    return top, [(value, money(value)) for value in values]
+
+
+def cost_rate_plot(top_cost: float, x_title: str, y_title: str) -> tuple[_Plot, list[str]]:
+    """A plot of a cost from $0 (x) against a rate from 0 to 1 (y), and its axes."""
+    top, x_ticks = money_ticks(top_cost)
+    plot = _Plot(0.0, top, 0.0, 1.0, right=30)
+    return plot, plot.axes(x_ticks, _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"), x_title, y_title)
 
 
 def _point_marks(plot: _Plot, point: _Point) -> list[str]:
