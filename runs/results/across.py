@@ -1,10 +1,13 @@
 """A suite's runs side by side, for the "Across runs" card of its page: the points of its
-latest finished runs (:func:`evalsite.core.report.across.run_points`, read from each run's
-stored report) and the two charts of them, drawn by the core."""
+latest finished runs (:func:`evalsite.core.report.across.run_points`, read from the few
+top-level parts of each run's stored report it needs, fetched alone) and the two charts of
+them, drawn by the core."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from django.db.models.fields.json import KeyTransform
 
 from evalsite.core.report.across import (
     RunPoint,
@@ -16,6 +19,10 @@ from evalsite.core.report.across import (
 from runs.models import Run, Suite
 
 LATEST = 20  # runs: more points than this make the charts unreadable
+# what run_points reads of a report (its matrix, or what the matrix is built from): a
+# report's per-case parts are never read for the card
+REPORT_KEYS = ("contestants", "per_contestant", "scorecard", "matrix", "frontier", "win_rates",
+               "headline_eligible", "totals")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -31,16 +38,24 @@ class AcrossRuns:
 def across_runs(suite: Suite, latest: int = LATEST) -> AcrossRuns | None:
     """The suite's latest ``latest`` runs with a report, oldest first; None without any."""
     newest = Run.objects.for_suite(suite).filter(report__isnull=False).order_by("-created_at")
-    runs = list(newest.only("id", "label", "created_at", "report")[:latest])
-    if not runs:
+    keys = {f"report_{key}": KeyTransform(key, "report") for key in REPORT_KEYS}
+    rows = list(newest.values("id", "label", "created_at", **keys)[:latest])
+    if not rows:
         return None
     points = [
         point
-        for run in reversed(runs)
+        for row in reversed(rows)
         for point in run_points(
-            run.label or run.id, f"{run.created_at:%Y-%m-%d %H:%M}", run.report or {}
-        )
+            row["label"] or row["id"], f"{row['created_at']:%Y-%m-%d %H:%M}", _report(row)
+        )  # fmt: skip
     ]
     return AcrossRuns(
         points, runs_over_time_svg(points), cost_quality_svg(points), unplotted(points)
     )
+
+
+def _report(row: dict) -> dict:
+    """The parts of a run's report a row holds; SQLite gives a JSON true as 1."""
+    report = {key: row[f"report_{key}"] for key in REPORT_KEYS}
+    report["headline_eligible"] = report["headline_eligible"] in (True, 1)
+    return {key: value for key, value in report.items() if value is not None}

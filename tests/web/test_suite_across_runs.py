@@ -11,7 +11,10 @@ from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from evalsite.core.report.across import run_points
 from evalsite.core.report.matrix import matrix_report
+from runs.models import Run
+from runs.results.across import across_runs
 from tests.core.report.conftest import CANDIDATE, CONCISE, make_report
 from tests.factories import make_run, make_suite_version, make_user
 
@@ -59,6 +62,17 @@ class AcrossRunsCardTests(TestCase):
         assert table.count("<tr>") == 1 + 4  # the head, two candidates in each finished run
         assert "first" in table and "second" in table and "going" not in table
         assert "unpriced" in table
+
+    def test_the_parts_of_the_reports_read_give_the_points_the_whole_reports_give(self):
+        runs = Run.objects.for_suite(self.version.suite).filter(report__isnull=False)
+        whole = [
+            point
+            for run in runs.order_by("created_at")
+            for point in run_points(run.label, f"{run.created_at:%Y-%m-%d %H:%M}", run.report)
+        ]
+        across = across_runs(self.version.suite)
+        assert across is not None and across.points == whole
+        assert all(point.eligible for point in whole)  # a JSON true, read back as True
 
     def test_unpriced_points_are_said_not_plotted(self):
         page = self._page()
