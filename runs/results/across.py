@@ -5,7 +5,9 @@ them, drawn by the core."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models.fields.json import KeyTransform
 
@@ -54,7 +56,7 @@ def across_runs(suite: Suite, latest: int = LATEST) -> AcrossRuns | None:
     )
 
 
-def _report(row: dict) -> dict:
+def _report(row: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a run's report a row holds; SQLite gives a JSON true as 1."""
     report = {key: row[f"report_{key}"] for key in REPORT_KEYS}
     report["headline_eligible"] = report["headline_eligible"] in (True, 1)
