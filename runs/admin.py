@@ -79,6 +79,12 @@ class PriceAdmin(admin.ModelAdmin):
         kwargs.setdefault("form", PriceForm)
         return super().get_changelist_form(request, **kwargs)
 
+    def has_change_permission(self, request, obj=None):
+        """A frozen table's row opens to be read: no Save buttons for a change refused."""
+        if obj is not None and obj.table.is_frozen:
+            return False
+        return super().has_change_permission(request, obj)
+
     def has_delete_permission(self, request, obj=None):
         if obj is not None and obj.table.is_frozen:
             return False
@@ -143,6 +149,12 @@ class PriceTableAdmin(admin.ModelAdmin):
         if obj is not None and obj.is_frozen:
             return [f.name for f in PriceTable._meta.concrete_fields if f.name != "id"]
         return ["active"]
+
+    def has_change_permission(self, request, obj=None):
+        """A frozen table opens to be read: its fields and rows cannot change, so no Save."""
+        if obj is not None and obj.is_frozen:
+            return False
+        return super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request, obj=None):
         if obj is not None and obj.is_frozen:

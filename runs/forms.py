@@ -10,7 +10,6 @@ from decimal import Decimal
 
 from django import forms
 from django.core import signing
-from django.db import transaction
 
 from evalsite.core.importers import Translation, translate_upload
 from evalsite.core.importers.common import render_suite
@@ -281,38 +280,25 @@ class RunForm(forms.Form):
 
 
 class DecisionForm(forms.ModelForm):
+    # A plain choice, not the model field's: no blank "---------" radio, none chosen for
+    # the member, and a verdict required.
+    verdict = forms.ChoiceField(choices=Decision.Verdict.choices, widget=forms.RadioSelect)
     form_token = FormTokenField()
 
     class Meta:
         model = Decision
         fields = ["verdict", "reasoning"]
-        widgets = {
-            "verdict": forms.RadioSelect,
-            "reasoning": forms.Textarea(attrs={"rows": 4}),
-        }
+        widgets = {"reasoning": forms.Textarea(attrs={"rows": 4})}
 
     def save_once(self, run: Run, user) -> tuple[Decision, bool]:
-        """Store the decision on ``run`` by ``user``, or return the one this rendering of the
-        form already stored: the same words from the same member since the form was issued
-        (a Decision has no column for the token). True when it was stored now."""
-        with transaction.atomic():  # SQLite: IMMEDIATE; PostgreSQL: the lock on the run row
-            Run.objects.select_for_update(no_key=True).filter(pk=run.pk).first()
-            earlier = self._stored_by(run, user)
-            if earlier is not None:
-                return earlier, False
-            decision = self.save(commit=False)
-            decision.run, decision.decided_by = run, user
-            decision.save()
-        return decision, True
-
-    def _stored_by(self, run: Run, user) -> Decision | None:
+        """Store the decision on ``run`` by ``user``, or return the same one already stored
+        (:meth:`DecisionQuerySet.record`: a double post, a resent or re-filled form). True
+        when it was stored now."""
         token = self.cleaned_data.get("form_token")
-        if token is None:
-            return None
-        return Decision.objects.filter(
-            run=run,
-            decided_by=user,
-            created_at__gte=token.issued_at,
-            verdict=self.cleaned_data["verdict"],
-            reasoning=self.cleaned_data["reasoning"],
-        ).first()
+        return Decision.objects.record(
+            run,
+            user,
+            self.cleaned_data["verdict"],
+            self.cleaned_data["reasoning"],
+            since=token.issued_at if token else None,
+        )

@@ -105,11 +105,22 @@ def run_cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
     if not (request.user.is_staff or run.created_by_id == request.user.pk):
         raise PermissionDenied("Only the member who started a run, or staff, can cancel it.")
+    if request.POST.get("ask") and run.is_active and not run.cancel_requested:
+        return _cancel_question(request, run)
     run.request_cancel()
     if request.htmx:
         context = {"run": run, "snap": progress(run), "can_cancel": False, "oob": True}
         return render(request, "runs/run_detail.html#run-progress", context)
     return redirect("run_detail", run_id=run.id)
+
+
+def _cancel_question(request: HtmxHttpRequest, run: Run) -> HttpResponse:
+    """Cancel's first step: the question, with the button that cancels (no JavaScript
+    needed); in place of the progress for htmx, which stops polling while it is asked."""
+    context = {"run": run, "snap": progress(run), "can_cancel": True, "ask_cancel": True}
+    if request.htmx:
+        return render(request, "runs/run_detail.html#run-progress", context)
+    return render(request, "runs/run_cancel.html", context)
 
 
 def _owner_or_staff(user, run: Run) -> bool:
@@ -247,9 +258,10 @@ def compare(request: HttpRequest) -> HttpResponse:
     if a_id and b_id:
         a = get_object_or_404(runs, pk=a_id)
         b = get_object_or_404(runs, pk=b_id)
-        changes = diff_cases(run_attempts(a), run_attempts(b))
-        show = "all" if request.GET.get("show") == "all" else "changes"
         comparison = compare_reports(a.stored_report, b.stored_report)
+        comparable = comparison.comparable  # else no case list: it would read as one
+        changes = diff_cases(run_attempts(a), run_attempts(b)) if comparable else []
+        show = "all" if request.GET.get("show") == "all" else "changes"
         points, points_error = regression_points(request.GET.get("points"))
         checked = [r.to_dict() for r in comparison.regressions(points)]
         context |= {

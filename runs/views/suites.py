@@ -6,8 +6,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.functional import SimpleLazyObject
+from django.utils.http import urlencode
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -26,6 +29,7 @@ from runs.planning.launch import (
 )
 from runs.planning.planner import PlanError
 from runs.planning.validation import BUSY, member_validation
+from runs.results.across import across_runs
 from runs.suite_files import suite_files
 
 
@@ -117,13 +121,16 @@ def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
     if problems := _unreadable(version):
         return _unreadable_page(request, suite, version, problems, status=200)
     form = _run_form(version, preset=request.GET)
-    return render(request, "runs/suite_detail.html", _suite_context(suite, version, form))
+    context = _suite_context(suite, version, form, page=request.GET.get("page"))
+    context["case_query"] = urlencode({"version": wanted}) if wanted else ""
+    return render(request, "runs/suite_detail.html", context)
 
 
 def _suite_context(
-    suite: Suite, version: SuiteVersion, form: RunForm | None = None, unreadable=()
+    suite: Suite, version: SuiteVersion, form: RunForm | None = None, unreadable=(), page=None
 ) -> dict:
-    """The suite page's context; with the ``unreadable`` version's problems, no run form."""
+    """The suite page's context; with the ``unreadable`` version's problems, no run form;
+    the cases of ``page`` (a number from ``?page=``; the first when it is not one)."""
     return {
         "suite": suite,
         "version": version,
@@ -136,7 +143,24 @@ def _suite_context(
         "runs": Run.objects.for_suite(suite).defer("report", "estimate")[:20],
         "run_form": None if unreadable else form or _run_form(version),
         "unreadable": unreadable,
+        # lazy: the estimate's htmx fragment renders neither
+        "across": SimpleLazyObject(lambda: across_runs(suite)),
+        "cases": SimpleLazyObject(lambda: _case_page(version, page)),
     }
+
+
+CASES_PER_PAGE = 50
+
+
+def _case_page(version: SuiteVersion, number) -> Page:
+    """One page of the version's cases, each with its task's id: the page shows these
+    only (a suite of thousands of cases was tens of thousands of pixels long)."""
+    rows = [
+        (task["id"], case)
+        for task in version.parsed.get("tasks") or ()
+        for case in task.get("cases") or ()
+    ]
+    return Paginator(rows, CASES_PER_PAGE).get_page(number)
 
 
 def _unreadable(version: SuiteVersion) -> list[Problem]:

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard, cast
 
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Context
+from evalsite.core.report.matrix import matrix_of
 from evalsite.core.report.text import esc
 
 __all__ = ["confusion_svg", "cost_vs_winrate_svg", "kappa_curve_svg", "no_data_svg"]
@@ -191,16 +192,14 @@ def cost_vs_winrate_svg(report: Mapping[str, Any]) -> str:
     ctx = Context.of(report)
     flag = "" if ctx.eligible else " (UNCALIBRATED)"
     title = "Cost if uncached against win-rate" + flag
-    points = _cost_points(ctx)
+    unpriced = _unpriced(report)
+    rated = _cost_points(ctx)
+    points = [point for point in rated if point.name not in unpriced]
     if not points:
-        return no_data_svg(title, "no data (no win-rates)")
-    top_cost = max(point.x for point in points)
-    top, x_ticks = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
-    money = _money_tick(x_ticks[1] - x_ticks[0])
-    plot = _Plot(0.0, top, 0.0, 1.0, right=30)
-    body = plot.axes(
-        [(value, money(value)) for value in x_ticks],
-        _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"),
+        why = "all unpriced, not plotted" if rated else "no win-rates"
+        return no_data_svg(title, f"no data ({why})")
+    plot, body = cost_rate_plot(
+        max(point.x for point in points),
         "cost if uncached of the candidate's answers (USD)",
         "win-rate" + flag,
     )
@@ -212,8 +211,30 @@ def cost_vs_winrate_svg(report: Mapping[str, Any]) -> str:
         for number, point in enumerate(points, start=1)
     ]
     body += [_text(x, y, label) for x, y, label in _apart(marks)]
-    legend, height = _legend(ctx, points, plot)
+    left_out = [point.name for point in rated if point.name in unpriced]
+    legend, height = _legend(ctx, points, plot, left_out)
     return _svg(title, plot.width, height, body + legend)
+
+
+def _unpriced(report: Mapping[str, Any]) -> set[str]:
+    """The contestants no price applied to: their cost is unknown, not $0."""
+    cells = matrix_of(report)[0]["cells"]
+    return {cell["contestant"] for cell in cells if not cell.get("priced", True)}
+
+
+def money_ticks(top_cost: float) -> tuple[float, Ticks]:
+    """``(top, ticks)`` of a money axis from $0 to at least ``top_cost``, labelled in
+    dollars with the places the step needs."""
+    top, values = _even_ticks(top_cost * 1.05) if top_cost > 0 else (0.01, [0.0, 0.01])
+    money = _money_tick(values[1] - values[0])
+    return top, [(value, money(value)) for value in values]
+
+
+def cost_rate_plot(top_cost: float, x_title: str, y_title: str) -> tuple[_Plot, list[str]]:
+    """A plot of a cost from $0 (x) against a rate from 0 to 1 (y), and its axes."""
+    top, x_ticks = money_ticks(top_cost)
+    plot = _Plot(0.0, top, 0.0, 1.0, right=30)
+    return plot, plot.axes(x_ticks, _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"), x_title, y_title)
 
 
 def _point_marks(plot: _Plot, point: _Point) -> list[str]:
@@ -227,9 +248,11 @@ def _point_marks(plot: _Plot, point: _Point) -> list[str]:
     return marks
 
 
-def _legend(ctx: Context, points: list[_Point], plot: _Plot) -> tuple[list[str], int]:
+def _legend(
+    ctx: Context, points: list[_Point], plot: _Plot, unpriced: Sequence[str] = ()
+) -> tuple[list[str], int]:
     """The legend under the plot, each candidate's name on a line of its own and its
-    figures under it; and the chart's height with it."""
+    figures under it, then the ``unpriced`` candidates left out; and the chart's height."""
     chars = (plot.width - 60) // 7  # a generous 7 px a character at 12 px sans-serif
     y = plot.height + 4
     body = [_line(20, y - 4, 44, y - 4, MUTED, dash=True)]
@@ -242,6 +265,9 @@ def _legend(ctx: Context, points: list[_Point], plot: _Plot) -> tuple[list[str],
             (44, f"win-rate {num.rate(point.rate)}{ctx.dagger} {interval} \u00b7 "
                  f"{_short_money(point.x)} if uncached \u00b7 {this_run} this run")
         )  # fmt: skip
+    if unpriced:
+        count = f"{len(unpriced)} candidate{'s' if len(unpriced) != 1 else ''}"
+        lines.append((20, f"{count} unpriced, not plotted: {', '.join(unpriced)}"))
     for x, text in lines:
         for line in _wrap(text, chars - (x - 20) // 7):
             body.append(_text(x, y, line))
