@@ -497,11 +497,14 @@ class Run(models.Model):
 
     # --- what a run is called wherever it is listed or picked ----------------------------
 
-    SHORT_ID = 8
+    # An id starts with its run's start time (YYYYMMDDTHHMMSSZ): its first 8 characters are
+    # the day, the same for every run of a day; the first 16 tell runs apart, and are an id
+    # prefix every command takes as a reference when no other run starts alike.
+    SHORT_ID = 16
 
     @property
     def short_id(self) -> str:
-        """The first characters of the id: enough to tell runs apart on a page."""
+        """The start of the id that tells runs apart on a page: its start time."""
         return self.id[: self.SHORT_ID]
 
     @property

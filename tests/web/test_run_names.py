@@ -49,10 +49,11 @@ def _named_run(**overrides) -> Run:
 
 
 def test_a_run_is_named_by_its_label_else_its_short_id():
-    labelled, bare = _named_run(), _named_run(label="")
+    labelled, bare = _named_run(), _named_run(label="", id="20261201T101010Z_bare")
 
     assert labelled.display_name == "nightly refunds"
-    assert bare.display_name == bare.short_id == bare.id[:8]
+    assert bare.display_name == bare.short_id == bare.id[:16]  # up to the start time's Z
+    assert Run.objects.resolve(bare.short_id) == bare  # a prefix the CLI takes
     assert labelled.age == "3 h ago" and labelled.cost_text == "$0.2500"
     line = labelled.display_line
     for part in ("nightly refunds", labelled.suite.name, "fake/small vs fake/large", HEADLINE,
@@ -70,7 +71,7 @@ def test_the_dashboard_lists_runs_by_name_with_suite_headline_cost_and_age(membe
 
     html = member.get(reverse("dashboard")).content.decode()
 
-    assert f'title="{run.id}">' in html and "nightly refunds" in html
+    assert f'title="{run.id}"><span class="tag">nightly refunds</span>' in html
     for part in (run.suite.name, HEADLINE, "$0.2500", "3 h ago", "<code>fake/small</code>"):
         assert part in html
 
@@ -203,4 +204,13 @@ def test_the_labelling_home_names_each_suites_run(member):
 
     html = member.get(reverse("label_home")).content.decode()
 
-    assert f'<span title="{run.id}">first try</span>' in html
+    assert f'title="{run.id}"><span class="tag">first try</span>' in html
+
+
+def test_the_decision_log_names_each_decisions_run(member):
+    run = _named_run(label="")
+    run.decisions.create(verdict="adopt", reasoning="better on refunds")
+
+    html = member.get(reverse("decision_list")).content.decode()
+
+    assert f'<span class="run-name" title="{run.id}"><code>{run.short_id}</code></span>' in html
