@@ -23,8 +23,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         rows.append(
             (suite, versions[0] if versions else None, suite_calibration(suite, brief=True))
         )
-    runs = Run.objects.not_lab().select_related("suite_version__suite")
-    recent = list(runs.defer("report", "estimate")[:10])
+    recent = list(Run.objects.not_lab().named()[:10])
     context = {
         "rows": rows,
         "runs": recent,

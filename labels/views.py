@@ -248,7 +248,7 @@ def _chosen_run(request: HttpRequest, suite: Suite) -> Run | None:
 
 def _choices(suite: Suite) -> list[Run]:
     """The judged runs of the suite a member may calibrate on instead, newest first."""
-    runs = Run.objects.for_suite(suite).calibration_choices().defer("report", "estimate")
+    runs = Run.objects.for_suite(suite).calibration_choices().named()
     return list(runs.order_by("-created_at")[:50])
 
 

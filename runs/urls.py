@@ -3,7 +3,7 @@ the site's root."""
 
 from django.urls import path
 
-from runs.views import decisions, run_pages, suites
+from runs.views import answers, decisions, naming, run_pages, suites
 
 urlpatterns = [
     path("suites/", suites.suite_list, name="suite_list"),
@@ -17,7 +17,9 @@ urlpatterns = [
     path("runs/<str:run_id>/pin/", run_pages.run_pin, name="run_pin"),
     path("runs/<str:run_id>/files/<str:name>", run_pages.run_file, name="run_file"),
     path("runs/<str:run_id>/media/<str:sha256>", run_pages.run_media, name="run_media"),
-    path("runs/<str:run_id>/answers/", run_pages.answer_list, name="answer_list"),
+    path("runs/<str:run_id>/label/", naming.run_rename, name="run_rename"),
+    path("runs/<str:run_id>/answers/", answers.answer_list, name="answer_list"),
+    path("runs/<str:run_id>/answers.csv", answers.answer_csv, name="answer_csv"),
     path("runs/<str:run_id>/pairs/", run_pages.pair_list, name="pair_list"),
     path("runs/<str:run_id>/pairs/<int:pair_id>/", run_pages.pair_detail, name="pair_detail"),
     path("runs/<str:run_id>/decisions/", decisions.decision_new, name="decision_new"),

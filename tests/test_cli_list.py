@@ -62,7 +62,15 @@ class ListTests(TestCase):
 
     def test_runs_come_newest_first_under_a_header(self):
         lines = _list()
-        assert lines[0].split() == ["id", "suite", "status", "contestants", "cost", "headline"]
+        assert lines[0].split() == [
+            "id",
+            "suite",
+            "status",
+            "age",
+            "contestants",
+            "cost",
+            "headline",
+        ]
         ids = [line.split()[0] for line in lines[1:]]
         assert ids == [self.active.id, self.failed.id, self.eligible.id, self.uncalibrated.id]
 

@@ -7,10 +7,11 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Avg, Exists, F, OuterRef
-from django.db.models.functions import Now
+from django.db.models import Avg, Case, Exists, F, IntegerField, OuterRef, Q, Value, When
+from django.db.models.functions import Length, Now
 from django.utils import timezone
 
+from evalsite.core.patterns import PatternError, search
 from evalsite.core.scoring.aggregate import answer_passed
 from runs.models.rows import update_each
 from runs.models.run import MoneyField, Run, lease_expiry
@@ -177,6 +178,80 @@ class Call(models.Model):
         return False
 
 
+class AnswerQuerySet(CallQuerySet):
+    """The answers as the answers browser (and its CSV) filters and orders them."""
+
+    def failures(self) -> AnswerQuerySet:
+        """Answers that failed their scoring, or whose call ended in an error."""
+        return self.filter(Q(passed=False) | Q(status=Answer.Status.ERROR))
+
+    def differing(self) -> AnswerQuerySet:
+        """Answers of the attempts (task, case, repeat) where the contestants' verdicts
+        differ: one passed where another failed, errored or is not scored."""
+        others = (
+            Answer.objects.filter(
+                run=OuterRef("run"), task_id=OuterRef("task_id"),
+                case_id=OuterRef("case_id"), repeat=OuterRef("repeat"),
+            )
+            .annotate(verdict_code=VERDICT_CODE)
+            .exclude(verdict_code=OuterRef("verdict_code"))
+        )  # fmt: skip
+        return self.annotate(verdict_code=VERDICT_CODE).filter(Exists(others))
+
+    def containing(self, text: str) -> AnswerQuerySet:
+        """Answers whose text (or error) holds `text`, ignoring case."""
+        return self.filter(Q(text__icontains=text) | Q(error_message__icontains=text))
+
+    def matching(self, pattern: str) -> AnswerQuerySet:
+        """Answers whose text (or error) `pattern` is found in, matched by RE2 in time
+        linear in the text (:mod:`evalsite.core.patterns`: a member's pattern is untrusted);
+        PatternError says why it cannot be used, or that it matches too many to list."""
+        search(pattern, "")  # a pattern RE2 cannot compile is refused before any row is read
+        rows = self.order_by().values_list("pk", "text", "error_message")
+        found = [
+            pk
+            for pk, text, error in rows.iterator(chunk_size=2000)
+            if search(pattern, text) or (error and search(pattern, error))
+        ]
+        if len(found) > MAX_PATTERN_MATCHES:
+            raise PatternError(
+                f"the pattern matches more than {MAX_PATTERN_MATCHES:,} answers: narrow it, "
+                "or filter by task, contestant or verdict first"
+            )
+        return self.filter(pk__in=found)
+
+    def in_order(self, key: str) -> AnswerQuerySet:
+        """Ordered by one of :data:`ANSWER_ORDERS` (``-`` first for the largest first), the
+        rows without the figure last; plan order for any other key."""
+        field = ANSWER_ORDERS.get(key.removeprefix("-"))
+        if field is None:
+            return self.order_by("pk")
+        descending = key.startswith("-")
+        ordered = self.annotate(length=Length("text")) if field[0] == "length" else self
+        keys = [F(name).desc(nulls_last=True) if descending else F(name).asc(nulls_last=True)
+                for name in field]  # fmt: skip
+        return ordered.order_by(*keys, "pk")
+
+
+# The most answers a pattern may pick out (their ids go to the database in one query).
+MAX_PATTERN_MATCHES = 10_000
+# An answer's verdict as one number, so two contestants' verdicts compare in SQL.
+VERDICT_CODE = Case(
+    When(status=Call.Status.ERROR, then=Value(-2)),
+    When(passed=True, then=Value(1)),
+    When(passed=False, then=Value(0)),
+    default=Value(-1),
+    output_field=IntegerField(),
+)
+# What the answers browser sorts by: the fields each order reads, in turn.
+ANSWER_ORDERS = {
+    "score": ("passed", "match_score", "grade_score"),
+    "cost": ("cost_usd",),
+    "latency": ("latency_ms",),
+    "length": ("length",),
+}
+
+
 class Answer(Call):
     """One per run, task, case, contestant and repeat; the unique constraint makes
     duplicates impossible."""
@@ -200,6 +275,8 @@ class Answer(Call):
     match_score = models.FloatField(null=True, blank=True)
     match_passed = models.BooleanField(null=True)
     match_detail = models.JSONField(null=True, blank=True)
+
+    objects = AnswerQuerySet.as_manager()
 
     class Meta:
         ordering = ["task_id", "case_id", "repeat", "contestant"]

@@ -226,12 +226,18 @@ class RunQuerySet(models.QuerySet["Run"]):
     def listing(self, *, suite: Suite | None = None, status: str | None = None) -> RunQuerySet:
         """The runs `evalsite list` shows, newest first: of `suite` and in `status` when
         given, judge-lab runs left out (the judge lab lists its own)."""
-        runs = self.not_lab().select_related("suite_version__suite").defer("estimate")
+        runs = self.not_lab().named()
         if suite is not None:
             runs = runs.for_suite(suite)
         if status is not None:
             runs = runs.filter(status=status)
         return runs.order_by("-created_at", "-pk")
+
+    def named(self) -> RunQuerySet:
+        """Runs with what lists and pickers show of each (:attr:`Run.display_line`: label or
+        short id, suite, contestants, headline, cost, age) in the one query: the suite
+        joined, the report loaded (the headline is read from it), the estimate left."""
+        return self.select_related("suite_version__suite").defer("estimate")
 
     def judged(self) -> RunQuerySet:
         """Runs with at least one pair the judge scored."""
@@ -495,6 +501,69 @@ class Run(models.Model):
         if self.is_active and self.cancel_requested:
             return "Cancelling"
         return self.PHASE_LABELS.get(self.status) or self.get_status_display()
+
+    # --- what a run is called wherever it is listed or picked ----------------------------
+
+    # An id starts with its run's start time (YYYYMMDDTHHMMSSZ): its first 8 characters are
+    # the day, the same for every run of a day; the first 16 tell runs apart, and are an id
+    # prefix every command takes as a reference when no other run starts alike.
+    SHORT_ID = 16
+
+    @property
+    def short_id(self) -> str:
+        """The start of the id that tells runs apart on a page: its start time."""
+        return self.id[: self.SHORT_ID]
+
+    @property
+    def display_name(self) -> str:
+        """What a member calls the run: its label, else its short id."""
+        return self.label or self.short_id
+
+    @property
+    def age(self) -> str:
+        """How long ago the run started, in one unit ("just now", "5 min ago", "3 h ago")."""
+        seconds = max(0, int((timezone.now() - self.created_at).total_seconds()))
+        for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+            if seconds >= size:
+                return f"{seconds // size} {unit} ago"
+        return "just now"
+
+    @property
+    def cost_text(self) -> str:
+        """The run's spend as recorded on it, marked when the calls were simulated."""
+        from evalsite.core.report.numbers import money  # the report package, lazily
+
+        return money(float(self.spent_usd), digits=4) + (" (simulated)" if self.simulated else "")
+
+    @property
+    def headline(self) -> str:
+        """The run's headline on one line, as `evalsite list` and every page show it: the
+        report's own (:func:`~evalsite.core.report.summary.headline_text`), or what state
+        a run without a report is in."""
+        if self.report:
+            from evalsite.core.report.summary import headline_text  # lazily, as above
+
+            return headline_text(self.report)
+        if self.is_active:
+            return "no report yet"
+        return f"no report: {self.detail or self.status}"
+
+    @property
+    def display_line(self) -> str:
+        """The run on one line, for pickers: name, suite, contestants, headline, cost, age."""
+        return " · ".join(
+            (self.display_name, self.suite.name, " vs ".join(self.contestants),
+             self.headline, self.cost_text, self.age)
+        )  # fmt: skip
+
+    def rename(self, label: str) -> None:
+        """Give the run `label` ("" takes it away), by the rule every door that sets a label
+        follows (:func:`label_problem`); ValueError says why a label cannot name it."""
+        label = label.strip()
+        if label and (problem := label_problem(label)):
+            raise ValueError(problem)
+        self.label = label
+        self.save(update_fields=["label"])
 
     @property
     def judge_config(self) -> dict[str, str] | None:

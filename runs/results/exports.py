@@ -20,7 +20,7 @@ from collections.abc import Generator, Iterable, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
-from django.db.models import Case, CharField, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import Case, CharField, F, OuterRef, Q, QuerySet, Subquery, Value, When
 
 from runs.models import Answer, Judgement, Pair, Run
 
@@ -69,18 +69,35 @@ def cell(value: object) -> str | int | float:
 
 def write_csv(out: Writable, head: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
     """`head` and `rows` to `out` as CSV, a row at a time; how many rows."""
-    writer = csv.writer(out)
-    writer.writerow(head)
-    count = 0
-    for row in rows:
-        writer.writerow([cell(value) for value in row])
+    count = -1  # the head is a line, not a row
+    for line in csv_lines(head, rows):
+        out.write(line)
         count += 1
     return count
 
 
-def answer_rows(run: Run) -> Generator[tuple[Any, ...]]:
-    """Each answer of `run` as a row of :data:`ANSWER_COLUMNS`, in plan order."""
-    answers = Answer.objects.filter(run=run).order_by("task_id", "case_id", "repeat", "contestant")
+class _Line:
+    """What csv.writer writes to when each line is wanted as a string (a streamed reply)."""
+
+    def write(self, text: str) -> str:
+        return text
+
+
+def csv_lines(head: Sequence[str], rows: Iterable[Sequence[object]]) -> Generator[str]:
+    """`head` and then each of `rows` as a line of CSV, one at a time (:func:`cell`)."""
+    writer = csv.writer(_Line())
+    yield writer.writerow(head)
+    for row in rows:
+        yield writer.writerow([cell(value) for value in row])
+
+
+def answer_rows(run: Run, answers: QuerySet[Answer] | None = None) -> Generator[tuple[Any, ...]]:
+    """Each answer of `run` as a row of :data:`ANSWER_COLUMNS`, in plan order; or those of
+    `answers` (a filtered view of them, the web's download) in its own order."""
+    if answers is None:
+        answers = Answer.objects.filter(run=run).order_by(
+            "task_id", "case_id", "repeat", "contestant"
+        )
     for row in answers.values(*_ANSWER_FIELDS).iterator(chunk_size=CHUNK):
         yield (
             row["task_id"], row["case_id"], row["contestant"], row["repeat"], row["status"],

@@ -1,8 +1,8 @@
 """What `evalsite list` shows of a run: a plain row (its --json) and an aligned line.
 
-The headline is the report's own (:func:`~evalsite.core.report.summary.headline_text`: the
-win-rates when the calibration gate allows a headline, else UNCALIBRATED and why); a run
-without a report says what state it is in. The cost is the run's spend as recorded on it.
+The headline is the run's own (:attr:`~runs.models.Run.headline`: the report's headline
+text, or what state a run without a report is in), the cost the run's spend as recorded on
+it and the age how long ago it started, as every page of the web shows them.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evalsite.core.report import numbers as num
-from evalsite.core.report.summary import aligned, headline_text
+from evalsite.core.report.summary import aligned
 from evalsite.core.report.text import visible
 from runs.models import Run
 
-HEAD = ("id", "suite", "status", "contestants", "cost", "headline")
+HEAD = ("id", "suite", "status", "age", "contestants", "cost", "headline")
 START_HINT = "no runs yet: start one with `evalsite run examples/support-desk.yaml --fake`"
 
 
@@ -29,19 +29,14 @@ def run_row(run: Run) -> dict:
         "detail": run.detail,
         "contestants": run.contestants,
         "created_at": run.created_at.isoformat(),
+        "age": run.age,
         "headline_eligible": bool(report and report.get("headline_eligible") is True),
-        "headline": headline_text(report) if report else _without_report(run),
+        "headline": run.headline,
         "cost_usd": f"{run.spent_usd:.6f}",
         "simulated": run.simulated,
         "partial": run.stored_options.partial,
         "no_look": run.no_look,
     }
-
-
-def _without_report(run: Run) -> str:
-    if run.is_active:
-        return "no report yet"
-    return f"no report: {run.detail or run.status}"
 
 
 def listing_lines(rows: Iterable[dict]) -> list[str]:
@@ -56,6 +51,7 @@ def listing_lines(rows: Iterable[dict]) -> list[str]:
                 visible(row["id"]) + (f" ({visible(row['label'], 24)})" if row["label"] else ""),
                 visible(row["suite"]),
                 status,
+                row["age"],
                 visible(", ".join(row["contestants"]), 64),
                 cost + (" (simulated)" if row["simulated"] else ""),
                 visible(row["headline"], 160),

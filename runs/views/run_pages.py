@@ -1,5 +1,6 @@
 """A run's pages: live progress and cancel, the report, its files, the files its cases
-attach, the answers and pairs browsers, one pair side by side, and comparing two runs.
+attach, the pairs browser, one pair side by side, and comparing two runs (the answers
+browser is runs/views/answers.py).
 
 Every list is paginated and filtered in SQL, and every aggregate comes from the stored report
 or one query, so a page never loads every row of a big run.
@@ -14,7 +15,6 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
@@ -29,9 +29,9 @@ from evalsite.core.report.compare import compare_reports, regression_points
 from evalsite.core.report.html import render_sections
 from evalsite.htmx import HtmxHttpRequest
 from runs.forms import DecisionForm
-from runs.models import Answer, Judgement, Pair, Run
+from runs.models import Judgement, Pair, Run
 from runs.results.case_diff import run_attempts
-from runs.results.media import NO_LOOK_MEDIA, case_files, download_name, files_by_case, served_file
+from runs.results.media import NO_LOOK_MEDIA, case_files, download_name, served_file
 from runs.results.progress import progress
 from runs.results.reporting import REPORT_FILES
 
@@ -45,15 +45,6 @@ MEDIA_CSP: dict[str, Any] = {
     "media-src": [CSP.SELF],
     "style-src": [CSP.UNSAFE_INLINE],
     "sandbox": True,
-}
-ANSWER_VERDICTS = {
-    "passed": Q(passed=True),
-    "failed": Q(passed=False),
-    "schema_fail": Q(schema_verdict="schema_fail"),
-    "parse_fail": Q(schema_verdict="parse_fail"),
-    "check_fail": Q(checks_passed=False),
-    "exec_fail": Q(exec_verdict__in=["fail", "error"]),
-    "error": Q(status=Answer.Status.ERROR),
 }
 
 
@@ -175,33 +166,6 @@ def run_media(request: HttpRequest, run_id: str, sha256: str) -> HttpResponseBas
 
 @require_GET
 @vary_on_headers("HX-Request")
-def answer_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    run = _get_run_or_404(run_id)
-    filters = _filters(request, ("task", "contestant", "verdict"))
-    answers = Answer.objects.filter(run=run).defer("request", "exec_check", "parsed_json")
-    if filters["task"]:
-        answers = answers.filter(task_id=filters["task"])
-    if filters["contestant"]:
-        answers = answers.filter(contestant=filters["contestant"])
-    if filters["verdict"] in ANSWER_VERDICTS:
-        answers = answers.filter(ANSWER_VERDICTS[filters["verdict"]])
-    page = Paginator(answers.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
-    files = files_by_case(run, ((answer.task_id, answer.case_id) for answer in page))
-    context = {
-        "run": run,
-        "page": page,
-        "rows": [(answer, files[answer.task_id, answer.case_id]) for answer in page],
-        "filters": filters,
-        "query": _query(filters),
-        "tasks": _tasks(run),
-        "verdicts": list(ANSWER_VERDICTS),
-    }
-    template = "runs/answer_list.html" + ("#answer-results" if request.htmx else "")
-    return render(request, template, context)
-
-
-@require_GET
-@vary_on_headers("HX-Request")
 def pair_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _get_run_or_404(run_id)
     filters = _filters(request, ("task", "candidate", "excluded", "flips", "disagree"))
@@ -253,8 +217,8 @@ def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse
 @require_GET
 def compare(request: HttpRequest) -> HttpResponse:
     a_id, b_id = request.GET.get("a", ""), request.GET.get("b", "")
-    runs = Run.objects.filter(report__isnull=False).select_related("suite_version__suite")
-    context: dict[str, Any] = {"runs": runs.defer("report", "estimate")[:100], "a": a_id, "b": b_id}
+    runs = Run.objects.filter(report__isnull=False).named()
+    context: dict[str, Any] = {"runs": runs[:100], "a": a_id, "b": b_id}
     if a_id and b_id:
         a = get_object_or_404(runs, pk=a_id)
         b = get_object_or_404(runs, pk=b_id)

@@ -140,7 +140,7 @@ def _suite_context(
             "min_kappa": f"{DEFAULT_MIN_KAPPA:.2f}",
             "min_labels": DEFAULT_MIN_LABELS,
         },
-        "runs": Run.objects.for_suite(suite).defer("report", "estimate")[:20],
+        "runs": Run.objects.for_suite(suite).named()[:20],
         "run_form": None if unreadable else form or _run_form(version),
         "unreadable": unreadable,
         # lazy: the estimate's htmx fragment renders neither

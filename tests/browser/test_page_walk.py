@@ -32,6 +32,7 @@ POST_ONLY = {
     "run_new": "launches a run",
     "run_cancel": "cancels a run",
     "run_pin": "pins a baseline",
+    "run_rename": "renames a run (the run page's label form)",
     "decision_new": "records a decision",
     "calibration_to_lab": "makes a pair set (the walk presses its button)",
     "labels_import": "imports a labels file",
@@ -39,6 +40,7 @@ POST_ONLY = {
 DOWNLOADS = {
     "run_file": "report files are downloads, opened from disk with their own CSP",
     "decisions_markdown": "DECISIONS.md, plain text",
+    "answer_csv": "the answers browser's view as CSV",
     "labels_export": "labels YAML, plain text",
     "lab_report_json": "JSON",
 }

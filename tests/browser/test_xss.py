@@ -135,7 +135,7 @@ def test_every_page_shows_hostile_text_as_text_and_runs_none_of_it(
 
     # dashboard: names only (suite names are identifiers); it lists the hostile run
     text = audited(page, f"{origin}/")
-    assert run.id in text and SUITE_NAME in text
+    assert run.display_name in text and SUITE_NAME in text  # by its (hostile) label, as text
 
     audited(page, f"{origin}/suites/")
     shows(page, "td", MARKER)  # the description, truncated
@@ -155,13 +155,13 @@ def test_every_page_shows_hostile_text_as_text_and_runs_none_of_it(
     assert TEMPLATE_SYNTAX in text
 
     audited(page, f"{runs}/answers/")
-    shows(page, "pre.clip", MARKER)  # answer text
+    shows(page, "pre.answer-text", MARKER)  # answer text
     shows(page, "td .muted", f'does not contain "{MARKER}')  # the check's note
     audited(page, f"{runs}/answers/?verdict=error")
     assert page.locator("tbody tr").count() == 1
-    shows(page, "pre.clip", MARKER)  # the error message
+    shows(page, "pre.answer-text", MARKER)  # the error message
     audited(page, f"{runs}/answers/?verdict=schema_fail&contestant=scripted/cand")
-    shows(page, "pre.clip", f'{{"text": "{MARKER}')
+    shows(page, "pre.answer-text", f'{{"text": "{MARKER}')
     audited(page, f"{runs}/answers/?task=chat&contestant=scripted/base")
     assert page.locator("tbody tr").count() == 3
     # the htmx filter swaps the results in place: still text
@@ -171,9 +171,9 @@ def test_every_page_shows_hostile_text_as_text_and_runs_none_of_it(
     page.select_option("select[name=contestant]", "scripted/cand")
     page.select_option("select[name=task]", "")
     page.wait_for_function(
-        "() => document.querySelectorAll('#answer-results tbody pre.clip').length === 1"
+        "() => document.querySelectorAll('#answer-results tbody tr.answer-row').length === 1"
     )
-    shows(page, "#answer-results pre.clip", MARKER)
+    shows(page, "#answer-results pre.answer-text", MARKER)
     audit_now(page, "answers after the htmx filter")
     # hostile filter values are echoed nowhere as markup
     hostile = urlencode({"task": SHORT, "contestant": corpus_text(), "verdict": MARKER})
