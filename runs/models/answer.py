@@ -178,7 +178,7 @@ class Call(models.Model):
         return False
 
 
-class AnswerQuerySet(CallQuerySet):
+class AnswerQuerySet(CallQuerySet["Answer"]):
     """The answers as the answers browser (and its CSV) filters and orders them."""
 
     def failures(self) -> AnswerQuerySet:
@@ -276,7 +276,10 @@ class Answer(Call):
     match_passed = models.BooleanField(null=True)
     match_detail = models.JSONField(null=True, blank=True)
 
-    objects = AnswerQuerySet.as_manager()
+    # django-stubs types the abstract Call's manager as a class variable and each manager
+    # made by as_manager() as an instance one, so an override of it is refused (a known
+    # limit of the plugin); the AnswerQuerySet is a CallQuerySet, so Call's callers hold.
+    objects = AnswerQuerySet.as_manager()  # type: ignore[misc]
 
     class Meta:
         ordering = ["task_id", "case_id", "repeat", "contestant"]
