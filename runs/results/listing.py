@@ -1,8 +1,10 @@
 """What `evalsite list` shows of a run: a plain row (its --json) and an aligned line.
 
-The headline is the report's own (:func:`~evalsite.core.report.summary.headline_text`: the
-win-rates when the calibration gate allows a headline, else UNCALIBRATED and why); a run
-without a report says what state it is in. The cost is the run's spend as recorded on it.
+The headline is what the run measured (:func:`~evalsite.core.report.measured.measured`, as
+the run page's card leads with it: the win-rates when the calibration gate allows a
+headline, else UNCALIBRATED and why; for a run without pairwise judging its scorecard,
+matrix, pass^k or score); a run without a report says what state it is in. The cost is
+the run's spend as recorded on it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evalsite.core.report import numbers as num
-from evalsite.core.report.summary import aligned, headline_text
+from evalsite.core.report.measured import measured
+from evalsite.core.report.summary import aligned
 from evalsite.core.report.text import visible
 from runs.models import Run
 
@@ -30,7 +33,7 @@ def run_row(run: Run) -> dict:
         "contestants": run.contestants,
         "created_at": run.created_at.isoformat(),
         "headline_eligible": bool(report and report.get("headline_eligible") is True),
-        "headline": headline_text(report) if report else _without_report(run),
+        "headline": measured(report).text if report else _without_report(run),
         "cost_usd": f"{run.spent_usd:.6f}",
         "simulated": run.simulated,
         "partial": run.stored_options.partial,
