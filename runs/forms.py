@@ -19,7 +19,7 @@ from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
 from runs.models import Decision, Run, SuiteVersion
-from runs.models.run import label_problem
+from runs.models.run import MAX_LABEL, label_problem
 from runs.planning.validation import model_errors
 
 _SALT = "runs.forms.FormToken"
@@ -230,8 +230,13 @@ class RunForm(forms.Form):
         error_messages={"min_value": REPEATS, "max_value": REPEATS, "invalid": REPEATS},
     )  # fmt: skip
     max_cost = CapField(label="Cap (USD)")
-    label = forms.SlugField(required=False, max_length=64)
+    label = forms.CharField(
+        required=False, max_length=MAX_LABEL,
+        widget=forms.TextInput(attrs={"placeholder": "e.g. demo first run", "autocomplete": "off"}),
+    )  # fmt: skip
     form_token = FormTokenField()
+    # the fields in the order the page shows them: the first with an error takes the focus
+    SHOWN = ("others", "replies", "judge", "repeats", "max_cost", "label")
 
     def __init__(self, *args, choices: list[str], defaults: list[str], judges=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -252,8 +257,41 @@ class RunForm(forms.Form):
             (model, self[f"pick_{i}"], self[f"order_{i}"]) for i, model in enumerate(self.choices)
         ]
 
+    def problems(self) -> list[tuple[str, str, str]]:
+        """(what, the id of its input or "", message) for every error, in the page's order:
+        what the estimate says it cannot estimate for."""
+        rows = [("Contestants", "", str(e)) for e in self.non_field_errors()]
+        for index, model in enumerate(self.choices):
+            for name in (f"pick_{index}", f"order_{index}"):
+                rows += [(f"Position of {model}", self[name].auto_id, str(e))
+                         for e in self[name].errors]  # fmt: skip
+        for name in self.SHOWN:
+            rows += [(str(self[name].label), self[name].auto_id, str(e)) for e in self[name].errors]
+        return rows
+
+    @property
+    def first_invalid(self) -> str:
+        """The name of the first field shown with an error ("" when none): it takes the focus."""
+        names = [f"order_{i}" for i in range(len(self.choices))] + list(self.SHOWN)
+        return next((name for name in names if self[name].errors), "")
+
+    def mark_invalid(self) -> None:
+        """Each input with an error says so (aria-invalid, described by its message); the
+        first one shown takes the focus when the page loads."""
+        for name in self.SHOWN:
+            if self[name].errors:
+                attrs = self.fields[name].widget.attrs
+                attrs["aria-invalid"], attrs["aria-describedby"] = (
+                    "true",
+                    f"{self[name].auto_id}_error",
+                )
+        first = self.first_invalid
+        if first in self.SHOWN and first != "judge":  # the judge's input and the positions
+            self.fields[first].widget.attrs["autofocus"] = True  # are written in the template
+
     def clean_label(self) -> str:
-        """The label by the rule of `evalsite run --label` (never one that hides a run id)."""
+        """The label by the rule of `evalsite run --label` (never one that hides a run id):
+        any words, as the command line takes them ("demo first run")."""
         label = self.cleaned_data["label"]
         if problem := label_problem(label):
             raise forms.ValidationError(problem)

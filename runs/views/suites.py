@@ -214,18 +214,24 @@ def run_new(request: HttpRequest, name: str, sha: str) -> HttpResponse:
 
 
 def _estimate(form: RunForm, version: SuiteVersion) -> dict:
+    """The plan and its estimate; or why there is none: the form's problems (`invalid`),
+    or the planner's refusal. Either way the form's invalid inputs are marked, the first
+    one focused; with none of them to fix, the launch button takes the focus (`refused`)."""
     if not form.is_valid():
-        return {"plan": None, "plan_error": "", "missing_keys": ""}
+        form.mark_invalid()
+        return {"plan": None, "plan_error": "", "missing_keys": "", "invalid": True}
     try:
         plan = plan_from_form(version, form.cleaned_data)
     except PlanError as error:
-        return {"plan": None, "plan_error": str(error), "missing_keys": ""}
+        return {"plan": None, "plan_error": str(error), "missing_keys": "", "refused": True}
+    missing_keys = missing_keys_message(plan)
     return {
         "plan": plan,
         "estimate": plan.estimate,
         "cap": plan.cap,
         "over_cap": plan.over_cap,
-        "missing_keys": missing_keys_message(plan),
+        "missing_keys": missing_keys,
+        "refused": bool(missing_keys),
     }
 
 

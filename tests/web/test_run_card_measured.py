@@ -22,8 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def member() -> Client:
-    client = Client()
+def member(client: Client) -> Client:
     client.force_login(make_user(username="member"))
     return client
 
