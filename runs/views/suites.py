@@ -26,6 +26,7 @@ from runs.planning.launch import (
 )
 from runs.planning.planner import PlanError
 from runs.planning.validation import BUSY, member_validation
+from runs.results.calibration import suite_calibration
 from runs.suite_files import suite_files
 
 
@@ -126,6 +127,7 @@ def _suite_context(
     """The suite page's context; with the ``unreadable`` version's problems, no run form."""
     return {
         "suite": suite,
+        "badge": suite_calibration(suite, brief=True),  # the dashboard's badge, in its words
         "version": version,
         "versions": suite.versions.select_related("created_by"),
         "parsed": version.parsed,
