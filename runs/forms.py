@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import pathlib
 import secrets
 import time
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ from django.core import signing
 from django.db import transaction
 
 from evalsite.core.importers import Translation, translate_upload
-from evalsite.core.importers.common import render_suite
+from evalsite.core.importers.common import identifier, render_suite
 from evalsite.core.input_limits import sent_size_message
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
@@ -81,7 +83,9 @@ class CapField(forms.CharField):
 
 class SuiteForm(forms.Form):
     """A suite pasted or uploaded in the browser: validated as an upload (no file access,
-    no python checks); `problems` holds every problem found, by line."""
+    no python checks); `problems` holds every problem found, by line. Another tool's file is
+    translated and registered in one step, named `name` (made an identifier), else after
+    the uploaded file ("My Evals.yaml": my-evals), never after a folder on the server."""
 
     CHECK = "check"
     REGISTER = "register"
@@ -93,6 +97,11 @@ class SuiteForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "autocomplete": "off"}),
     )
     file = forms.FileField(label="or upload a file", required=False)
+    name = forms.CharField(
+        label="Name", required=False, max_length=200,
+        help_text="of an imported file's suite; blank: the file's name",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. support-desk", "autocomplete": "off"}),
+    )  # fmt: skip
     intent = forms.ChoiceField(
         choices=[(CHECK, CHECK), (REGISTER, REGISTER)], initial=REGISTER, required=False
     )
@@ -102,6 +111,7 @@ class SuiteForm(forms.Form):
         self.suite: Suite | None = None
         self.problems: list[Problem] = []
         self.source_name = "pasted suite"
+        self.uploaded = ""  # the uploaded file's name, as the member's computer gave it
         self.text = ""
         self.translation: Translation | None = None  # another tool's file, translated
         self.translated_text = ""
@@ -150,7 +160,7 @@ class SuiteForm(forms.Form):
                     "file", f"The file is {upload.size:,} bytes; the limit is {MAX_BYTES:,}."
                 )
                 return None
-            self.source_name = upload.name
+            self.source_name = self.uploaded = upload.name
             return upload.read()
         text = cleaned.get("yaml_text") or ""
         if not text.strip():
@@ -173,14 +183,26 @@ class SuiteForm(forms.Form):
             message = "an evalpin results file is a baseline, not a suite: `evalsite import`"
             self.problems = [Problem(self.source_name, None, "", message)]
             return None
-        self.source_name = self.translation.suite_file
+        self.translation = self._named(self.translation)
+        self.source_name = self.translation.suite_file or self.source_name
         self.translated_text = render_suite(self.translation)
         return self.translated_text.encode("utf-8")
 
+    def _named(self, translation: Translation) -> Translation:
+        """The translated suite named as the member typed it, else after the uploaded file;
+        a pasted one keeps the name its tool gave it."""
+        stem = identifier(pathlib.PurePath(self.uploaded).stem, "") if self.uploaded else ""
+        wanted = (self.cleaned_data.get("name") or "").strip()
+        name = identifier(wanted, stem) if wanted else stem
+        if not name or translation.suite is None:
+            return translation
+        suite = {**translation.suite, "suite": name}
+        return dataclasses.replace(translation, suite=suite, suite_file=f"{name}.yaml")
+
     @property
     def wants_registration(self) -> bool:
-        registering = self.cleaned_data.get("intent") == self.REGISTER
-        return registering and self.suite is not None and self.translation is None
+        """Register: a suite that reads, another tool's translated as well (one click)."""
+        return self.cleaned_data.get("intent") == self.REGISTER and self.suite is not None
 
     def preview(self) -> SuiteForm:
         """The page after a translation: the translated YAML in the editor, to register as

@@ -60,6 +60,10 @@ def _suite_new(request: HtmxHttpRequest, form: SuiteForm) -> HttpResponse:
         version, created = form.register(request.user)
         note = "Registered a new version of" if created else "Already registered:"
         messages.success(request, f"{note} {version.suite.name} ({version.short_hash}).")
+        if form.translation is not None and form.translation.untranslated:
+            count = len(form.translation.untranslated)
+            parts = f"{count} part{'s' if count > 1 else ''}"
+            messages.warning(request, f"{parts} of the file did not translate: see its YAML's top.")
         return redirect("suite_detail", name=version.suite.name)
     if form.translation is not None and not request.htmx:  # another tool's file: preview first
         return _suite_new_page(request, form.preview())
