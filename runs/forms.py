@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import pathlib
 import secrets
 import time
 from dataclasses import dataclass
@@ -12,13 +14,13 @@ from django import forms
 from django.core import signing
 
 from evalsite.core.importers import Translation, translate_upload
-from evalsite.core.importers.common import render_suite
+from evalsite.core.importers.common import identifier, render_suite
 from evalsite.core.input_limits import sent_size_message
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite
 from evalsite.core.yamlsafe import MAX_BYTES
 from runs.models import Decision, Run, SuiteVersion
-from runs.models.run import label_problem
+from runs.models.run import MAX_LABEL, label_problem
 from runs.planning.validation import model_errors
 
 _SALT = "runs.forms.FormToken"
@@ -80,7 +82,9 @@ class CapField(forms.CharField):
 
 class SuiteForm(forms.Form):
     """A suite pasted or uploaded in the browser: validated as an upload (no file access,
-    no python checks); `problems` holds every problem found, by line."""
+    no python checks); `problems` holds every problem found, by line. Another tool's file is
+    translated and registered in one step, named `name` (made an identifier), else after
+    the uploaded file ("My Evals.yaml": my-evals), never after a folder on the server."""
 
     CHECK = "check"
     REGISTER = "register"
@@ -92,6 +96,11 @@ class SuiteForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "autocomplete": "off"}),
     )
     file = forms.FileField(label="or upload a file", required=False)
+    name = forms.CharField(
+        label="Name", required=False, max_length=200,
+        help_text="of an imported file's suite; blank: the file's name",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. support-desk", "autocomplete": "off"}),
+    )  # fmt: skip
     intent = forms.ChoiceField(
         choices=[(CHECK, CHECK), (REGISTER, REGISTER)], initial=REGISTER, required=False
     )
@@ -101,6 +110,7 @@ class SuiteForm(forms.Form):
         self.suite: Suite | None = None
         self.problems: list[Problem] = []
         self.source_name = "pasted suite"
+        self.uploaded = ""  # the uploaded file's name, as the member's computer gave it
         self.text = ""
         self.translation: Translation | None = None  # another tool's file, translated
         self.translated_text = ""
@@ -149,7 +159,7 @@ class SuiteForm(forms.Form):
                     "file", f"The file is {upload.size:,} bytes; the limit is {MAX_BYTES:,}."
                 )
                 return None
-            self.source_name = upload.name
+            self.source_name = self.uploaded = upload.name
             return upload.read()
         text = cleaned.get("yaml_text") or ""
         if not text.strip():
@@ -172,14 +182,26 @@ class SuiteForm(forms.Form):
             message = "an evalpin results file is a baseline, not a suite: `evalsite import`"
             self.problems = [Problem(self.source_name, None, "", message)]
             return None
-        self.source_name = self.translation.suite_file
+        self.translation = self._named(self.translation)
+        self.source_name = self.translation.suite_file or self.source_name
         self.translated_text = render_suite(self.translation)
         return self.translated_text.encode("utf-8")
 
+    def _named(self, translation: Translation) -> Translation:
+        """The translated suite named as the member typed it, else after the uploaded file;
+        a pasted one keeps the name its tool gave it."""
+        stem = identifier(pathlib.PurePath(self.uploaded).stem, "") if self.uploaded else ""
+        wanted = (self.cleaned_data.get("name") or "").strip()
+        name = identifier(wanted, stem) if wanted else stem
+        if not name or translation.suite is None:
+            return translation
+        suite = {**translation.suite, "suite": name}
+        return dataclasses.replace(translation, suite=suite, suite_file=f"{name}.yaml")
+
     @property
     def wants_registration(self) -> bool:
-        registering = self.cleaned_data.get("intent") == self.REGISTER
-        return registering and self.suite is not None and self.translation is None
+        """Register: a suite that reads, another tool's translated as well (one click)."""
+        return self.cleaned_data.get("intent") == self.REGISTER and self.suite is not None
 
     def preview(self) -> SuiteForm:
         """The page after a translation: the translated YAML in the editor, to register as
@@ -229,8 +251,13 @@ class RunForm(forms.Form):
         error_messages={"min_value": REPEATS, "max_value": REPEATS, "invalid": REPEATS},
     )  # fmt: skip
     max_cost = CapField(label="Cap (USD)")
-    label = forms.SlugField(required=False, max_length=64)
+    label = forms.CharField(
+        required=False, max_length=MAX_LABEL,
+        widget=forms.TextInput(attrs={"placeholder": "e.g. demo first run", "autocomplete": "off"}),
+    )  # fmt: skip
     form_token = FormTokenField()
+    # the fields in the order the page shows them: the first with an error takes the focus
+    SHOWN = ("others", "replies", "judge", "repeats", "max_cost", "label")
 
     def __init__(self, *args, choices: list[str], defaults: list[str], judges=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -251,8 +278,41 @@ class RunForm(forms.Form):
             (model, self[f"pick_{i}"], self[f"order_{i}"]) for i, model in enumerate(self.choices)
         ]
 
+    def problems(self) -> list[tuple[str, str, str]]:
+        """(what, the id of its input or "", message) for every error, in the page's order:
+        what the estimate says it cannot estimate for."""
+        rows = [("Contestants", "", str(e)) for e in self.non_field_errors()]
+        for index, model in enumerate(self.choices):
+            for name in (f"pick_{index}", f"order_{index}"):
+                rows += [(f"Position of {model}", self[name].auto_id, str(e))
+                         for e in self[name].errors]  # fmt: skip
+        for name in self.SHOWN:
+            rows += [(str(self[name].label), self[name].auto_id, str(e)) for e in self[name].errors]
+        return rows
+
+    @property
+    def first_invalid(self) -> str:
+        """The name of the first field shown with an error ("" when none): it takes the focus."""
+        names = [f"order_{i}" for i in range(len(self.choices))] + list(self.SHOWN)
+        return next((name for name in names if self[name].errors), "")
+
+    def mark_invalid(self) -> None:
+        """Each input with an error says so (aria-invalid, described by its message); the
+        first one shown takes the focus when the page loads."""
+        for name in self.SHOWN:
+            if self[name].errors:
+                attrs = self.fields[name].widget.attrs
+                attrs["aria-invalid"], attrs["aria-describedby"] = (
+                    "true",
+                    f"{self[name].auto_id}_error",
+                )
+        first = self.first_invalid
+        if first in self.SHOWN and first != "judge":  # the judge's input and the positions
+            self.fields[first].widget.attrs["autofocus"] = True  # are written in the template
+
     def clean_label(self) -> str:
-        """The label by the rule of `evalsite run --label` (never one that hides a run id)."""
+        """The label by the rule of `evalsite run --label` (never one that hides a run id):
+        any words, as the command line takes them ("demo first run")."""
         label = self.cleaned_data["label"]
         if problem := label_problem(label):
             raise forms.ValidationError(problem)

@@ -165,7 +165,7 @@ def test_the_dashboard_and_queue_follow_the_calibration_run_not_the_latest_narro
     label_page = client.get(f"/label/{version.suite.name}/").content.decode()
 
     assert "lab-x" not in dashboard and lab_run.id not in dashboard
-    assert "insufficient_labels" in dashboard  # 4 labels of the whole run, not 1
+    assert "UNCALIBRATED: too few labels yet" in dashboard  # 4 labels of the whole run, not 1
     assert "0 of 4 pairs labelled" in label_page
 
 

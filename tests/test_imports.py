@@ -229,14 +229,15 @@ class AddSuitePageTests(TestCase):
     def setUp(self):
         self.client.force_login(self.user)
 
-    def _upload(self, path: Path, **headers):
+    def _upload(self, path: Path, intent: str = "register", **headers):
         with path.open("rb") as handle:
             upload = SimpleUploadedFile(path.name, handle.read())
-        data = {"file": upload, "intent": "register"}
+        data = {"file": upload, "intent": intent}
         return self.client.post(reverse("suite_new"), data, **headers)
 
     def test_an_evalblink_file_is_previewed_not_registered_then_registered_from_the_editor(self):
-        response = self._upload(FIXTURES / "evalblink" / "benchmark.yaml")
+        # "Check only" (or no JavaScript): the preview; Register on the upload registers at once
+        response = self._upload(FIXTURES / "evalblink" / "benchmark.yaml", intent="check")
         page = response.content.decode()
         assert response.status_code == 200 and "<html" in page
         assert "Translated from evalblink" in page
@@ -248,7 +249,7 @@ class AddSuitePageTests(TestCase):
             reverse("suite_new"), {"yaml_text": text, "intent": "register"}
         )
         assert registered.status_code == 302
-        assert registered["Location"] == "/suites/ticket-routing/"
+        assert registered["Location"] == "/suites/benchmark/"  # named after the uploaded file
 
     def test_the_htmx_check_of_an_upload_shows_the_translation_fragment(self):
         config = (
@@ -278,6 +279,6 @@ class AddSuitePageTests(TestCase):
     def test_an_evalpin_suite_with_replies_elsewhere_registers_as_an_upload(self):
         text = "case greet\nprompt: Greet Ana.\nexpect contains: Ana\n"
         upload = SimpleUploadedFile("suite.txt", text.encode())
-        response = self.client.post(reverse("suite_new"), {"file": upload, "intent": "register"})
+        response = self.client.post(reverse("suite_new"), {"file": upload, "intent": "check"})
         assert "Translated from evalpin" in response.content.decode()
         assert "read: evalpin" in response.context["form"].initial["yaml_text"]

@@ -248,5 +248,5 @@ def test_the_baseline_is_the_lowest_position_and_bad_choices_say_why(member):
 
 def test_the_dashboard_badges_a_suite_by_its_calibration_runs_calibration(run, member):
     page = member.get("/").content.decode()
-    assert "UNCALIBRATED: no_labels" in page and f"(run {run.id})" in page
+    assert "UNCALIBRATED: no labels yet" in page and f"(run {run.id})" in page
     assert f"/suites/{run.suite.name}/calibration/" in page

@@ -51,7 +51,7 @@ def test_the_card_comes_first_with_the_headline_and_each_candidates_figures(memb
     assert page.index('id="summary"') < page.index('id="run-details"')
     assert page.index('id="summary"') < page.index('<section id="calibration"')
     assert "Headline" in card and "UNCALIBRATED" not in card
-    assert "Calibration gate <code>ok</code>" in card
+    assert "Calibration gate: calibrated — " in card
     for name, rate, interval, flips, schema in (
         (CANDIDATE, "0.463", "[0.325, 0.613]", "3", "0.950 (n=40)"),
         (CONCISE, "0.575", "[0.400, 0.750]", "7", "0.900 (n=40)"),
@@ -73,7 +73,7 @@ def test_an_uncalibrated_run_says_which_gate_refused_and_what_labels_would_do(me
     card = _card(_page(member, run))
 
     assert "No headline: the win-rates are UNCALIBRATED" in card
-    assert "Refused by the calibration gate <code>below_floor</code>" in card
+    assert "Refused by the calibration gate: judge agreement below the floor — " in card
     assert "kappa 0.25 is below the floor 0.40" in card
     # the report's own labels_needed (23), not a figure the page worked out
     assert "Labels still needed: 23 more" in card and "12 labels so far" in card

@@ -538,12 +538,12 @@ class Run(models.Model):
     @property
     def headline(self) -> str:
         """The run's headline on one line, as `evalsite list` and every page show it: the
-        report's own (:func:`~evalsite.core.report.summary.headline_text`), or what state
-        a run without a report is in."""
+        measured (:func:`~evalsite.core.report.measured.measured`, as the run page's card
+        leads with it), or what state a run without a report is in."""
         if self.report:
-            from evalsite.core.report.summary import headline_text  # lazily, as above
+            from evalsite.core.report.measured import measured  # lazily, as above
 
-            return headline_text(self.report)
+            return measured(self.report).text
         if self.is_active:
             return "no report yet"
         return f"no report: {self.detail or self.status}"

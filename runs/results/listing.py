@@ -1,8 +1,11 @@
 """What `evalsite list` shows of a run: a plain row (its --json) and an aligned line.
 
-The headline is the run's own (:attr:`~runs.models.Run.headline`: the report's headline
-text, or what state a run without a report is in), the cost the run's spend as recorded on
-it and the age how long ago it started, as every page of the web shows them.
+The headline is the run's own (:attr:`~runs.models.Run.headline`): what the run measured
+(:func:`~evalsite.core.report.measured.measured`, as the run page's card leads with it: the
+win-rates when the calibration gate allows a headline, else UNCALIBRATED and why; for a run
+without pairwise judging its scorecard, matrix, pass^k or score), or what state a run without
+a report is in. The cost is the run's spend as recorded on it and the age how long ago it
+started, as every page of the web shows them.
 """
 
 from __future__ import annotations

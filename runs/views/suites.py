@@ -30,6 +30,7 @@ from runs.planning.launch import (
 from runs.planning.planner import PlanError
 from runs.planning.validation import BUSY, member_validation
 from runs.results.across import across_runs
+from runs.results.calibration import suite_calibration
 from runs.suite_files import suite_files
 
 
@@ -63,6 +64,10 @@ def _suite_new(request: HtmxHttpRequest, form: SuiteForm) -> HttpResponse:
         version, created = form.register(request.user)
         note = "Registered a new version of" if created else "Already registered:"
         messages.success(request, f"{note} {version.suite.name} ({version.short_hash}).")
+        if form.translation is not None and form.translation.untranslated:
+            count = len(form.translation.untranslated)
+            parts = f"{count} part{'s' if count > 1 else ''}"
+            messages.warning(request, f"{parts} of the file did not translate: see its YAML's top.")
         return redirect("suite_detail", name=version.suite.name)
     if form.translation is not None and not request.htmx:  # another tool's file: preview first
         return _suite_new_page(request, form.preview())
@@ -133,6 +138,7 @@ def _suite_context(
     the cases of ``page`` (a number from ``?page=``; the first when it is not one)."""
     return {
         "suite": suite,
+        "badge": suite_calibration(suite, brief=True),  # the dashboard's badge, in its words
         "version": version,
         "versions": suite.versions.select_related("created_by"),
         "parsed": version.parsed,
@@ -238,18 +244,24 @@ def run_new(request: HttpRequest, name: str, sha: str) -> HttpResponse:
 
 
 def _estimate(form: RunForm, version: SuiteVersion) -> dict:
+    """The plan and its estimate; or why there is none: the form's problems (`invalid`),
+    or the planner's refusal. Either way the form's invalid inputs are marked, the first
+    one focused; with none of them to fix, the launch button takes the focus (`refused`)."""
     if not form.is_valid():
-        return {"plan": None, "plan_error": "", "missing_keys": ""}
+        form.mark_invalid()
+        return {"plan": None, "plan_error": "", "missing_keys": "", "invalid": True}
     try:
         plan = plan_from_form(version, form.cleaned_data)
     except PlanError as error:
-        return {"plan": None, "plan_error": str(error), "missing_keys": ""}
+        return {"plan": None, "plan_error": str(error), "missing_keys": "", "refused": True}
+    missing_keys = missing_keys_message(plan)
     return {
         "plan": plan,
         "estimate": plan.estimate,
         "cap": plan.cap,
         "over_cap": plan.over_cap,
-        "missing_keys": missing_keys_message(plan),
+        "missing_keys": missing_keys,
+        "refused": bool(missing_keys),
     }
 
 

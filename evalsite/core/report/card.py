@@ -1,5 +1,7 @@
-"""The summary card at the top of a run's page: the headline or why there is none, each
-candidate's win-rate beside its schema-pass rate, the cost, and the warnings grouped.
+"""The summary card at the top of a run's page: it leads with what the run measured
+(:mod:`measured`: the win-rates and the headline or why there is none, each candidate's
+win-rate beside its schema-pass rate; or the scorecard, matrix, pass^k or score), then the
+cost and the warnings grouped.
 
 Every figure is read from the stored report and printed by :mod:`numbers` as everywhere
 else; nothing is recomputed. Text from the report goes through :func:`visible` (one line,
@@ -15,6 +17,7 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.report.document import Context
 from evalsite.core.report.judge_text import consistency_text, corrected_text
+from evalsite.core.report.measured import Measured, measured
 from evalsite.core.report.overview import win_rate_cell
 from evalsite.core.report.text import visible
 from evalsite.core.scoring.aggregate import TAG_FLOOR
@@ -52,7 +55,8 @@ class Card:
     eligible: bool
     status: str  # the run's, as reported ("done"; "cancelled" for a partial report)
     detail: str
-    judged: bool  # a judge ran: there are win-rates
+    judged: bool  # a judge ran
+    measured: Measured  # what the run measured: the card leads with it
     gate: str  # the calibration gate's status: "ok", "no_labels", "below_floor", …
     reason: str
     labels: int  # labels the kappa was measured over
@@ -80,6 +84,7 @@ def summary_card(report: Mapping[str, Any]) -> Card:
         status=visible(report.get("status") or "unknown"),
         detail=visible(report.get("detail"), MESSAGE_CHARS),
         judged=bool(report.get("judge")),
+        measured=measured(report),
         gate=visible(gate),
         reason=visible(cal.get("reason"), MESSAGE_CHARS),
         labels=int(cal.get("n") or 0),

@@ -1,7 +1,7 @@
 """The terminal summary of ``evalsite run`` and ``evalsite last`` (SPEC §13), from the
 stored report: the SPEC's lines (:func:`summary_lines`, which CI reads), then a table per
-contestant and the warnings (:func:`terminal_summary`), and the one-line headline
-``evalsite list`` shows (:func:`headline_text`).
+contestant and the warnings (:func:`terminal_summary`). The one-line headline of
+``evalsite list`` is :mod:`~evalsite.core.report.measured`'s, as the run page's.
 
 Text from the report is passed through :func:`~evalsite.core.report.text.visible`, so a
 name or a detail cannot move the cursor, recolour the terminal or reorder the line. Colour
@@ -27,16 +27,16 @@ from evalsite.core.report.matrix_section import (
     plain,
     score_from_text,
 )  # fmt: skip
+from evalsite.core.report.measured import UNCALIBRATED
 from evalsite.core.report.overview import cost_text
 from evalsite.core.report.text import visible
 from evalsite.core.scoring.aggregate import cases_text
 
 __all__ = [
-    "aligned", "contestant_table", "gate_lines", "headline_text", "matrix_lines", "summary_lines",
+    "aligned", "contestant_table", "gate_lines", "matrix_lines", "summary_lines",
     "terminal_summary", "warning_lines", "wants_colour",
 ]  # fmt: skip
 
-UNCALIBRATED = "UNCALIBRATED"
 ONE_CONTESTANT = "one contestant: no pairs, no win-rates (checks and pass rates only)"
 _STYLES = {"head": "1", "bad": "31", "warn": "33", "good": "32"}
 
@@ -149,31 +149,6 @@ def _win_rate_line(ctx: Context, name: str) -> str:
 
 def _interval(row: Mapping[str, Any]) -> str:
     return num.interval_or_reason(row)
-
-
-# --- the one-line headline of `evalsite list` -------------------------------------------------
-
-
-def headline_text(report: Mapping[str, Any]) -> str:
-    """The run's headline on one line: each candidate's win-rate with its interval when the
-    calibration gate lets it be a headline, else the refusal and why."""
-    ctx = Context.of(report)
-    if ctx.one_contestant:
-        return ONE_CONTESTANT
-    if not report.get("judge"):
-        return "no judge: no win-rates"
-    if not ctx.eligible:
-        cal = ctx.get("calibration")
-        reason = cal.get("reason") or cal.get("status") or "not calibrated"
-        return f"{UNCALIBRATED}: {visible(reason)}"
-    if not ctx.candidates:
-        return "no candidate has a win-rate"
-    rates = ctx.get("win_rates")
-    return "; ".join(
-        f"{visible(name)} {num.rate((rates[name] or {}).get('win_rate'))} "
-        f"{_interval(rates[name] or {})}"
-        for name in ctx.candidates
-    )
 
 
 # --- the table per contestant, and the warnings -----------------------------------------------

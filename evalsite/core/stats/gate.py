@@ -1,4 +1,6 @@
-"""Whether the judge's win-rates may headline, and how many labels would change that (§9)."""
+"""Whether the judge's win-rates may headline, and how many labels would change that (§9);
+and the words every page says a gate status, a stale kappa and a missing band in
+(:func:`gate_words`, :func:`band_words`), so no member reads a raw code."""
 
 from __future__ import annotations
 
@@ -12,6 +14,16 @@ GATE_STATUSES = (
     "no_labels", "kappa_undefined", "insufficient_labels", "below_floor", "below_lower_bound", "ok",
 )  # fmt: skip
 HALF_WIDTH = 0.10  # "labels needed for an interval of ±0.10"
+GATE_WORDS = {
+    "ok": "calibrated",
+    "no_labels": "no labels yet",
+    "kappa_undefined": "agreement not measurable yet",
+    "insufficient_labels": "too few labels yet",
+    "below_floor": "judge agreement below the floor",
+    "below_lower_bound": "judge agreement not yet sure enough",
+}
+NOT_CALIBRATED = "not calibrated"  # no gate was checked: no judge, a run without a report
+STALE = "stale: the judge changed"  # the kappa measured another judge configuration
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,21 @@ def labels_for_half_width(kappa: Kappa, interval: CaseInterval | None) -> int | 
     if kappa.kappa is None or not se or kappa.n == 0:
         return None
     return math.ceil((Z_95 * se * math.sqrt(kappa.n) / HALF_WIDTH) ** 2)
+
+
+def gate_words(status: str | None) -> str:
+    """A gate status in words (``below_floor``: "judge agreement below the floor";
+    ``stale``: a kappa of another judge configuration); any other, "not calibrated"."""
+    if status == "stale":
+        return STALE
+    return GATE_WORDS.get(str(status or ""), NOT_CALIBRATED)
+
+
+def band_words(band: str | None, *, low_n: bool = False) -> str:
+    """A kappa's Landis–Koch band, or why it has none (too few labels, or undefined)."""
+    if band:
+        return band
+    return "no band: too few labels" if low_n else "no band: kappa undefined"
 
 
 def _count(n: int) -> str:
