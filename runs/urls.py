@@ -3,7 +3,7 @@ the site's root."""
 
 from django.urls import path
 
-from runs.views import decisions, run_pages, suites
+from runs.views import decisions, pairs, run_pages, suites
 
 urlpatterns = [
     path("suites/", suites.suite_list, name="suite_list"),
@@ -18,8 +18,8 @@ urlpatterns = [
     path("runs/<str:run_id>/files/<str:name>", run_pages.run_file, name="run_file"),
     path("runs/<str:run_id>/media/<str:sha256>", run_pages.run_media, name="run_media"),
     path("runs/<str:run_id>/answers/", run_pages.answer_list, name="answer_list"),
-    path("runs/<str:run_id>/pairs/", run_pages.pair_list, name="pair_list"),
-    path("runs/<str:run_id>/pairs/<int:pair_id>/", run_pages.pair_detail, name="pair_detail"),
+    path("runs/<str:run_id>/pairs/", pairs.pair_list, name="pair_list"),
+    path("runs/<str:run_id>/pairs/<int:pair_id>/", pairs.pair_detail, name="pair_detail"),
     path("runs/<str:run_id>/decisions/", decisions.decision_new, name="decision_new"),
     path("compare/", run_pages.compare, name="compare"),
     path("decisions/", decisions.decision_list, name="decision_list"),

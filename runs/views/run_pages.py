@@ -1,5 +1,5 @@
 """A run's pages: live progress and cancel, the report, its files, the files its cases
-attach, the answers and pairs browsers, one pair side by side, and comparing two runs.
+attach, the answers browser, and comparing two runs (the pairs are in runs.views.pairs).
 
 Every list is paginated and filtered in SQL, and every aggregate comes from the stored report
 or one query, so a page never loads every row of a big run.
@@ -27,9 +27,9 @@ from evalsite.core.report.compare import compare_reports, regression_points
 from evalsite.core.report.html import render_sections
 from evalsite.htmx import HtmxHttpRequest
 from runs.forms import DecisionForm
-from runs.models import Answer, Judgement, Pair, Run
+from runs.models import Answer, Run
 from runs.results.case_diff import run_attempts
-from runs.results.media import NO_LOOK_MEDIA, case_files, download_name, files_by_case, served_file
+from runs.results.media import NO_LOOK_MEDIA, download_name, files_by_case, served_file
 from runs.results.progress import progress
 from runs.results.reporting import REPORT_FILES
 
@@ -184,56 +184,6 @@ def answer_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     }
     template = "runs/answer_list.html" + ("#answer-results" if request.htmx else "")
     return render(request, template, context)
-
-
-@require_GET
-@vary_on_headers("HX-Request")
-def pair_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    run = _get_run_or_404(run_id)
-    filters = _filters(request, ("task", "candidate", "excluded", "flips", "disagree"))
-    pairs = Pair.objects.filter(run=run).defer("baseline_sha", "candidate_sha")
-    if filters["task"]:
-        pairs = pairs.filter(task_id=filters["task"])
-    if filters["candidate"]:
-        pairs = pairs.filter(candidate_contestant=filters["candidate"])
-    if filters["excluded"] == "yes":
-        pairs = pairs.excluded()
-    elif filters["excluded"] == "no":
-        pairs = pairs.included()
-    if filters["flips"]:
-        pairs = pairs.filter(flip=True)
-    if filters["disagree"]:
-        pairs = pairs.disagreements()
-    page = Paginator(pairs.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {
-        "run": run,
-        "page": page,
-        "filters": filters,
-        "query": _query(filters),
-        "tasks": _tasks(run),
-        "candidates": run.contestants[1:],
-    }
-    template = "runs/pair_list.html" + ("#pair-results" if request.htmx else "")
-    return render(request, template, context)
-
-
-@require_GET
-def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse:
-    run = _get_run_or_404(run_id)
-    pair = get_object_or_404(
-        Pair.objects.select_related("baseline", "candidate"), run=run, pk=pair_id
-    )
-    judgements = {j.order: j for j in Judgement.objects.filter(pair=pair, kind="pair")}
-    context = {
-        "run": run,
-        "pair": pair,
-        "sides": [("Baseline", pair.baseline), ("Candidate", pair.candidate)],
-        "judgements": [judgements.get(1), judgements.get(2)],
-        "files": case_files(run, pair.task_id, pair.case_id),
-        "previous": Pair.objects.filter(run=run, pk__lt=pair.pk).order_by("-pk").first(),
-        "next": Pair.objects.filter(run=run, pk__gt=pair.pk).order_by("pk").first(),
-    }
-    return render(request, "runs/pair_detail.html", context)
 
 
 @require_GET
