@@ -6,6 +6,7 @@ when the two sides were sent the same, side by side when their variants differ."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from evalsite.core.judging import sent_messages
@@ -17,6 +18,10 @@ LONG_CHARS = 800
 LONG_LINES = 12
 
 
+def is_long(text: str) -> bool:
+    return len(text) > LONG_CHARS or text.count("\n") >= LONG_LINES
+
+
 @dataclass(frozen=True)
 class Message:
     role: str
@@ -25,12 +30,12 @@ class Message:
 
     @property
     def long(self) -> bool:
-        return len(self.text) > LONG_CHARS or self.text.count("\n") >= LONG_LINES
+        return is_long(self.text)
 
 
 @dataclass(frozen=True)
 class Sent:
-    inputs: list[tuple[str, str]]  # the case's variables by name, as text
+    inputs: list[tuple[str, str, bool]]  # the case's variables: name, text, whether long
     baseline: list[Message]
     candidate: list[Message]
 
@@ -53,7 +58,7 @@ def pair_sent(run: Run, pair: Pair) -> Sent | None:
         ]
     except ValueError:
         return None
-    inputs = [(name, _shown(value)) for name, value in case.vars.items()]
+    inputs = [(name, text, is_long(text)) for name, text in _texts(case.vars)]
     baseline, candidate = ([_message(m) for m in side] for side in sides)
     return Sent(inputs, baseline, candidate)
 
@@ -62,5 +67,7 @@ def _message(message: dict) -> Message:
     return Message(message["role"], message_text(message), len(message_media(message)))
 
 
-def _shown(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+def _texts(variables: Mapping[str, object]) -> Iterator[tuple[str, str]]:
+    for name, value in variables.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+        yield name, shown

@@ -48,11 +48,12 @@ def test_the_pair_page_shows_the_case_inputs_and_the_messages_sent_once_when_the
     assert html.count("Ticket: charged twice") == 1  # both sides were sent it: shown once
 
 
-def test_a_long_message_starts_folded():
+def test_a_long_message_and_a_long_input_start_folded():
     run = _run()
     html = _page(run, make_pair(run, "triage", "long"))
     folded = html.split('id="pair-sent"')[1].split("</section>")[0]
     assert "<details><summary><strong>user</strong>" in folded
+    assert '<dd><details><summary class="muted">' in folded  # the long input too
 
 
 def test_sides_sent_different_prompts_show_each_above_its_answer():
