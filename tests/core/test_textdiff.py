@@ -3,7 +3,7 @@ changes at word level, and a bound on how much is compared."""
 
 from __future__ import annotations
 
-from evalsite.core.textdiff import Piece, word_diff
+from evalsite.core.textdiff import RUN_WORDS, Piece, word_diff
 
 
 def _side(pieces, drop: str) -> str:
@@ -37,3 +37,22 @@ def test_a_huge_answer_is_compared_up_to_the_bound_and_says_so():
 def test_empty_texts():
     assert word_diff("", "").pieces == ()
     assert word_diff("", "new words").pieces == (Piece("ins", "new words"),)
+
+
+def test_lines_are_matched_first_and_only_the_changed_lines_word_by_word():
+    old = "Steps:\n1. open the panel\n2. press reset\n3. wait\n"
+    new = "Steps:\n1. open the panel\n2. press restart\n3. wait\n"
+    diff = word_diff(old, new)
+    assert diff.pieces == (
+        Piece("same", "Steps:\n1. open the panel\n2. press "),
+        Piece("del", "reset\n"),
+        Piece("ins", "restart\n"),
+        Piece("same", "3. wait\n"),
+    )
+
+
+def test_a_changed_run_too_long_to_compare_word_by_word_is_shown_whole():
+    old = " ".join(f"w{i}" for i in range(RUN_WORDS + 1))
+    new = old.replace("w7 ", "seven ")
+    diff = word_diff(old, new)
+    assert diff.pieces == (Piece("del", old), Piece("ins", new))
