@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import math
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -318,15 +319,26 @@ def record(user, assignment: Assignment, choice: str, note: str, mode: str) -> L
     return label
 
 
-def undo_last(suite: Suite, user) -> Assignment | None:
-    """Delete this member's latest label in the suite; the assignment to show again."""
+@dataclass(frozen=True)
+class Undone:
+    """The label an undo deleted: its pair's assignment (to show again) and the choice as
+    the member made it (left, tie or right)."""
+
+    assignment: Assignment | None
+    choice: str
+
+
+def undo_last(suite: Suite, user) -> Undone | None:
+    """Delete this member's latest label in the suite; None when there is none."""
     label = Label.objects.filter(suite=suite, labeller=user).order_by("-updated_at", "-pk").first()
     if label is None:
         return None
     content = content_of(label)
+    choice = seen_as(label.prefer, baseline_on_left(user, tuple(content.values())))
     label.delete()
     refresh_human(suite, content)
-    return Assignment.objects.filter(suite=suite, labeller=user, **content).first()
+    assignment = Assignment.objects.filter(suite=suite, labeller=user, **content).first()
+    return Undone(assignment, choice)
 
 
 def skip(assignment: Assignment) -> None:
@@ -348,6 +360,47 @@ def progress(
     labelled = {tuple(key) for _, *key in labels if tuple(key) in present}
     mine = {tuple(key) for who, *key in labels if who == user.pk and tuple(key) in present}
     return {"pairs": total, "labelled": len(labelled), "mine": len(mine)}
+
+
+def why_empty(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) -> str:
+    """Why nothing waits for this member: no judged run, no pair to offer, pairs open for
+    other members (and for how long), pairs they skipped, or every pair has its labels.
+    Read only when the queue is empty, so a label costs no query for it."""
+    run = run or Run.objects.calibration_run(suite)
+    if run is None:
+        return "the suite has no judged run to label yet"
+    queue = offered(run, mode)
+    if not queue.keys:
+        if mode == TARGETED:
+            return "this run has no flips or judge–human disagreements to review"
+        return "this run has no judged pairs"
+    held = {queue.keys[pk] for pk in _waiting(suite, user, mode, run, busy=False)}
+    if held:
+        minutes = _reserved_minutes(suite, user, held)
+        pairs = f"the last {len(held)} pairs are" if len(held) > 1 else "the last pair is"
+        return f"{pairs} reserved for another member for {_count(minutes, 'more minute')}"
+    skipped = Assignment.objects.filter(
+        suite=suite, labeller=user, state=Assignment.State.SKIPPED
+    ).values_list(*CONTENT_FIELDS)
+    passed = sum(1 for key in skipped if tuple(key) in queue.present)
+    if passed:
+        return f"you skipped the {_count(passed, 'pair')} left"
+    return "every pair has the labels it needs"
+
+
+def _reserved_minutes(suite: Suite, user, held: set[tuple]) -> int:
+    """Whole minutes until the last of the `held` pairs, open for other members, is free."""
+    now = timezone.now()
+    opened = Assignment.objects.filter(
+        suite=suite, state=Assignment.State.SHOWN, updated_at__gt=now - SHOWN_FOR
+    ).exclude(labeller=user)
+    rows = opened.values_list("updated_at", *CONTENT_FIELDS)
+    last = max((row[0] for row in rows if tuple(row[1:]) in held), default=now)
+    return max(1, math.ceil((last + SHOWN_FOR - now).total_seconds() / 60))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def queue_count(user) -> int:

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from evalsite.core.calibration import SUITE_FILE
-from evalsite.core.judging import task_text
+from evalsite.core.judging import pair_rubric, task_text
 from evalsite.core.no_look import NO_LABELS
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
 from evalsite.htmx import AuthenticatedHtmxRequest, AuthenticatedHttpRequest
@@ -33,6 +33,7 @@ from runs.results.calibration import calibration_of, suite_calibration
 from runs.results.media import case_files
 
 MODES = (queue.SAMPLE, queue.TARGETED)
+SAID = {"left": "left better", "tie": "tie", "right": "right better"}  # a choice, in words
 
 
 @require_GET
@@ -86,11 +87,12 @@ def _act(request: HttpRequest, suite: Suite, mode: str):
     """Record, skip or undo; the offer to show next (None: the queue's next)."""
     action = request.POST.get("action", "label")
     if action == "undo":
-        assignment = queue.undo_last(suite, request.user)
-        if assignment is None:
+        undone = queue.undo_last(suite, request.user)
+        if undone is None:
             messages.info(request, "Nothing to undo.")
             return None
-        pair = queue.pair_for(assignment)
+        messages.info(request, f"undone: {SAID[undone.choice]}")
+        pair = queue.pair_for(undone.assignment) if undone.assignment else None
         return queue.offer(suite, request.user, pair, mode) if pair else None
     try:
         assignment, token_mode = queue.from_token(request.POST.get("token", ""), request.user)
@@ -102,10 +104,9 @@ def _act(request: HttpRequest, suite: Suite, mode: str):
     if action == "skip":
         queue.skip(assignment)
     elif request.POST.get("choice") in queue.CHOICES:
-        queue.record(
-            request.user, assignment, request.POST["choice"], request.POST.get("note", ""),
-            token_mode,
-        )  # fmt: skip
+        choice = request.POST["choice"]
+        queue.record(request.user, assignment, choice, request.POST.get("note", ""), token_mode)
+        messages.success(request, f"stored: {SAID[queue.CHOICES[choice]]} · u to undo")
     else:
         messages.error(request, "Choose Left (1), Tie (2) or Right (3).")
         return _offer_again(request, assignment, token_mode)
@@ -140,7 +141,7 @@ def _workspace(
         "choices": [] if request.htmx else _choices(suite),
     }
     if offer is None:
-        return context
+        return context | {"why": queue.why_empty(suite, request.user, mode, run)}
     pair = offer.pair
     sides = [pair.baseline, pair.candidate]
     if not offer.baseline_left:
@@ -157,6 +158,7 @@ def _workspace(
     prompts = [task_text(core, pair.task_id, pair.case_id, side.contestant) for side in sides]
     apart = prompts[0] != prompts[1]
     context |= {
+        "guide": _guide(core, pair.task_id),
         "task": "" if apart else prompts[0],
         "files": case_files(pair.run, pair.task_id, pair.case_id),  # the case's, not a side's
         "left": _blind(sides[0]) | {"prompt": prompts[0] if apart else ""},
@@ -165,6 +167,14 @@ def _workspace(
         "note": mine.note if mine else "",
     }
     return context
+
+
+def _guide(core, task_id: str) -> dict[str, str]:
+    """What the member labels by: the suite's labelling guidelines, else the judge's rubric
+    for the task (neither names a model, so the page stays blind)."""
+    if core.guidelines:
+        return {"title": "Labelling guidelines", "text": core.guidelines}
+    return {"title": "The judge's rubric", "text": pair_rubric(core, task_id)}
 
 
 def _blind(answer) -> dict:

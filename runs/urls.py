@@ -3,7 +3,7 @@ the site's root."""
 
 from django.urls import path
 
-from runs.views import answers, decisions, naming, run_pages, suites
+from runs.views import answers, decisions, naming, pairs, run_pages, suites
 
 urlpatterns = [
     path("suites/", suites.suite_list, name="suite_list"),
@@ -20,8 +20,8 @@ urlpatterns = [
     path("runs/<str:run_id>/label/", naming.run_rename, name="run_rename"),
     path("runs/<str:run_id>/answers/", answers.answer_list, name="answer_list"),
     path("runs/<str:run_id>/answers.csv", answers.answer_csv, name="answer_csv"),
-    path("runs/<str:run_id>/pairs/", run_pages.pair_list, name="pair_list"),
-    path("runs/<str:run_id>/pairs/<int:pair_id>/", run_pages.pair_detail, name="pair_detail"),
+    path("runs/<str:run_id>/pairs/", pairs.pair_list, name="pair_list"),
+    path("runs/<str:run_id>/pairs/<int:pair_id>/", pairs.pair_detail, name="pair_detail"),
     path("runs/<str:run_id>/decisions/", decisions.decision_new, name="decision_new"),
     path("compare/", run_pages.compare, name="compare"),
     path("decisions/", decisions.decision_list, name="decision_list"),

@@ -273,6 +273,12 @@ def sent_messages(
     return render_messages(suite, task_id, case_id, sent)
 
 
+def pair_rubric(suite: Suite, task_id: str) -> str:
+    """The rubric the judge compares a pair of the task by: the judge's, then the task's."""
+    rubric = suite.judge.rubric if suite.judge else ""
+    return "\n\n".join(r for r in (rubric, suite.task(task_id).rubric or "") if r.strip())
+
+
 def judge_call_params(suite: Suite) -> tuple[dict[str, Any], frozenset[str]]:
     """The judge's parameters and those its block sets itself (core.suite_params): what
     every judge call of the suite (pair, grade or recheck) is sent."""
@@ -296,8 +302,7 @@ def pair_requests(
     if suite.judge is None:
         raise ValueError("a suite without a judge block has no judge calls")
     task_id, case_id, repeat = key
-    task = suite.task(task_id)
-    rubric = "\n\n".join(r for r in (suite.judge.rubric, task.rubric or "") if r.strip())
+    rubric = pair_rubric(suite, task_id)
     prompts = [sent_messages(suite, task_id, case_id, name) for name in contestants]
     texts = [prompt_text(messages) for messages in prompts]
     media = [part for messages in prompts for part in prompt_media(messages)]

@@ -52,6 +52,15 @@ def _number(minimum: float | None = None, maximum: float | None = None) -> dict[
     return {"type": "number", **{k: v for k, v in bounds.items() if v is not None}}
 
 
+GUIDELINES_CHARS = 20_000
+_GUIDELINES = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": GUIDELINES_CHARS,
+    "x-message": f"must be text of 1 to {GUIDELINES_CHARS:,} characters",
+}
+
+
 def _exactly_one(*keys: str, message: str) -> dict[str, Any]:
     return {"oneOf": [{"required": [key]} for key in keys], "x-message": message}
 
@@ -422,6 +431,8 @@ SUITE_SCHEMA: dict[str, Any] = {
                 ),
             },
             "privacy": _object({"no_look": {"type": "boolean"}}),
+            # what a member labelling the suite's pairs reads beside them (docs/labelling.md)
+            "labelling": _object({"guidelines": _GUIDELINES}),
             "replies": _ref("path"),
             "labels": _ref("labels"),
             "labels_path": _ref("path"),

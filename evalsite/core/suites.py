@@ -154,6 +154,7 @@ class Suite:
     files: tuple[str, ...] = ()
     media: Mapping[str, MediaFile] = field(default_factory=dict, repr=False)
     no_look: bool = False  # privacy.no_look: no case data is ever written (docs/no-look.md)
+    guidelines: str = ""  # labelling.guidelines: read by members labelling its pairs
     warnings: tuple[Problem, ...] = ()
     variant_specs: Mapping[str, Variant] = field(default_factory=dict, repr=False)
     document: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -256,6 +257,7 @@ def _build(document: Mapping[str, Any], **fields: Any) -> Suite:
         labels=tuple(SuiteLabel.from_dict(label) for label in dict_items(document.get("labels"))),
         replies=as_type(document.get("replies"), str, None),
         no_look=as_type(as_type(document.get("privacy"), dict, {}).get("no_look"), bool, False),
+        guidelines=as_type(as_type(document.get("labelling"), dict, {}).get("guidelines"), str, ""),
         variant_specs=variants,
         document=document,
         **fields,

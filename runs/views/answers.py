@@ -28,7 +28,7 @@ from evalsite.htmx import HtmxHttpRequest
 from runs.models import Answer, Pair, Run
 from runs.results.exports import ANSWER_COLUMNS, answer_rows, csv_lines
 from runs.results.media import CaseFile, files_by_case
-from runs.views.run_pages import PAGE_SIZE, _filters, _get_run_or_404, _query, _tasks
+from runs.views.browsing import PAGE_SIZE, filter_query, filters_of, run_or_404, task_ids
 
 ANSWER_VERDICTS = {
     "passed": Q(passed=True),
@@ -68,8 +68,8 @@ class AnswerRow:
 @require_GET
 @vary_on_headers("HX-Request")
 def answer_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    run = _get_run_or_404(run_id)
-    filters = _filters(request, FILTERS)
+    run = run_or_404(run_id)
+    filters = filters_of(request, FILTERS)
     answers, search_error = _filtered(run, filters)
     answers = answers.defer("request", "exec_check", "parsed_json")
     page = Paginator(answers, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -80,8 +80,8 @@ def answer_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         "filters": filters,
         "search_error": search_error,
         "oob": request.htmx,  # the search's message goes beside its field, out of band
-        "query": _query(filters),
-        "tasks": _tasks(run),
+        "query": filter_query(filters),
+        "tasks": task_ids(run),
         "verdicts": list(ANSWER_VERDICTS),
         "views": VIEWS,
         "sorts": SORTS,
@@ -94,8 +94,8 @@ def answer_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 def answer_csv(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """The answers the browser shows for the same query string, every page of them, as the
     CLI's answer CSV (`evalsite report RUN --format csv`)."""
-    run = _get_run_or_404(run_id)
-    filters = _filters(request, FILTERS)
+    run = run_or_404(run_id)
+    filters = filters_of(request, FILTERS)
     answers, search_error = _filtered(run, filters)
     if search_error:
         return HttpResponse(f"{search_error}\n", status=400, content_type="text/plain")

@@ -1,6 +1,6 @@
 """A run's pages: live progress and cancel, the report, its files, the files its cases
-attach, the pairs browser, one pair side by side, and comparing two runs (the answers
-browser is runs/views/answers.py).
+attach, and comparing two runs (the answers browser is runs/views/answers.py, the pairs
+runs/views/pairs.py).
 
 Every list is paginated and filtered in SQL, and every aggregate comes from the stored report
 or one query, so a page never loads every row of a big run.
@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
@@ -29,13 +27,13 @@ from evalsite.core.report.compare import compare_reports, regression_points
 from evalsite.core.report.html import render_sections
 from evalsite.htmx import HtmxHttpRequest
 from runs.forms import DecisionForm
-from runs.models import Judgement, Pair, Run
+from runs.models import Run
 from runs.results.case_diff import run_attempts
-from runs.results.media import NO_LOOK_MEDIA, case_files, download_name, served_file
+from runs.results.media import NO_LOOK_MEDIA, download_name, served_file
 from runs.results.progress import progress
 from runs.results.reporting import REPORT_FILES
+from runs.views.browsing import run_or_404
 
-PAGE_SIZE = 50
 # An attached file is shown by the app's pages, never run in its origin: a sandboxed
 # document with no script, whatever the bytes (a PDF's JavaScript, an SVG-like image).
 # Any: Django takes True for a directive with no value, which django-stubs' type leaves out.
@@ -48,16 +46,10 @@ MEDIA_CSP: dict[str, Any] = {
 }
 
 
-def _get_run_or_404(run_id: str) -> Run:
-    return get_object_or_404(
-        Run.objects.select_related("suite_version__suite", "price_table", "created_by"), pk=run_id
-    )
-
-
 @require_GET
 @vary_on_headers("HX-Request")
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    run = _get_run_or_404(run_id)
+    run = run_or_404(run_id)
     context: dict[str, Any] = {
         "run": run,
         # a finished run's figures are in its report: no count over its rows
@@ -93,7 +85,7 @@ def _can_cancel(user, run: Run) -> bool:
 
 @require_POST
 def run_cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    run = _get_run_or_404(run_id)
+    run = run_or_404(run_id)
     if not (request.user.is_staff or run.created_by_id == request.user.pk):
         raise PermissionDenied("Only the member who started a run, or staff, can cancel it.")
     if request.POST.get("ask") and run.is_active and not run.cancel_requested:
@@ -122,7 +114,7 @@ def _owner_or_staff(user, run: Run) -> bool:
 def run_pin(request: HttpRequest, run_id: str) -> HttpResponse:
     """Pin this run as its suite's regression baseline (the `max_regression_points` gate):
     the member who started it, or staff (`evalsite baseline set` is the operator's)."""
-    run = _get_run_or_404(run_id)
+    run = run_or_404(run_id)
     if not _owner_or_staff(request.user, run):
         raise PermissionDenied("Only the member who started a run, or staff, can pin it.")
     try:
@@ -136,7 +128,7 @@ def run_pin(request: HttpRequest, run_id: str) -> HttpResponse:
 
 @require_GET
 def run_file(request: HttpRequest, run_id: str, name: str) -> FileResponse:
-    run = _get_run_or_404(run_id)
+    run = run_or_404(run_id)
     if name not in REPORT_FILES or not (run.report_dir / name).is_file():
         raise Http404("No such report file.")
     # Downloaded, never rendered in the app's origin: report.html is opened from disk.
@@ -148,7 +140,7 @@ def run_file(request: HttpRequest, run_id: str, name: str) -> FileResponse:
 def run_media(request: HttpRequest, run_id: str, sha256: str) -> HttpResponseBase:
     """A file the run's cases attach, by its hash: only one its suite version attaches,
     of a type evalsite sends, and never of a no-look run."""
-    run = _get_run_or_404(run_id)
+    run = run_or_404(run_id)
     if run.no_look:
         return HttpResponseNotFound(NO_LOOK_MEDIA, content_type="text/plain")
     media = served_file(run, sha256)
@@ -162,56 +154,6 @@ def run_media(request: HttpRequest, run_id: str, sha256: str) -> HttpResponseBas
     response["X-Content-Type-Options"] = "nosniff"
     response["Cache-Control"] = "private, max-age=86400"  # a hash's bytes never change
     return response
-
-
-@require_GET
-@vary_on_headers("HX-Request")
-def pair_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    run = _get_run_or_404(run_id)
-    filters = _filters(request, ("task", "candidate", "excluded", "flips", "disagree"))
-    pairs = Pair.objects.filter(run=run).defer("baseline_sha", "candidate_sha")
-    if filters["task"]:
-        pairs = pairs.filter(task_id=filters["task"])
-    if filters["candidate"]:
-        pairs = pairs.filter(candidate_contestant=filters["candidate"])
-    if filters["excluded"] == "yes":
-        pairs = pairs.excluded()
-    elif filters["excluded"] == "no":
-        pairs = pairs.included()
-    if filters["flips"]:
-        pairs = pairs.filter(flip=True)
-    if filters["disagree"]:
-        pairs = pairs.disagreements()
-    page = Paginator(pairs.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {
-        "run": run,
-        "page": page,
-        "filters": filters,
-        "query": _query(filters),
-        "tasks": _tasks(run),
-        "candidates": run.contestants[1:],
-    }
-    template = "runs/pair_list.html" + ("#pair-results" if request.htmx else "")
-    return render(request, template, context)
-
-
-@require_GET
-def pair_detail(request: HttpRequest, run_id: str, pair_id: int) -> HttpResponse:
-    run = _get_run_or_404(run_id)
-    pair = get_object_or_404(
-        Pair.objects.select_related("baseline", "candidate"), run=run, pk=pair_id
-    )
-    judgements = {j.order: j for j in Judgement.objects.filter(pair=pair, kind="pair")}
-    context = {
-        "run": run,
-        "pair": pair,
-        "sides": [("Baseline", pair.baseline), ("Candidate", pair.candidate)],
-        "judgements": [judgements.get(1), judgements.get(2)],
-        "files": case_files(run, pair.task_id, pair.case_id),
-        "previous": Pair.objects.filter(run=run, pk__lt=pair.pk).order_by("-pk").first(),
-        "next": Pair.objects.filter(run=run, pk__gt=pair.pk).order_by("pk").first(),
-    }
-    return render(request, "runs/pair_detail.html", context)
 
 
 @require_GET
@@ -241,16 +183,3 @@ def compare(request: HttpRequest) -> HttpResponse:
             "show": show,
         }
     return render(request, "runs/compare.html", context)
-
-
-def _filters(request: HttpRequest, names: tuple[str, ...]) -> dict[str, str]:
-    return {name: request.GET.get(name, "").strip()[:300] for name in names}
-
-
-def _query(filters: dict[str, str]) -> str:
-    """The active filters as a query string for the pagination links."""
-    return urlencode({key: value for key, value in filters.items() if value})
-
-
-def _tasks(run: Run) -> list[str]:
-    return [task["id"] for task in run.suite_version.tasks]
