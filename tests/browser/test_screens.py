@@ -295,7 +295,6 @@ def test_the_nav_is_shown_without_javascript(chromium, live_server, django_user_
         page.close()
 
 
-@pytest.mark.xfail(strict=True, reason="labelling layout lands with the labelling helper")
 def test_the_three_choices_are_within_the_first_screen(walk_data, page, live_server):
     suite, _ = walk_data
     log_in(page, live_server.url, "staff", PASSWORD)
