@@ -18,19 +18,19 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.report.charts import (
     MUTED,
-    _apart,
-    _f,
-    _finite,
-    _line,
-    _Plot,
-    _short_money,
-    _svg,
-    _text,
-    _ticks,
-    _wrap,
+    Plot,
+    apart,
+    axis_ticks,
     cost_rate_plot,
+    finite,
     money_ticks,
     no_data_svg,
+    px,
+    short_money,
+    svg_document,
+    svg_line,
+    svg_text,
+    wrap_label,
 )
 from evalsite.core.report.matrix import matrix_of
 
@@ -61,7 +61,7 @@ class RunPoint:
 
     @property
     def cost(self) -> str:
-        return "unpriced" if self.cost_usd is None else _short_money(self.cost_usd)
+        return "unpriced" if self.cost_usd is None else short_money(self.cost_usd)
 
 
 def run_points(run: str, when: str, report: Mapping[str, Any]) -> list[RunPoint]:
@@ -70,15 +70,15 @@ def run_points(run: str, when: str, report: Mapping[str, Any]) -> list[RunPoint]
     cells = {cell["contestant"]: cell for cell in matrix_of(report)[0]["cells"]}
     win_rates = report.get("win_rates") or {}
     eligible = report.get("headline_eligible") is True
-    rated = {n: r for n, r in win_rates.items() if _finite((r or {}).get("win_rate"))}
+    rated = {n: r for n, r in win_rates.items() if finite((r or {}).get("win_rate"))}
     figures = (
         [(n, WIN_RATE, r["win_rate"], _ci(r.get("ci"))) for n, r in rated.items()]
         if rated
-        else [(n, SCORE, c["score"], None) for n, c in cells.items() if _finite(c.get("score"))]
+        else [(n, SCORE, c["score"], None) for n, c in cells.items() if finite(c.get("score"))]
     )
     total = (report.get("totals") or {}).get("cost_if_uncached_usd")
     priced = all(cell.get("priced", True) for cell in cells.values())
-    run_cost = float(total) if priced and _finite(total) else None
+    run_cost = float(total) if priced and finite(total) else None
     return [
         RunPoint(
             run, when, name, measure, float(value), ci, _cost(cells.get(name)), eligible, run_cost
@@ -88,7 +88,7 @@ def run_points(run: str, when: str, report: Mapping[str, Any]) -> list[RunPoint]
 
 
 def _ci(ci: Any) -> tuple[float, float] | None:
-    if isinstance(ci, Sequence) and len(ci) == 2 and all(_finite(v) for v in ci):
+    if isinstance(ci, Sequence) and len(ci) == 2 and all(finite(v) for v in ci):
         return float(ci[0]), float(ci[1])
     return None
 
@@ -97,7 +97,7 @@ def _cost(cell: Mapping[str, Any] | None) -> float | None:
     if not cell or not cell.get("priced", True):
         return None
     cost = cell.get("cost_if_uncached_usd")
-    return float(cost) if _finite(cost) else None
+    return float(cost) if finite(cost) else None
 
 
 def _measured(points: Sequence[RunPoint]) -> tuple[str, list[RunPoint]]:
@@ -145,10 +145,10 @@ def runs_over_time_svg(points: Sequence[RunPoint]) -> str:
     runs = list(dict.fromkeys((p.run, p.when) for p in kept))
     if not runs:
         return no_data_svg(title, "no data (no finished run with a figure)")
-    plot = _Plot(0.5, len(runs) + 0.5, 0.0, 1.0, right=30)
+    plot = Plot(0.5, len(runs) + 0.5, 0.0, 1.0, right=30)
     body = plot.axes(
         [(i, str(i)) for i in range(1, len(runs) + 1)],
-        _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"),
+        axis_ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"),
         "run (oldest first; numbered in the legend)",
         measure + _flag(kept),
     )
@@ -162,18 +162,18 @@ def runs_over_time_svg(points: Sequence[RunPoint]) -> str:
     panel, bars = _run_costs(plot, [costs[run] for run in runs])
     lines = [
         f"{i}  {run} \u00b7 {when} \u00b7 "
-        + ("unpriced" if costs[(run, when)] is None else f"{_short_money(costs[(run, when)] or 0)}")
+        + ("unpriced" if costs[(run, when)] is None else f"{short_money(costs[(run, when)] or 0)}")
         for i, (run, when) in enumerate(runs, start=1)
     ]
     legend, height = _legend(panel, colours, lines + unplotted(points, scatter=False))
-    return _svg(title, plot.width, height, body + bars + legend)
+    return svg_document(title, plot.width, height, body + bars + legend)
 
 
-def _run_costs(plot: _Plot, costs: list[float | None]) -> tuple[_Plot, list[str]]:
+def _run_costs(plot: Plot, costs: list[float | None]) -> tuple[Plot, list[str]]:
     """A panel under ``plot``: each run's cost if uncached as a bar, an unpriced run as the
     word, never a bar at $0; the panel (the legend goes under it) and its marks."""
     top, y_ticks = money_ticks(max((c for c in costs if c is not None), default=0.0))
-    panel = _Plot(plot.x0, plot.x1, 0.0, top, height=plot.height + 150, top=plot.height + 20,
+    panel = Plot(plot.x0, plot.x1, 0.0, top, height=plot.height + 150, top=plot.height + 20,
                   right=plot.right)  # fmt: skip
     body = panel.axes(
         [(i, str(i)) for i in range(1, len(costs) + 1)],
@@ -183,12 +183,12 @@ def _run_costs(plot: _Plot, costs: list[float | None]) -> tuple[_Plot, list[str]
     )
     for i, cost in enumerate(costs, start=1):
         if cost is None:
-            body.append(_text(panel.x(i), panel.y(0) - 6, "unpriced", "middle"))
+            body.append(svg_text(panel.x(i), panel.y(0) - 6, "unpriced", "middle"))
             continue
         y = panel.y(cost)
         body.append(
-            f'<rect x="{_f(panel.x(i) - 10)}" y="{_f(y)}" width="20" '
-            f'height="{_f(panel.y(0) - y)}" fill="{MUTED}"/>'
+            f'<rect x="{px(panel.x(i) - 10)}" y="{px(y)}" width="20" '
+            f'height="{px(panel.y(0) - y)}" fill="{MUTED}"/>'
         )
     return panel, body
 
@@ -214,38 +214,38 @@ def cost_quality_svg(points: Sequence[RunPoint]) -> str:
         (plot.x(p.cost_usd or 0.0), plot.y(p.value) - 8, str(n))
         for n, p in enumerate(priced, start=1)
     ]
-    body += [_text(x, y, label) for x, y, label in _apart(numbered)]
+    body += [svg_text(x, y, label) for x, y, label in apart(numbered)]
     lines = [
         f"{n}  {p.run}: {p.contestant} {num.rate(p.value)} at {p.cost}"
         for n, p in enumerate(priced, start=1)
     ]
     legend, height = _legend(plot, colours, lines + unplotted(points, runs=False))
-    return _svg(title, plot.width, height, body + legend)
+    return svg_document(title, plot.width, height, body + legend)
 
 
-def _marks(plot: _Plot, x: float, point: RunPoint, colour: str) -> list[str]:
+def _marks(plot: Plot, x: float, point: RunPoint, colour: str) -> list[str]:
     marks = []
     if point.ci is not None:
         low, high = plot.y(point.ci[0]), plot.y(point.ci[1])
-        marks += [_line(x, low, x, high, colour), _line(x - 4, low, x + 4, low, colour)]
-        marks.append(_line(x - 4, high, x + 4, high, colour))
-    marks.append(f'<circle cx="{_f(x)}" cy="{_f(plot.y(point.value))}" r="4" fill="{colour}"/>')
+        marks += [svg_line(x, low, x, high, colour), svg_line(x - 4, low, x + 4, low, colour)]
+        marks.append(svg_line(x - 4, high, x + 4, high, colour))
+    marks.append(f'<circle cx="{px(x)}" cy="{px(plot.y(point.value))}" r="4" fill="{colour}"/>')
     return marks
 
 
-def _legend(plot: _Plot, colours: Mapping[str, str], lines: list[str]) -> tuple[list[str], int]:
+def _legend(plot: Plot, colours: Mapping[str, str], lines: list[str]) -> tuple[list[str], int]:
     """The colour of each contestant, then ``lines``, wrapped under the plot; and the
     chart's height with them."""
     chars = (plot.width - 60) // 7  # a generous 7 px a character at 12 px sans-serif
     y = plot.height + 4
     body = []
     for name, colour in colours.items():
-        body.append(f'<circle cx="26" cy="{_f(y - 4)}" r="4" fill="{colour}"/>')
-        for line in _wrap(name, chars - 4):
-            body.append(_text(38, y, line))
+        body.append(f'<circle cx="26" cy="{px(y - 4)}" r="4" fill="{colour}"/>')
+        for line in wrap_label(name, chars - 4):
+            body.append(svg_text(38, y, line))
             y += 16
     for text in lines:
-        for line in _wrap(text, chars):
-            body.append(_text(20, y, line))
+        for line in wrap_label(text, chars):
+            body.append(svg_text(20, y, line))
             y += 16
     return body, int(y + 6)

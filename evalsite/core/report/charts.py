@@ -30,37 +30,39 @@ CATEGORIES = ("baseline", "candidate", "tie")
 Ticks = Sequence[tuple[float, str]]
 
 
-def _f(value: float) -> str:
+def px(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _svg(title: str, width: int, height: int, body: Sequence[str]) -> str:
+def svg_document(title: str, width: int, height: int, body: Sequence[str]) -> str:
     return (
         f'<svg xmlns="{SVG_NS}" viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" role="img"><title>{esc(title)}</title>{"".join(body)}</svg>'
     )
 
 
-def _text(x: float, y: float, text: str, anchor: str = "start", extra: str = "") -> str:
+def svg_text(x: float, y: float, text: str, anchor: str = "start", extra: str = "") -> str:
     return (
-        f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}" fill="{INK}" {FONT}{extra}>'
+        f'<text x="{px(x)}" y="{px(y)}" text-anchor="{anchor}" fill="{INK}" {FONT}{extra}>'
         f"{esc(text, NAME_CHARS * 2)}</text>"
     )
 
 
-def _line(x1: float, y1: float, x2: float, y2: float, colour: str = INK, dash: bool = False) -> str:
+def svg_line(
+    x1: float, y1: float, x2: float, y2: float, colour: str = INK, dash: bool = False
+) -> str:
     dashed = ' stroke-dasharray="6 4"' if dash else ""
     return (
-        f'<line x1="{_f(x1)}" y1="{_f(y1)}" x2="{_f(x2)}" y2="{_f(y2)}" stroke="{colour}" '
+        f'<line x1="{px(x1)}" y1="{px(y1)}" x2="{px(x2)}" y2="{px(y2)}" stroke="{colour}" '
         f'stroke-width="1.5"{dashed}/>'
     )
 
 
 def no_data_svg(title: str, message: str = "no data") -> str:
-    return _svg(title, 360, 48, [_text(12, 28, f"{title}: {message}")])
+    return svg_document(title, 360, 48, [svg_text(12, 28, f"{title}: {message}")])
 
 
-def _finite(value: Any) -> TypeGuard[float]:
+def finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -73,7 +75,7 @@ def _nice_ceiling(value: float) -> float:
 
 
 @dataclass(frozen=True)
-class _Plot:
+class Plot:
     """A plot area of ``width`` × ``height`` with margins, over [x0, x1] × [y0, y1]."""
 
     x0: float
@@ -97,26 +99,29 @@ class _Plot:
 
     def axes(self, x_ticks: Ticks, y_ticks: Ticks, x_title: str, y_title: str) -> list[str]:
         bottom, left = self.y(self.y0), self.x(self.x0)
-        parts = [_line(left, bottom, self.x(self.x1), bottom), _line(left, bottom, left, self.top)]
+        parts = [
+            svg_line(left, bottom, self.x(self.x1), bottom),
+            svg_line(left, bottom, left, self.top),
+        ]
         for value, label in x_ticks:
             parts += [
-                _line(self.x(value), bottom, self.x(value), bottom + 5),
-                _text(self.x(value), bottom + 18, label, "middle"),
+                svg_line(self.x(value), bottom, self.x(value), bottom + 5),
+                svg_text(self.x(value), bottom + 18, label, "middle"),
             ]
         for value, label in y_ticks:
             parts += [
-                _line(left - 5, self.y(value), left, self.y(value)),
-                _text(left - 8, self.y(value) + 4, label, "end"),
+                svg_line(left - 5, self.y(value), left, self.y(value)),
+                svg_text(left - 8, self.y(value) + 4, label, "end"),
             ]
         middle_x = (left + self.x(self.x1)) / 2
         middle_y = (self.top + bottom) / 2
-        parts.append(_text(middle_x, self.height - 10, x_title, "middle"))
-        rotate = f' transform="rotate(-90 16 {_f(middle_y)})"'
-        parts.append(_text(16, middle_y, y_title, "middle", rotate))
+        parts.append(svg_text(middle_x, self.height - 10, x_title, "middle"))
+        rotate = f' transform="rotate(-90 16 {px(middle_y)})"'
+        parts.append(svg_text(16, middle_y, y_title, "middle", rotate))
         return parts
 
 
-def _ticks(low: float, high: float, steps: int, label: Callable[[float], str]) -> Ticks:
+def axis_ticks(low: float, high: float, steps: int, label: Callable[[float], str]) -> Ticks:
     values = [low + (high - low) * i / steps for i in range(steps + 1)]
     return [(value, label(value)) for value in values]
 
@@ -140,7 +145,7 @@ def _money_tick(step: float) -> Callable[[float], str]:
     return lambda value: f"${value:.{digits}f}"
 
 
-def _wrap(text: str, chars: int) -> list[str]:
+def wrap_label(text: str, chars: int) -> list[str]:
     """``text`` in lines of at most ``chars`` characters, broken at spaces where it can be
     and inside a word (a model name) where it must."""
     lines: list[str] = []
@@ -177,10 +182,10 @@ def _cost_points(ctx: Context) -> list[_Point]:
     for name in ctx.candidates:
         row = win_rates[name] or {}
         cost = (cards.get(name) or {}).get("cost") or {}
-        this_run = cost.get("usd") if _finite(cost.get("usd")) else None
+        this_run = cost.get("usd") if finite(cost.get("usd")) else None
         uncached = cost.get("if_uncached_usd")
-        x = uncached if _finite(uncached) else (this_run or 0.0)
-        if _finite(row.get("win_rate")):
+        x = uncached if finite(uncached) else (this_run or 0.0)
+        if finite(row.get("win_rate")):
             points.append(_Point(name, x, this_run, row["win_rate"], row.get("ci")))
     return points
 
@@ -203,17 +208,17 @@ def cost_vs_winrate_svg(report: Mapping[str, Any]) -> str:
         "cost if uncached of the candidate's answers (USD)",
         "win-rate" + flag,
     )
-    body.append(_line(plot.x(0), plot.y(0.5), plot.x(plot.x1), plot.y(0.5), MUTED, dash=True))
+    body.append(svg_line(plot.x(0), plot.y(0.5), plot.x(plot.x1), plot.y(0.5), MUTED, dash=True))
     for point in points:
         body += _point_marks(plot, point)
     marks = [
         (plot.x(point.x), plot.y(point.rate) - 8, str(number))
         for number, point in enumerate(points, start=1)
     ]
-    body += [_text(x, y, label) for x, y, label in _apart(marks)]
+    body += [svg_text(x, y, label) for x, y, label in apart(marks)]
     left_out = [point.name for point in rated if point.name in unpriced]
     legend, height = _legend(ctx, points, plot, left_out)
-    return _svg(title, plot.width, height, body + legend)
+    return svg_document(title, plot.width, height, body + legend)
 
 
 def _unpriced(report: Mapping[str, Any]) -> set[str]:
@@ -230,52 +235,52 @@ def money_ticks(top_cost: float) -> tuple[float, Ticks]:
     return top, [(value, money(value)) for value in values]
 
 
-def cost_rate_plot(top_cost: float, x_title: str, y_title: str) -> tuple[_Plot, list[str]]:
+def cost_rate_plot(top_cost: float, x_title: str, y_title: str) -> tuple[Plot, list[str]]:
     """A plot of a cost from $0 (x) against a rate from 0 to 1 (y), and its axes."""
     top, x_ticks = money_ticks(top_cost)
-    plot = _Plot(0.0, top, 0.0, 1.0, right=30)
-    return plot, plot.axes(x_ticks, _ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"), x_title, y_title)
+    plot = Plot(0.0, top, 0.0, 1.0, right=30)
+    return plot, plot.axes(x_ticks, axis_ticks(0.0, 1.0, 4, lambda v: f"{v:.2f}"), x_title, y_title)
 
 
-def _point_marks(plot: _Plot, point: _Point) -> list[str]:
+def _point_marks(plot: Plot, point: _Point) -> list[str]:
     x, y, ci = plot.x(point.x), plot.y(point.rate), point.ci
     marks = []
-    if ci and len(ci) == 2 and all(_finite(v) for v in ci):
+    if ci and len(ci) == 2 and all(finite(v) for v in ci):
         low, high = plot.y(ci[0]), plot.y(ci[1])
-        marks += [_line(x, low, x, high, ACCENT), _line(x - 4, low, x + 4, low, ACCENT)]
-        marks.append(_line(x - 4, high, x + 4, high, ACCENT))
-    marks.append(f'<circle cx="{_f(x)}" cy="{_f(y)}" r="5" fill="{ACCENT}"/>')
+        marks += [svg_line(x, low, x, high, ACCENT), svg_line(x - 4, low, x + 4, low, ACCENT)]
+        marks.append(svg_line(x - 4, high, x + 4, high, ACCENT))
+    marks.append(f'<circle cx="{px(x)}" cy="{px(y)}" r="5" fill="{ACCENT}"/>')
     return marks
 
 
 def _legend(
-    ctx: Context, points: list[_Point], plot: _Plot, unpriced: Sequence[str] = ()
+    ctx: Context, points: list[_Point], plot: Plot, unpriced: Sequence[str] = ()
 ) -> tuple[list[str], int]:
     """The legend under the plot, each candidate's name on a line of its own and its
     figures under it, then the ``unpriced`` candidates left out; and the chart's height."""
     chars = (plot.width - 60) // 7  # a generous 7 px a character at 12 px sans-serif
     y = plot.height + 4
-    body = [_line(20, y - 4, 44, y - 4, MUTED, dash=True)]
+    body = [svg_line(20, y - 4, 44, y - 4, MUTED, dash=True)]
     lines: list[tuple[int, str]] = [(52, f"baseline {ctx.baseline} (win-rate 0.5)")]
     for number, point in enumerate(points, start=1):
         interval = num.interval(point.ci) or "no interval"
-        this_run = _short_money(point.this_run) if point.this_run is not None else num.MISSING
+        this_run = short_money(point.this_run) if point.this_run is not None else num.MISSING
         lines.append((20, f"{number}  {point.name}"))
         lines.append(
             (44, f"win-rate {num.rate(point.rate)}{ctx.dagger} {interval} \u00b7 "
-                 f"{_short_money(point.x)} if uncached \u00b7 {this_run} this run")
+                 f"{short_money(point.x)} if uncached \u00b7 {this_run} this run")
         )  # fmt: skip
     if unpriced:
         count = f"{len(unpriced)} candidate{'s' if len(unpriced) != 1 else ''}"
         lines.append((20, f"{count} unpriced, not plotted: {', '.join(unpriced)}"))
     for x, text in lines:
-        for line in _wrap(text, chars - (x - 20) // 7):
-            body.append(_text(x, y, line))
+        for line in wrap_label(text, chars - (x - 20) // 7):
+            body.append(svg_text(x, y, line))
             y += LINE_HEIGHT + 2
     return body, int(y + 6)
 
 
-def _short_money(value: float) -> str:
+def short_money(value: float) -> str:
     """Dollars to two significant figures below a cent ($0.0013), else to the cent's
     hundredth ($0.0827): a legend's figure, read at a glance."""
     if value == 0:
@@ -285,7 +290,7 @@ def _short_money(value: float) -> str:
     return num.money(value, digits=1 - math.floor(math.log10(abs(value))))
 
 
-def _apart(labels: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
+def apart(labels: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
     """Point labels, top to bottom, each moved down until it overlaps none above it."""
     placed: list[tuple[float, float, str]] = []
     for x, y, text in sorted(labels, key=lambda label: (label[1], label[0], label[2])):
@@ -303,57 +308,57 @@ def kappa_curve_svg(report: Mapping[str, Any]) -> str:
     points = sorted(
         (p["n"], p["kappa"], p.get("ci"))
         for p in cal.get("curve") or []
-        if _finite(p.get("n")) and _finite(p.get("kappa"))
+        if finite(p.get("n")) and finite(p.get("kappa"))
     )
     if not points:
         return no_data_svg(title, "no data (no kappa yet)")
-    lows = [ci[0] for _, _, ci in points if ci and _finite(ci[0])]
+    lows = [ci[0] for _, _, ci in points if ci and finite(ci[0])]
     floor = cal.get("min_kappa")
-    y0 = min([0.0, *(k for _, k, _ in points), *lows, *([floor] if _finite(floor) else [])])
+    y0 = min([0.0, *(k for _, k, _ in points), *lows, *([floor] if finite(floor) else [])])
     top, x_ticks = _even_ticks(max(points[-1][0], 1), whole=True)
-    plot = _Plot(0.0, top, math.floor(y0 * 4) / 4, 1.0, right=90)
+    plot = Plot(0.0, top, math.floor(y0 * 4) / 4, 1.0, right=90)
     body = plot.axes(
         [(value, f"{value:.0f}") for value in x_ticks],
-        _ticks(plot.y0, 1.0, round((1.0 - plot.y0) * 4), lambda v: f"{v:.2f}"),
+        axis_ticks(plot.y0, 1.0, round((1.0 - plot.y0) * 4), lambda v: f"{v:.2f}"),
         "labels (n)",
         "kappa",
     )
-    banded = [(n, ci) for n, _, ci in points if ci and len(ci) == 2 and all(map(_finite, ci))]
+    banded = [(n, ci) for n, _, ci in points if ci and len(ci) == 2 and all(map(finite, ci))]
     if len(banded) >= 2:
         outline = [(n, ci[1]) for n, ci in banded] + [(n, ci[0]) for n, ci in reversed(banded)]
-        coords = " ".join(f"{_f(plot.x(n))},{_f(plot.y(v))}" for n, v in outline)
+        coords = " ".join(f"{px(plot.x(n))},{px(plot.y(v))}" for n, v in outline)
         body.append(f'<polygon points="{coords}" fill="{BAND}" fill-opacity="0.7"/>')
-    if _finite(floor):
-        body.append(_line(plot.x(0), plot.y(floor), plot.x(plot.x1), plot.y(floor), WARN, True))
-        body.append(_text(plot.x(plot.x1) + 6, plot.y(floor) + 4, f"floor {floor:.2f}"))
-    coords = " ".join(f"{_f(plot.x(n))},{_f(plot.y(k))}" for n, k, _ in points)
+    if finite(floor):
+        body.append(svg_line(plot.x(0), plot.y(floor), plot.x(plot.x1), plot.y(floor), WARN, True))
+        body.append(svg_text(plot.x(plot.x1) + 6, plot.y(floor) + 4, f"floor {floor:.2f}"))
+    coords = " ".join(f"{px(plot.x(n))},{px(plot.y(k))}" for n, k, _ in points)
     body.append(f'<polyline points="{coords}" fill="none" stroke="{ACCENT}" stroke-width="2"/>')
     body += [
-        f'<circle cx="{_f(plot.x(n))}" cy="{_f(plot.y(k))}" r="3" fill="{ACCENT}"/>'
+        f'<circle cx="{px(plot.x(n))}" cy="{px(plot.y(k))}" r="3" fill="{ACCENT}"/>'
         for n, k, _ in points
     ]
-    return _svg(title, plot.width, plot.height, body)
+    return svg_document(title, plot.width, plot.height, body)
 
 
 def confusion_svg(report: Mapping[str, Any]) -> str:
     """The 3×3 confusion matrix as a heat map: rows human, columns judge."""
     matrix = (report.get("calibration") or {}).get("confusion") or []
     title = "Confusion matrix: rows human, columns judge"
-    valid = len(matrix) == 3 and all(len(row) == 3 and all(map(_finite, row)) for row in matrix)
+    valid = len(matrix) == 3 and all(len(row) == 3 and all(map(finite, row)) for row in matrix)
     total = sum(sum(row) for row in matrix) if valid else 0
     if not total:
         return no_data_svg(title, "no data (no labels)")
     largest = max(max(row) for row in matrix)
     cell_w, cell_h, left, top = 90, 50, 110, 50
     body = [
-        _text(left + cell_w * 1.5, 18, "judge \u2192", "middle"),
-        _text(12, top - 10, "human \u2193"),
+        svg_text(left + cell_w * 1.5, 18, "judge \u2192", "middle"),
+        svg_text(12, top - 10, "human \u2193"),
     ]
     for col, name in enumerate(CATEGORIES):
-        body.append(_text(left + cell_w * (col + 0.5), top - 10, name, "middle"))
+        body.append(svg_text(left + cell_w * (col + 0.5), top - 10, name, "middle"))
     for row_index, (name, row) in enumerate(zip(CATEGORIES, matrix, strict=True)):
         y = top + row_index * cell_h
-        body.append(_text(left - 10, y + cell_h / 2 + 4, name, "end"))
+        body.append(svg_text(left - 10, y + cell_h / 2 + 4, name, "end"))
         for col, value in enumerate(row):
             x, share = left + col * cell_w, value / largest
             body.append(
@@ -362,7 +367,7 @@ def confusion_svg(report: Mapping[str, Any]) -> str:
             )
             colour = "#ffffff" if share > 0.5 else INK
             body.append(
-                f'<text x="{_f(x + cell_w / 2)}" y="{_f(y + cell_h / 2 + 5)}" '
+                f'<text x="{px(x + cell_w / 2)}" y="{px(y + cell_h / 2 + 5)}" '
                 f'text-anchor="middle" fill="{colour}" {FONT}>{num.count(value)}</text>'
             )
-    return _svg(title, left + 3 * cell_w + 20, top + 3 * cell_h + 20, body)
+    return svg_document(title, left + 3 * cell_w + 20, top + 3 * cell_h + 20, body)
