@@ -52,6 +52,7 @@ def test_keys_toast_undo_overlay_and_guidelines(guided_run, logged_in, live_serv
     page.keyboard.press("1")
     expect(page.locator("#label-toast")).to_have_text("stored: left better · u to undo")
     assert Label.objects.count() == 1
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling')")
     page.keyboard.press("u")
     expect(page.locator("#label-toast")).to_have_text("undone: left better")
     assert Label.objects.count() == 0

@@ -108,7 +108,9 @@ def test_the_form_launches_a_scripted_variant_run_with_a_judge_repeats_and_a_cap
 
         # the suite page lists the run near its top, done
         page.goto(f"{base}/suites/support-desk/")
-        listed = page.locator("#suite-runs tbody tr").filter(has_text=run_id)
+        listed = page.locator("#suite-runs tbody tr").filter(
+            has=page.locator(f"a[href*='{run_id}']")
+        )
         expect(listed).to_have_count(1)
         expect(listed.locator(".status")).to_have_text("Done")
         assert watch.problems == []

@@ -149,11 +149,11 @@ def test_launch_watch_read_review_decide_and_compare_in_the_browser(served, chro
         # the decision log lists it, linking to the run
         page.locator("nav[aria-label=Main]").get_by_role("link", name="Decisions").click()
         page.wait_for_url(f"{base}/decisions/")
-        row = page.locator("tbody tr").filter(has_text=run_id)
+        row = page.locator("tbody tr").filter(has=page.locator(f"a[href*='{run_id}']"))
         expect(row).to_have_count(1)
         expect(row).to_contain_text("needs more evidence")
         expect(row).to_contain_text(REASONING)
-        row.get_by_role("link", name=run_id).click()
+        row.locator(f"a[href*='{run_id}']").first.click()
         page.wait_for_url(run_url)
         expect(page.locator("#run-decisions article.decision")).to_have_count(1)
 

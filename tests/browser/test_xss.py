@@ -144,7 +144,7 @@ def test_every_page_shows_hostile_text_as_text_and_runs_none_of_it(
     shows(page, "main > p", MARKER)  # description
     assert TEMPLATE_SYNTAX in text and MARKDOWN_IMAGE in text and HX_TEXT in text
     shows(page, "details pre", MARKER)  # suite rubric, task system, prompt, rubric
-    shows(page, ".task td", MARKER)  # case vars
+    shows(page, "#cases td", MARKER)  # case vars
     shows(page, 'section:has(h2:has-text("Labels from the file")) td', MARKER)  # label note
     shows(page, ".tag", SHORT)  # the run's label
 
