@@ -14,6 +14,8 @@ import pytest
 
 from tests.engine.conftest import EVALSITE, ROOT, cli_env, evalsite, sqlite_rows
 
+pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+
 DEMO = "examples/support-desk.yaml"
 
 

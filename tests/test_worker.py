@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+
 ROOT = Path(__file__).resolve().parents[1]
 EVALSITE = Path(sys.executable).parent / "evalsite"
 ENQUEUE = "from django_q.tasks import async_task; async_task('os.makedirs', {path!r})"

@@ -26,7 +26,10 @@ from tests.engine.test_worker_kill import PLAN, descendants, wait_for
 BOUND_S = 30
 GRACE_S = 3  # EVALSITE_WORKER_STOP_GRACE_S for the busy cases (the default is 10)
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+pytestmark = [
+    pytest.mark.serial,  # kills and signals processes: alone, not beside xdist workers
+    pytest.mark.skipif(sys.platform != "linux", reason="reads /proc"),
+]
 
 
 def group_members(pgid: int) -> list[int]:

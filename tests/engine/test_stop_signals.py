@@ -29,6 +29,7 @@ from tests.engine.conftest import (
 from tests.engine.test_worker_kill import PLAN, descendants, wait_for
 from tests.test_worker_signals import Worker
 
+pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
 ACTIVE = ("queued", "running", "judging", "reporting")
 
 

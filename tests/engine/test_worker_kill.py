@@ -27,6 +27,7 @@ import pytest
 
 from tests.engine.conftest import EVALSITE, ROOT, LocalServer, cli_env, sqlite_rows, suite_text
 
+pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
 CASES = 30  # × 2 contestants = 60 answers, ~3 s of calls across two shards
 LEASE_S = 3
 FINAL = ("done", "failed", "cancelled", "refused", "aborted_over_budget")
