@@ -20,7 +20,7 @@ test:
 	.venv/bin/python -m pytest -q -m serial
 
 # The database tests again, on PostgreSQL with the Redis broker (CI's second leg), then the
-# multi-host soak's bounded form (tests/test_soak.py, docs/scale-out.md: about 3 minutes).
+# multi-host soak's bounded form (tests/ops/test_soak.py, docs/scale-out.md: about 3 minutes).
 test-pg:
 	@scripts/bootstrap dev
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
@@ -30,7 +30,7 @@ test-pg:
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
 	.venv/bin/python -m pytest -q -m "serial and not browser and not soak" tests --ignore=tests/core
-	EVALSITE_SOAK=1 .venv/bin/python -m pytest -q -m soak tests/test_soak.py
+	EVALSITE_SOAK=1 .venv/bin/python -m pytest -q -m soak tests/ops/test_soak.py
 
 # mypy with django-stubs: strict on evalsite/core, check_untyped_defs elsewhere (pyproject.toml).
 # Its Django plugin loads the settings, which make a data dir: one beside mypy's cache, never

@@ -2,9 +2,9 @@
 
 Before Django reads its settings it gives each pytest-xdist worker a data dir of its own
 (`<data dir>/<worker id>`: its own test database, secret key and reports) and, on the
-Redis broker, a Redis database of its own, so parallel workers never share a queue. It pins
-the secret key, so no test depends on the key a data dir happened to generate. After the
-settings are read it swaps PBKDF2 for the MD5 hasher: one PBKDF2 hash costs more than a
+Redis broker, a Redis database of its own, so parallel workers never share a queue. After
+the settings are read it pins the secret key, so no test depends on the key a data dir
+happened to generate, and swaps PBKDF2 for the MD5 hasher: one PBKDF2 hash costs more than a
 second on this machine and the tests make users by the dozen. pytest-django already gives
 each worker its own test database name on PostgreSQL.
 """
@@ -16,6 +16,20 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+# The helpers' asserts report their values as a test's own do (pytest rewrites test modules
+# and conftest.py files by itself, not the modules they import).
+HELPERS = (
+    "browser",
+    "cli",
+    "engine",
+    "factories",
+    "providers",
+    "report",
+    "sandbox",
+    "yaml_loaders",
+)
+pytest.register_assert_rewrite(*(f"tests.helpers.{name}" for name in HELPERS))
 
 TEST_SECRET_KEY = "tests-only-" + "k" * 50
 # Redis databases 0..15: the workers take 1 + their index; 13 belongs to the worker-kill
@@ -35,7 +49,6 @@ def worker_redis_url(url: str, worker: str) -> str:
 
 
 def _isolate_worker() -> None:
-    os.environ.setdefault("EVALSITE_SECRET_KEY", TEST_SECRET_KEY)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return
@@ -55,3 +68,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # This process only: an `evalsite` subprocess on a data dir of its own still makes and
+    # keeps its own key there, as the file-mode and serve tests check.
+    settings.SECRET_KEY = TEST_SECRET_KEY

@@ -17,7 +17,8 @@ def test_passwords_are_hashed_with_the_fast_hasher_under_pytest():
 
 
 def test_the_secret_key_is_pinned_not_read_from_the_data_dir():
-    assert os.environ.get("EVALSITE_SECRET_KEY", TEST_SECRET_KEY) == settings.SECRET_KEY
+    assert settings.SECRET_KEY == TEST_SECRET_KEY
+    assert (Path(settings.DATA_DIR) / "secret_key").read_text().strip() != TEST_SECRET_KEY
 
 
 def test_an_xdist_worker_has_a_data_dir_of_its_own():
