@@ -31,7 +31,7 @@ from tests.helpers.factories import (
     write_scripted_suite,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 SUITE = """\
 suite: sealed
@@ -169,6 +169,7 @@ def interrupted(tmp_path) -> tuple[Path, Run]:
     return path, run
 
 
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
 def test_a_no_look_run_whose_process_died_resumes_from_its_unchanged_file(interrupted):
     path, run = interrupted
     assert run.no_look and all(a.request["messages"] == [] for a in run.answers.all())
@@ -183,6 +184,7 @@ def test_a_no_look_run_whose_process_died_resumes_from_its_unchanged_file(interr
     assert not run.answers.exclude(text="").exists()
 
 
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
 def test_a_no_look_run_that_died_while_judging_answers_again_when_resumed(interrupted):
     path, run = interrupted
     Answer.objects.filter(run=run).update(status="done", output_tokens=3)
@@ -195,6 +197,7 @@ def test_a_no_look_run_that_died_while_judging_answers_again_when_resumed(interr
     assert run.answers.filter(status="done", passed__isnull=False).count() == 4
 
 
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
 def test_a_no_look_run_that_fails_keeps_and_logs_the_errors_type_and_place_not_its_text(
     interrupted, monkeypatch, caplog
 ):
@@ -260,6 +263,7 @@ def _command_source(folder: Path, lines: list) -> str:
     return json.dumps({"command": [sys.executable, "-c", script]})
 
 
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
 def test_cases_from_a_python_callable_run(tmp_path):
     (tmp_path / "tickets_source.py").write_text(PYTHON_SOURCE)
     path = _sourced(tmp_path, '{python: "tickets_source:cases"}')
@@ -275,6 +279,7 @@ def test_cases_from_a_python_callable_run(tmp_path):
     assert run.suite_version.parsed["tasks"][0]["cases"][0]["vars"] == {"who": "Ada"}
 
 
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
 def test_cases_from_a_command_run_in_a_no_look_run_and_its_resume_is_refused(tmp_path, capsys):
     path = _sourced(tmp_path, _command_source(tmp_path, LINES), privacy=True)
 

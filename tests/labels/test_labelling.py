@@ -18,7 +18,7 @@ from runs.models import Answer, Decision, Judgement, Label, Pair, PriceTable, Ru
 from runs.results.reporting import write_report
 from tests.helpers.factories import make_pair, make_run, make_suite_version, make_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 CASES = [f"c{i:02d}" for i in range(12)]
 SUITE = """\
@@ -231,6 +231,7 @@ def test_without_overlap_a_pair_goes_to_one_labeller(run):
     assert sum(keys.values()) == 24 and max(keys.values()) == 1
 
 
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
 def test_members_labelling_at_once_lose_nothing_and_duplicate_nothing(run):
     members = [make_user(username=f"m{i}") for i in range(4)]
     errors = []

@@ -119,7 +119,7 @@ def test_production_settings_pass_check_deploy(tmp_path):
     assert result.returncode == 0, result.stderr + result.stdout
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_the_configured_broker_round_trips_a_message():
     """Against the ORM broker by default, against Redis when EVALSITE_REDIS_URL is set."""
     from django_q.brokers import get_broker

@@ -13,7 +13,7 @@ import pytest
 from runs.models import PriceTable, Run
 from tests.helpers.factories import run_command
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 MODELS = (
     "openai/o3",
@@ -91,6 +91,7 @@ def test_the_dry_run_prints_the_notes_and_run_refuses_an_explicit_setting(tmp_pa
     assert "openai/gpt-5@cold: openai/gpt-5 takes no temperature other than 1" in err
 
 
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
 def test_the_report_lists_what_each_contestant_was_sent(tmp_path):
     path = write(tmp_path, ("openai/o3", "anthropic/claude-sonnet-4-5"))
     code, out, err = run_command("run", path, "--fake", "--max-cost", "5")

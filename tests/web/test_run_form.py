@@ -19,7 +19,7 @@ from runs.planning.launch import contestant_choices
 from tests.helpers.factories import make_price_table, make_run, make_suite_version, make_user
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 SUITE = """\
 suite: formy
