@@ -11,19 +11,26 @@ serve:
 	@scripts/bootstrap mcp
 	.venv/bin/evalsite serve$(serve_host)$(serve_port)
 
+# In parallel (pytest-xdist, one process per core, a test file's tests on one worker; each
+# worker has its own data dir: tests/helpers/plugin.py), then the `serial` tests alone.
 test:
 	@scripts/system-deps
 	@scripts/bootstrap dev
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n auto --dist loadfile -m "not serial"
+	.venv/bin/python -m pytest -q -m serial
 
 # The database tests again, on PostgreSQL with the Redis broker (CI's second leg), then the
-# multi-host soak's bounded form (tests/test_soak.py, docs/scale-out.md: about 3 minutes).
+# multi-host soak's bounded form (tests/ops/test_soak.py, docs/scale-out.md: about 3 minutes).
 test-pg:
 	@scripts/bootstrap dev
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
-	.venv/bin/python -m pytest -q -m "not browser and not soak" tests --ignore=tests/core
-	EVALSITE_SOAK=1 .venv/bin/python -m pytest -q -m soak tests/test_soak.py
+	.venv/bin/python -m pytest -q -n auto --dist loadfile \
+	  -m "not browser and not soak and not serial" tests --ignore=tests/core
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
+	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
+	.venv/bin/python -m pytest -q -m "serial and not browser and not soak" tests --ignore=tests/core
+	EVALSITE_SOAK=1 .venv/bin/python -m pytest -q -m soak tests/ops/test_soak.py
 
 # mypy with django-stubs: strict on evalsite/core, check_untyped_defs elsewhere (pyproject.toml).
 # Its Django plugin loads the settings, which make a data dir: one beside mypy's cache, never

@@ -8,7 +8,7 @@ while several runs go, and the invariants checked at the end (issue 20, docs/sca
 Needs root and iproute2 (namespaces, veth pairs, a bridge), PostgreSQL's server binaries and
 redis-server. It exits 0 when every invariant held and 3 hosts were not slower than 1, 1 when
 one failed, and 2 when it cannot run here (the reason on stderr). `--ci` is the bounded form
-CI's second leg runs (tests/test_soak.py): at most about three minutes in all.
+CI's second leg runs (tests/ops/test_soak.py): at most about three minutes in all.
 
 Traffic goes only to loopback and to the addresses of the namespaces it makes, on a private
 subnet (``--subnet``, default 10.213.7.0/24) that it refuses to use if anything on the

@@ -8,19 +8,7 @@ import tempfile
 
 import pytest
 
-from tests.browser.helpers import log_in
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, PageWatch, log_in
 
 
 def pytest_collection_modifyitems(items):
@@ -50,28 +38,6 @@ def chromium():
     finally:
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
         shutil.rmtree(profile, ignore_errors=True)
-
-
-class PageWatch:
-    """Collects what must never happen on a page: dialogs, CSP violations, foreign requests."""
-
-    def __init__(self, page, origin: str):
-        self.problems: list[str] = []
-        page.on("dialog", self._dialog)
-        page.on("console", self._console)
-        page.on("request", lambda request: self._request(request, origin))
-
-    def _dialog(self, dialog):
-        self.problems.append(f"dialog: {dialog.message}")
-        dialog.dismiss()
-
-    def _console(self, message):
-        if "Content Security Policy" in message.text or message.type == "error":
-            self.problems.append(f"console {message.type}: {message.text}")
-
-    def _request(self, request, origin: str):
-        if not request.url.startswith((origin, "data:", "about:")):
-            self.problems.append(f"request to {request.url}")
 
 
 @pytest.fixture

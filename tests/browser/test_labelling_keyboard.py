@@ -12,10 +12,9 @@ from django.test import override_settings
 
 from runs.models import Label, Run
 from runs.results.reporting import write_report
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, PageWatch
-from tests.browser.helpers import log_in
-from tests.factories import make_user
-from tests.test_labelling import run  # noqa: F401 - the fixture: a judged scripted run
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, PageWatch, log_in
+from tests.helpers.factories import make_user
+from tests.labels.test_labelling import run  # noqa: F401 - the fixture: a judged scripted run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "a-long-test-password"

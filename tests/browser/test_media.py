@@ -10,7 +10,7 @@ from django.urls import reverse
 from evalsite.core.suites import load_suite
 from runs.models import Pair, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from tests.browser.helpers import CSP_LISTENER, ROOT, execute_in_thread
+from tests.helpers.browser import CSP_LISTENER, ROOT, execute_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

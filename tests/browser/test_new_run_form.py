@@ -12,8 +12,7 @@ import sqlite3
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import PageWatch
-from tests.browser.helpers import ROOT, Served, log_in
+from tests.helpers.browser import ROOT, PageWatch, Served, log_in
 
 REPLIES = ROOT / "examples" / "support-desk.replies.yaml"
 BASELINE, CANDIDATE = "scripted/good", "scripted/sloppy@concise"

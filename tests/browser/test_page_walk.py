@@ -13,8 +13,8 @@ from django.contrib import admin
 from django.urls import get_resolver, reverse
 
 from runs.models import Decision, Pair, Run, SuiteVersion
-from tests.browser.helpers import ROOT, execute_in_thread, log_in
-from tests.factories import make_user
+from tests.helpers.browser import ROOT, execute_in_thread, log_in
+from tests.helpers.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,8 +14,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import PageWatch
-from tests.browser.helpers import EVALSITE, ROOT, Served, log_in, server_env
+from tests.helpers.browser import EVALSITE, ROOT, PageWatch, Served, log_in, server_env
 
 DEFAULTS = ("anthropic/claude-haiku-4-5", "google/gemini-2.5-flash")
 REASONING = "Kappa is below the floor: label more pairs before switching models."

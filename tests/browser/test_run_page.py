@@ -11,17 +11,17 @@ from evalsite.core.report import render_html
 from evalsite.core.suites import parse_suite
 from runs.models import PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from tests.browser.helpers import execute_in_thread
-from tests.core.report.conftest import make_report
-from tests.factories import make_run
-from tests.test_judging import SUITE, _replies
+from tests.engine.test_judging import SUITE, _replies
+from tests.helpers.browser import execute_in_thread
+from tests.helpers.factories import make_run
+from tests.helpers.report import make_report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WIDTH, HEIGHT = 1280, 800
 
 
 def _run(tmp_path) -> Run:
-    """tests.test_judging's judged run (scripted, no labels), executed off Playwright's loop."""
+    """tests.engine.test_judging's judged run (scripted, no labels), executed off Playwright's loop."""
     PriceTable.objects.ensure_default()
     replies = tmp_path / "replies.yaml"
     replies.write_text(_replies())

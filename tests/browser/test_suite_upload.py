@@ -5,7 +5,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from runs.models import PriceTable, SuiteVersion
-from tests.factories import small_suite_text
+from tests.helpers.factories import small_suite_text
 
 
 def test_problems_appear_by_line_as_you_type_and_the_fixed_suite_registers(

@@ -12,8 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Pair
-from tests.browser.conftest import PageWatch
-from tests.browser.helpers import (
+from tests.helpers.browser import (
     AUDIT_JS,
     CORPUS,
     CSP_LISTENER,
@@ -21,6 +20,7 @@ from tests.browser.helpers import (
     MARKER,
     SHORT,
     SUITE_NAME,
+    PageWatch,
     corpus_text,
     make_hostile_run,
     visible_text,

@@ -4,7 +4,7 @@ folder and a symbolic link inside it that points out are each a problem at the s
 line, which quotes no file's content and reads the same whether the outside file exists; a
 source uploaded in the browser (no folder) refers to no file at all. No database.
 
-``KINDS`` is every kind of reference of every format; tests/test_import_paths.py runs the
+``KINDS`` is every kind of reference of every format; tests/importers/test_import_paths.py runs the
 same kinds through the command line and the add-suite page."""
 
 from __future__ import annotations

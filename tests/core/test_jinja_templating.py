@@ -14,7 +14,7 @@ from evalsite.core import jinja
 from evalsite.core.plan import call_hash, plan_cells
 from evalsite.core.providers.fake import FakeProvider
 from evalsite.core.suites import Problem, Suite, SuiteError, parse_suite, render_messages
-from tests.test_cli import evalsite
+from tests.cli.test_console_script import evalsite
 
 JINJA = "suite: s\nversion: 1\ntemplating: jinja2\nmodels: [fake/small]\n"
 

@@ -1,8 +1,10 @@
 import asyncio
 import random
-import time
-from itertools import pairwise
+from types import SimpleNamespace
 
+import pytest
+
+from evalsite.core import pacing
 from evalsite.core.pacing import BACKOFF_CAP_S, RETRY_AFTER_CAP_S, Limits, ModelGate, backoff_delay
 
 
@@ -45,24 +47,37 @@ def test_a_run_is_queued_as_no_more_shards_than_its_limit_has_calls():
     assert Limits(8, 1).shards(4) == 1
 
 
-def test_the_gate_holds_concurrency_and_spaces_starts():
+def test_the_gate_holds_concurrency_and_spaces_starts(monkeypatch):
+    # The gate's clock stands still and its waits are recorded, not slept: the spacing is
+    # read from what the gate asks for, never measured on a shared machine.
+    waits: list[float] = []
+
+    async def recorded_sleep(delay: float) -> None:
+        waits.append(delay)
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(pacing, "time", SimpleNamespace(monotonic=lambda: 100.0))
+    monkeypatch.setattr(
+        pacing,
+        "asyncio",
+        SimpleNamespace(Semaphore=asyncio.Semaphore, Lock=asyncio.Lock, sleep=recorded_sleep),
+    )
     gate = ModelGate(Limits(max_concurrency=2, requests_per_minute=600))  # one start per 0.1 s
     in_flight = peak = 0
-    starts = []
 
     async def call():
         nonlocal in_flight, peak
         async with gate:
-            starts.append(time.monotonic())
             in_flight += 1
             peak = max(peak, in_flight)
-            await asyncio.sleep(0.05)
+            for _ in range(3):
+                await asyncio.sleep(0)  # the call is in flight while the others queue
             in_flight -= 1
 
     async def main():
         await asyncio.gather(*(call() for _ in range(5)))
 
     asyncio.run(main())
-    assert peak <= 2
-    gaps = [b - a for a, b in pairwise(starts)]
-    assert min(gaps) >= 0.09
+    assert peak == 2
+    # The first call starts at once; each later one waits its turn, 0.1 s after the one before.
+    assert waits == pytest.approx([0.1, 0.2, 0.3, 0.4])

@@ -19,7 +19,7 @@ from evalsite.core.providers.google import _usage as google_usage
 from evalsite.core.providers.openai import _usage as openai_usage
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import SuiteError, parse_suite
-from tests.core.providers.conftest import ENV, SCHEMA
+from tests.helpers.providers import ENV, SCHEMA
 
 HI = [{"role": "user", "content": "Hi"}]
 

@@ -26,7 +26,7 @@ from evalsite.core.providers.google import GoogleProvider
 from evalsite.core.providers.openai import compatible_provider, openai_provider
 from evalsite.core.suite_schema import MAX_TOKENS
 from evalsite.core.suites import parse_suite
-from tests.core.providers.conftest import ThreadedServer, call, fail, make_request
+from tests.helpers.providers import ThreadedServer, call, fail, make_request
 
 HUGE = 50 * 1024 * 1024  # what the server would send if the client read it all
 CHUNK = 64 * 1024

@@ -9,7 +9,7 @@ import pytest
 from evalsite.core import yamlsafe
 from evalsite.core.input_limits import MAX_BYTES, MAX_NODES
 from evalsite.core.yamlsafe import load_yaml
-from tests.conftest import yaml_problems
+from tests.helpers.yaml_loaders import yaml_problems
 
 BILLION_LAUGHS = b"""\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]

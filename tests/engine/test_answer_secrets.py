@@ -8,7 +8,7 @@ import pytest
 
 from runs.models import Answer, CachedResponse
 from runs.results.reporting import write_report
-from tests.engine.conftest import MockLLM, execute, make_endpoint, make_mock_prices, plan_run, reply
+from tests.helpers.engine import MockLLM, execute, make_endpoint, make_mock_prices, plan_run, reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,16 +11,9 @@ from django.db.models import Sum
 
 from runs.models import Answer, CachedResponse, Run
 from runs.results.progress import answer_totals
-from tests.engine.conftest import (
-    CALL_COST,
-    MockLLM,
-    error,
-    evalsite,
-    execute,
-    mock_run,
-    sqlite_rows,
-)
-from tests.factories import small_suite_text
+from tests.helpers.cli import evalsite, sqlite_rows
+from tests.helpers.engine import CALL_COST, MockLLM, error, execute, mock_run
+from tests.helpers.factories import small_suite_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from django.db.models import Sum
 
 from runs.engine import runner
 from runs.models import Answer, Run
-from tests.engine.conftest import MockLLM, error, execute, mock_run, reply, wait_until
+from tests.helpers.engine import MockLLM, error, execute, mock_run, reply, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,7 +17,7 @@ from evalsite.core.plan import WorstCase
 from evalsite.core.providers.base import refused
 from runs.engine import outcomes
 from runs.models import Answer, Run
-from tests.engine.conftest import (
+from tests.helpers.engine import (
     TOKENS_OUT,
     MockLLM,
     execute,

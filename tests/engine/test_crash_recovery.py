@@ -11,7 +11,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from runs.models import Answer, Run
-from tests.engine.conftest import MockLLM, answer_key, execute, mock_run
+from tests.helpers.engine import MockLLM, answer_key, execute, mock_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from runs.models import Answer, Run
-from tests.engine.conftest import MockLLM, execute, mock_run, reply
+from tests.helpers.engine import MockLLM, execute, mock_run, reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from runs.engine import local
 from runs.engine.local import Stop, execute_here
 from runs.models import Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from tests.factories import write_no_look_suite
+from tests.helpers.factories import write_no_look_suite
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the run executes on a thread
 

@@ -9,7 +9,7 @@ import pytest
 from evalsite.core.exitcodes import ExitCode
 from runs.models import Answer, Run
 from runs.planning.planner import PlanError
-from tests.engine.conftest import MockLLM, execute, make_endpoint, make_mock_prices, plan_run
+from tests.helpers.engine import MockLLM, execute, make_endpoint, make_mock_prices, plan_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,7 @@ from django.test import override_settings
 from evalsite.core.suites import load_suite
 from runs.models import Answer, Endpoint, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
-from tests.engine.conftest import execute, make_endpoint, make_mock_prices, reply
+from tests.helpers.engine import execute, make_endpoint, make_mock_prices, reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PNG = Path(__file__).resolve().parents[2] / "examples" / "multimodal" / "fixtures"

@@ -20,7 +20,7 @@ from evalsite.core.plan import worst_case
 from evalsite.core.pricing import MAX_USAGE_TOKENS, PriceRow, Usage, call_cost
 from evalsite.core.providers.base import MAX_REPLY_BYTES, Request
 from runs.models import Answer, Call, Endpoint, Run
-from tests.engine.conftest import (
+from tests.helpers.engine import (
     PRICE,
     TOKENS_IN,
     LocalServer,

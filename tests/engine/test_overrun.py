@@ -30,7 +30,7 @@ from evalsite.core.providers.fake import FakeProvider
 from evalsite.core.providers.scripted import ScriptedProvider
 from runs.engine import runner
 from runs.models import Answer, Endpoint, Run
-from tests.engine.conftest import (
+from tests.helpers.engine import (
     TOKENS_IN,
     TOKENS_OUT,
     LocalServer,
@@ -42,7 +42,7 @@ from tests.engine.conftest import (
     suite_text,
     wait_until,
 )
-from tests.factories import make_price_table
+from tests.helpers.factories import make_price_table
 
 CAP = Decimal("0.05")
 RATE = ("1", "1")  # $1 per million tokens: an honest call costs well under a thousandth

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from runs.engine import claims, runner
 from runs.models import Answer, Run
-from tests.engine.conftest import MockLLM, answer_key, execute, mock_run, suite_text, wait_until
+from tests.helpers.engine import MockLLM, answer_key, execute, mock_run, suite_text, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from django.db.models import Sum
 from runs.engine import runner
 from runs.models import Answer, Run
 from runs.results.progress import progress
-from tests.engine.conftest import CALL_COST, MockLLM, error, execute, mock_run, reply, wait_until
+from tests.helpers.engine import CALL_COST, MockLLM, error, execute, mock_run, reply, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fast_backoff")]
 
@@ -108,7 +108,7 @@ def test_progress_counts_cache_hits():
 def test_a_finished_judged_run_counts_its_judge_calls_not_its_answers():
     # `evalsite run` prints the final progress line after the run ended: it was
     # "12/12 answers" below the judging line it had already printed.
-    from tests.factories import make_judged_run
+    from tests.helpers.factories import make_judged_run
 
     run = make_judged_run(
         sides={("greet", "one"): ("candidate", "candidate"), ("greet", "two"): ("tie", "tie")}

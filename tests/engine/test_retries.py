@@ -7,7 +7,7 @@ import pytest
 
 from evalsite.core.pacing import MAX_ATTEMPTS
 from runs.models import Answer, Run
-from tests.engine.conftest import MockLLM, answer_key, error, execute, mock_run, reply
+from tests.helpers.engine import MockLLM, answer_key, error, execute, mock_run, reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fast_backoff")]
 

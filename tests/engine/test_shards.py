@@ -10,7 +10,8 @@ import pytest
 
 from runs.engine import tasks
 from runs.models import Answer, Judgement, Pair, Run
-from tests.engine.conftest import (
+from tests.engine.test_spend import run_shards_in_threads
+from tests.helpers.engine import (
     MockLLM,
     error,
     execute,
@@ -21,7 +22,6 @@ from tests.engine.conftest import (
     reply,
     suite_text,
 )
-from tests.engine.test_spend import run_shards_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

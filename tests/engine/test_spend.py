@@ -14,8 +14,9 @@ from evalsite.core.pricing import PriceRow
 from evalsite.core.providers.base import Request
 from runs.engine import runner
 from runs.models import Answer, Run
-from tests.engine.conftest import PRICE, MockLLM, evalsite, mock_run, reply, sqlite_rows
-from tests.factories import small_suite_text
+from tests.helpers.cli import evalsite, sqlite_rows
+from tests.helpers.engine import PRICE, MockLLM, mock_run, reply
+from tests.helpers.factories import small_suite_text
 
 CAP = Decimal("0.5")
 

@@ -13,22 +13,20 @@ from django.db.models import Sum
 from django.test import override_settings
 
 from runs.models import Answer
-from tests.engine.conftest import (
+from tests.engine.test_worker_kill import PLAN, descendants, wait_for
+from tests.helpers.cli import ROOT, cli_env, evalsite, sqlite_rows
+from tests.helpers.engine import (
     CALL_COST,
-    ROOT,
     LocalServer,
     MockLLM,
-    cli_env,
-    evalsite,
     execute,
     mock_run,
-    sqlite_rows,
     suite_text,
     wait_until,
 )
-from tests.engine.test_worker_kill import PLAN, descendants, wait_for
-from tests.test_worker_signals import Worker
+from tests.ops.test_worker_signals import Worker
 
+pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
 ACTIVE = ("queued", "running", "judging", "reporting")
 
 

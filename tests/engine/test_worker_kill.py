@@ -25,8 +25,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.engine.conftest import EVALSITE, ROOT, LocalServer, cli_env, sqlite_rows, suite_text
+from tests.helpers.cli import EVALSITE, ROOT, cli_env, sqlite_rows
+from tests.helpers.engine import LocalServer, suite_text
 
+pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
 CASES = 30  # × 2 contestants = 60 answers, ~3 s of calls across two shards
 LEASE_S = 3
 FINAL = ("done", "failed", "cancelled", "refused", "aborted_over_budget")

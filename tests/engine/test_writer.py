@@ -9,7 +9,7 @@ from django.db import OperationalError
 
 from runs.engine import writer
 from runs.models import Answer, Run
-from tests.engine.conftest import MockLLM, execute, mock_run
+from tests.helpers.engine import MockLLM, execute, mock_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

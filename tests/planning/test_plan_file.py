@@ -9,7 +9,7 @@ import pytest
 from evalsite.core.suites import load_suite
 from runs.planning.planner import RunOptions
 from runs.planning.start import plan_file
-from tests.factories import write_no_look_suite
+from tests.helpers.factories import write_no_look_suite
 
 
 @pytest.mark.django_db

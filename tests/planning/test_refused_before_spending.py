@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runs.models import Answer, PriceTable, Run
-from tests.factories import run_command
+from tests.helpers.factories import run_command
 
 pytestmark = pytest.mark.django_db
 

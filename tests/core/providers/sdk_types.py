@@ -31,8 +31,8 @@ from evalsite.core.providers import (
     Request,
     build_provider,
 )
-from tests.core.providers.conftest import ENV, call, fail, make_request, sent_json
 from tests.core.providers.test_media_parts import part as media_part
+from tests.helpers.providers import ENV, call, fail, make_request, sent_json
 
 __all__ = [
     "CONVERSATION", "SUITE_DEFAULTS", "answer", "conforms", "failure", "media", "media_part",

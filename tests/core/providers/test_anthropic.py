@@ -9,7 +9,7 @@ import httpx
 from evalsite.core.providers import build_provider
 from evalsite.core.providers.anthropic import DEFAULT_MAX_TOKENS, TOOL_NAME
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
-from tests.core.providers.conftest import ANTHROPIC_KEY, ENV, SCHEMA, call, make_request, sent_json
+from tests.helpers.providers import ANTHROPIC_KEY, ENV, SCHEMA, call, make_request, sent_json
 
 MODEL = "anthropic/claude-sonnet-4-5"
 

@@ -11,7 +11,7 @@ from evalsite.core.pricing import Usage
 from evalsite.core.providers import ErrorKind, ProviderError, Request, schema_instruction
 from evalsite.core.providers.base import clean_text, completion, estimate_tokens
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, with_schema_instruction
-from tests.core.providers.conftest import OPENAI_KEY, SCHEMA, make_request
+from tests.helpers.providers import OPENAI_KEY, SCHEMA, make_request
 
 
 def test_requests_normalise_messages_and_stop():

@@ -13,7 +13,7 @@ import pytest
 
 from evalsite.core.providers import EndpointConfig, ErrorKind, ProviderError, build_provider
 from evalsite.core.providers.command import child_environment, command_variable
-from tests.core.providers.conftest import OPENAI_KEY, make_request
+from tests.helpers.providers import OPENAI_KEY, make_request
 
 SCRIPT = """\
 import json, os, sys, time

@@ -9,7 +9,8 @@ import pytest
 
 from evalsite.core.providers import EndpointConfig, ErrorKind, ProviderError, build_provider
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
-from tests.core.providers.conftest import (
+from tests.core.providers.test_openai import chat
+from tests.helpers.providers import (
     ENDPOINT_KEY,
     ENV,
     OPENROUTER_KEY,
@@ -19,7 +20,6 @@ from tests.core.providers.conftest import (
     make_request,
     sent_json,
 )
-from tests.core.providers.test_openai import chat
 
 ENDPOINTS = {
     "local-vllm": EndpointConfig(

@@ -35,7 +35,6 @@ from anthropic.types.message_create_params import MessageCreateParamsNonStreamin
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.pricing import Usage
 from evalsite.core.providers import ErrorKind, build_provider
-from tests.core.providers.conftest import ENV, SCHEMA, call, make_request, sent_json
 from tests.core.providers.sdk_types import (
     CONVERSATION,
     SUITE_DEFAULTS,
@@ -49,6 +48,7 @@ from tests.core.providers.sdk_types import (
     sent_body,
     sent_for_suite,
 )
+from tests.helpers.providers import ENV, SCHEMA, call, make_request, sent_json
 
 MODEL = "anthropic/claude-sonnet-4-5"
 # The SDK's request type names no sampling parameter since its 1.0 (its MIGRATION.md:

@@ -22,7 +22,6 @@ from google.genai import types
 
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.pricing import Usage
-from tests.core.providers.conftest import SCHEMA
 from tests.core.providers.sdk_types import (
     CONVERSATION,
     SUITE_DEFAULTS,
@@ -32,6 +31,7 @@ from tests.core.providers.sdk_types import (
     sent_body,
     sent_for_suite,
 )
+from tests.helpers.providers import SCHEMA
 
 MODEL = "google/gemini-2.5-flash"
 # The generateContent request body's fields (Gemini API reference, models.generateContent)

@@ -26,7 +26,6 @@ from openai.types.shared import ErrorObject
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.pricing import Usage
 from evalsite.core.providers import ErrorKind, ProviderError
-from tests.core.providers.conftest import SCHEMA
 from tests.core.providers.sdk_types import (
     CONVERSATION,
     SUITE_DEFAULTS,
@@ -40,6 +39,7 @@ from tests.core.providers.sdk_types import (
     sent_body,
     sent_for_suite,
 )
+from tests.helpers.providers import SCHEMA
 
 MODEL = "openai/gpt-4.1-mini"
 LOOSE_SCHEMA = {"type": "object", "properties": {"category": {"type": "string"}}}

@@ -15,7 +15,7 @@ from evalsite.core.providers import ErrorKind, build_provider
 from evalsite.core.report.build import AnswerRow
 from evalsite.core.scoring.scorecard import Criterion, score_answer
 from tests.core.providers import test_anthropic, test_google, test_openai
-from tests.core.providers.conftest import ENV, call, fail, make_request
+from tests.helpers.providers import ENV, call, fail, make_request
 
 OPENAI = "openai/o3"
 ANTHROPIC = "anthropic/claude-opus-4-1"

@@ -23,8 +23,8 @@ from evalsite.core.providers.fake import (
 from evalsite.core.providers.fake_json import is_valid
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
 from evalsite.core.scoring.grading import parse_grade
-from tests.core.providers.conftest import SCHEMA, make_request
 from tests.core.providers.test_fake_json import random_schema
+from tests.helpers.providers import SCHEMA, make_request
 
 MODEL = "fake/small"
 

@@ -6,7 +6,7 @@ import httpx
 
 from evalsite.core.providers import ErrorKind, build_provider
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
-from tests.core.providers.conftest import (
+from tests.helpers.providers import (
     ENV,
     GOOGLE_KEY,
     SCHEMA,

@@ -14,7 +14,8 @@ import pytest
 from evalsite.core.providers import ErrorKind, build_provider
 from evalsite.core.providers.http_errors import parse_retry_after
 from tests.core.providers import test_anthropic, test_google, test_openai
-from tests.core.providers.conftest import (
+from tests.core.providers.test_compatible import ENDPOINTS
+from tests.helpers.providers import (
     ANTHROPIC_KEY,
     ENDPOINT_KEY,
     ENV,
@@ -26,7 +27,6 @@ from tests.core.providers.conftest import (
     make_request,
     raw,
 )
-from tests.core.providers.test_compatible import ENDPOINTS
 
 
 def anthropic_text(text: str) -> httpx.Response:

@@ -20,7 +20,7 @@ from evalsite.core.media import BlobStore, describe
 from evalsite.core.plan import call_hash
 from evalsite.core.providers import ErrorKind, ProviderError, Request, build_provider
 from evalsite.core.providers.command import command_variable
-from tests.core.providers.conftest import ENV, call, sent_json
+from tests.helpers.providers import ENV, call, sent_json
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDED = ROOT / "tests" / "fixtures" / "requests"

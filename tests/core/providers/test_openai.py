@@ -8,7 +8,7 @@ import pytest
 from evalsite.core.providers import build_provider
 from evalsite.core.providers.openai import strict_compatible
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
-from tests.core.providers.conftest import (
+from tests.helpers.providers import (
     ENV,
     OPENAI_KEY,
     SCHEMA,

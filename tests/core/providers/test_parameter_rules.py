@@ -11,7 +11,7 @@ from evalsite.core.providers import build_provider
 from evalsite.core.providers.base import Request
 from evalsite.core.providers.capabilities import fit, param_rules
 from evalsite.core.suites import parse_suite
-from tests.core.providers.conftest import ENV
+from tests.helpers.providers import ENV
 
 SAMPLING = {"temperature": 0, "top_p": 0.9, "stop": ("###",), "max_tokens": 300}
 OPENAI_REASONING = (

@@ -15,7 +15,7 @@ import pytest
 
 from evalsite.core.providers import ErrorKind, ProviderError, make_client
 from evalsite.core.providers.openai import compatible_provider
-from tests.core.providers.conftest import ThreadedServer, make_request
+from tests.helpers.providers import ThreadedServer, make_request
 
 CHAT = {
     "id": "chatcmpl-1",

@@ -20,7 +20,7 @@ from evalsite.core.providers.fake import FakeProvider
 from evalsite.core.providers.google import GoogleProvider
 from evalsite.core.providers.openai import ChatCompletionsProvider
 from evalsite.core.providers.scripted import ScriptedProvider
-from tests.core.providers.conftest import ENV
+from tests.helpers.providers import ENV
 
 ENDPOINTS = {
     "local-vllm": EndpointConfig(

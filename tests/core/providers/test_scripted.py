@@ -16,7 +16,7 @@ from evalsite.core.providers import (
     ScriptedReplies,
     build_provider,
 )
-from tests.core.providers.conftest import make_request
+from tests.helpers.providers import make_request
 
 REPLIES = """\
 good:

@@ -7,7 +7,7 @@ import base64
 import re
 
 from evalsite.core.report.html import CSP, EMBED_MAX_BYTES, Attachment, render_html
-from tests.core.report.conftest import XSS_CORPUS, make_report
+from tests.helpers.report import XSS_CORPUS, make_report
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 40
 

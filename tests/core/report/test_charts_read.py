@@ -10,7 +10,7 @@ import pytest
 
 from evalsite.core.report import cost_vs_winrate_svg, kappa_curve_svg
 from evalsite.core.report.card import group_warnings
-from tests.core.report.conftest import BASELINE, CANDIDATE, CONCISE, make_report
+from tests.helpers.report import BASELINE, CANDIDATE, CONCISE, make_report
 
 NS = "{http://www.w3.org/2000/svg}"
 CHAR_PX = 7  # at most, at 12 px sans-serif (the charts' own budget)

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from evalsite.core.report import Comparison, compare_reports
-from tests.core.report.conftest import BASELINE, CANDIDATE, CONCISE, make_report
+from tests.helpers.report import BASELINE, CANDIDATE, CONCISE, make_report
 
 
 def _regressed(comparison: Comparison, points: float) -> list[tuple[str, str]]:

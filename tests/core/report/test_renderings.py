@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from evalsite.core.report import render_html, render_markdown
-from tests.core.report.conftest import CONCISE, VARIANTS, make_report
+from tests.helpers.report import CONCISE, VARIANTS, make_report
 
 SECTIONS = [
     "Run", "Calibration", "Win-rates", "Matrix", "Scorecard", "Per task", "Per tag", "What changed",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalsite.core.report import summary_lines
-from tests.core.report.conftest import CANDIDATE, CONCISE, make_report
+from tests.helpers.report import CANDIDATE, CONCISE, make_report
 
 HEAD = [
     "run 20261130T052720Z_51aa5390  (support-desk)",

@@ -19,7 +19,7 @@ from evalsite.core.report import (
     summary_lines,
 )
 from evalsite.core.report.html import CSP, STYLE
-from tests.core.report.conftest import VARIANTS, XSS_CORPUS, make_report, outside_code, poisoned
+from tests.helpers.report import VARIANTS, XSS_CORPUS, make_report, outside_code, poisoned
 
 SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
 ALL = "".join(XSS_CORPUS)

@@ -17,7 +17,7 @@ from evalsite.core.scoring.sandbox import (
     detect_sandbox,
 )
 from evalsite.core.suites import load_suite
-from tests.core.scoring.conftest import block, no_processes_left
+from tests.helpers.sandbox import block, no_processes_left
 
 EXAMPLES = pathlib.Path(__file__).parents[3] / "examples"
 

@@ -25,8 +25,9 @@ from evalsite.core.scoring.sandbox import (
     MemoryCgroups,
     find_memory_cgroups,
 )
-from tests.core.scoring.conftest import block, next_check_works, running_processes
+from tests.helpers.sandbox import block, next_check_works, running_processes
 
+pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
 RUN_BASH = {"run": 'bash "$ANSWER"', "timeout_s": 30}
 RUN_PYTHON = {"run": 'python3 "$ANSWER"', "timeout_s": 30}
 MiB = 1024**2

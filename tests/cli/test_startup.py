@@ -1,0 +1,68 @@
+"""The verbs that serve no pages start without the web: `evalsite validate` and `evalsite run`
+import no view, no URLconf and no MCP server, and validate no numpy and no report builder
+(the URL system checks imported all of them, through labels.queue and runs.results.calibration)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers.cli import cli_env
+
+ROOT = Path(__file__).resolve().parents[2]
+WEB = ("evalsite.urls", "evalsite.views", "labels.views", "lab.views", "runs.views")
+MCP = ("evalsite.mcp", "mcp")
+RUN_ONLY = (
+    "numpy",
+    "evalsite.core.report.build",
+    "evalsite.core.stats",
+    "runs.results.calibration",
+)
+# Runs a verb as the console script does, then lists every module it imported.
+PROBE = """
+import sys
+from evalsite.console import main
+try:
+    main(sys.argv[2:])
+finally:
+    open(sys.argv[1], "w").write("\\n".join(sorted(sys.modules)))
+"""
+TWO_FAKES = (
+    "suite: tiny\nversion: 1\nmodels: [fake/small, fake/large]\n"
+    "tasks:\n  - id: one\n    prompt: hi\n    cases: [{id: a}]\n"
+)
+
+
+def imported_by(tmp_path: Path, *args: str) -> set[str]:
+    listing = tmp_path / "modules.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(listing), *args],
+        cwd=ROOT,
+        env=cli_env(tmp_path / "data"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(listing.read_text().split())
+
+
+def under(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(f"{p}.") for p in packages))
+
+
+def test_validate_imports_no_view_no_mcp_no_numpy_and_no_report_builder(tmp_path):
+    modules = imported_by(tmp_path, "validate", "examples/support-desk.yaml")
+
+    assert under(modules, WEB + MCP + RUN_ONLY) == []
+
+
+def test_a_run_imports_no_view_and_no_mcp(tmp_path):
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TWO_FAKES)
+
+    modules = imported_by(tmp_path, "run", str(suite), "--fake")
+
+    assert "evalsite.core.report.build" in modules  # it did run to its report
+    assert under(modules, WEB + MCP) == []

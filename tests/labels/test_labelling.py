@@ -1,0 +1,429 @@
+"""Blind labelling (SPEC §10.2-10.4): the queue, blindness, the label flow, overlap for a
+second labeller, concurrency, targeted review, and labels in and out as YAML."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+
+import pytest
+from django.db import close_old_connections
+from django.test import Client, override_settings
+
+from evalsite.core.judging import judge_config
+from evalsite.core.suites import parse_suite
+from labels.queue import baseline_on_left
+from runs.models import Answer, Decision, Judgement, Label, Pair, PriceTable, Run
+from runs.results.reporting import write_report
+from tests.helpers.factories import make_pair, make_run, make_suite_version, make_user
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+CASES = [f"c{i:02d}" for i in range(12)]
+SUITE = """\
+suite: blind
+version: 1
+models: [scripted/base, scripted/cand]
+judge: {{model: scripted/judge, calibration: {{min_kappa: 0.4, min_labels: 4}}}}
+tasks:
+  - id: alpha
+    prompt: "Question {{{{q}}}}"
+    cases: [{cases}]
+  - id: beta
+    prompt: "Other question {{{{q}}}}"
+    cases: [{cases}]
+"""
+
+
+VERDICTS = {  # the judge's sides in order 1 and order 2
+    "candidate": ("candidate", "candidate"),
+    "baseline": ("baseline", "baseline"),
+    "flip": ("baseline", "candidate"),
+}
+
+
+@pytest.fixture
+def run() -> Run:
+    """A finished, judged run of the suite, made from rows (no engine): in each task the
+    cases go candidate wins, baseline wins, a flip, in turn."""
+    PriceTable.objects.ensure_default()
+    cases = ", ".join(f"{{id: {c}, vars: {{q: '{c}'}}}}" for c in CASES)
+    version = make_suite_version(SUITE.format(cases=cases))
+    loaded = parse_suite(version.yaml_text.encode(), filename="blind.yaml", origin="upload")
+    run = make_run(
+        suite_version=version, contestants=["scripted/base", "scripted/cand"],
+        judge=judge_config(loaded, "scripted/judge"), status=Run.Status.DONE,
+        report={"headline_eligible": False},
+    )  # fmt: skip
+    for t in ("alpha", "beta"):
+        for i, c in enumerate(CASES):
+            kind = ("candidate", "baseline", "flip")[i % 3]
+            texts = (f"base says {t} {c}", f"cand says {t} {c}")
+            make_pair(run, t, c, texts=texts, sides=VERDICTS[kind])
+    return run
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _token(html: str) -> str:
+    return re.search(r'name="token" value="([^"]+)"', html).group(1)
+
+
+def _label(client: Client, choice: str = "left", note: str = "", **extra) -> str:
+    """Label the pair on screen; returns the next page's HTML."""
+    page = client.get("/label/blind/").content.decode()
+    response = client.post(
+        "/label/blind/", {"token": _token(page), "choice": choice, "note": note}, **extra
+    )
+    return response.content.decode()
+
+
+# --- blindness ---------------------------------------------------------------------------------
+
+
+def test_the_page_reveals_no_model_verdict_cost_or_id_and_not_which_side_is_the_baseline(run):
+    members = [make_user(username="ann"), make_user(username="bob")]
+    forbidden = {"scripted/", "base", "cand", "judge", "$", " ms", "baseline", "candidate"}
+    answer_ids = set(Answer.objects.filter(run=run).values_list("pk", flat=True))
+    answer_ids |= set(Pair.objects.filter(run=run).values_list("pk", flat=True))
+    shapes, left_is_baseline = set(), Counter()
+    for member in members:
+        client = _client(member)
+        for pair in Pair.objects.filter(run=run).judged():
+            from labels.queue import offer
+
+            shown = offer(pair.run.suite, member, pair)
+            html = client.get(f"/label/blind/?token={shown.token}").content.decode()
+            body = html.split("<main>", 1)[1].split("</main>", 1)[0]
+            body = body.replace(pair.baseline.text, "ANSWER").replace(pair.candidate.text, "ANSWER")
+            body = re.sub(r'value="[^"]+" *>\s*<input type="hidden" name="mode"', "TOKEN", body)
+            body = re.sub(r"Question \S+|Other question \S+", "TASK", body)
+            body = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "CSRF", body)
+            body = re.sub(r"\d+ of \d+ pairs labelled · \d+ by you", "PROGRESS", body)
+            body = re.sub(r"(?s)<progress.*?</progress>", "BAR", body)
+            body = re.sub(r"(?s)<h2>Calibration.*?</section>", "PANEL", body)
+            # the block naming the calibration run shows run ids (never an answer's or a
+            # pair's) and nothing else that identifies a side
+            chooser = re.search(r'(?s)<form method="get" class="calibration-run".*?</form>', body)
+            assert chooser and run.id in chooser.group(0)
+            assert not set(re.findall(r"\d{8}T\d{6}Z_\w+", chooser.group(0))) - {run.id}
+            assert not any(word in chooser.group(0) for word in forbidden)
+            body = body.replace(chooser.group(0), "RUN")
+            for word in forbidden:
+                assert word not in body, word
+            numbers = {int(n) for n in re.findall(r"\d+", body)}
+            assert not {n for n in numbers if n >= 10} & answer_ids, (numbers, body)
+            shapes.add(body)
+            left_is_baseline[baseline_on_left(member, pair.content_key)] += 1
+    # every pair, for both members, renders to the same page once its texts are masked:
+    # nothing in text, attributes, order or hidden elements depends on the side
+    assert len(shapes) == 1
+    # and the sides themselves are mixed
+    assert left_is_baseline[True] > 10 and left_is_baseline[False] > 10
+
+
+def test_the_token_is_opaque_and_only_its_member_can_use_it(run):
+    ann, bob = make_user(username="ann"), make_user(username="bob")
+    page = _client(ann).get("/label/blind/").content.decode()
+    token = _token(page)
+
+    assert "blind" not in token and "scripted" not in token
+    stolen = _client(bob).post("/label/blind/", {"token": token, "choice": "left"}, **HTMX)
+    assert "not in your queue" in stolen.content.decode()
+    assert not Label.objects.exists()
+
+
+# --- the flow ----------------------------------------------------------------------------------
+
+
+def test_a_label_is_stored_as_baseline_or_candidate_from_the_members_sides(run):
+    ann = make_user(username="ann")
+    client = _client(ann)
+    page = client.get("/label/blind/").content.decode()
+    token = _token(page)
+
+    client.post("/label/blind/", {"token": token, "choice": "left", "note": "clearer"}, **HTMX)
+
+    label = Label.objects.get()
+    pair = Pair.objects.filter(run=run, task_id=label.task_id, case_id=label.case_id).first()
+    left_baseline = baseline_on_left(ann, pair.content_key)
+    assert label.prefer == ("baseline" if left_baseline else "candidate")
+    assert label.note == "clearer" and label.source == "browser" and label.mode == "sample"
+    assert (label.baseline_sha, label.candidate_sha) == (pair.baseline_sha, pair.candidate_sha)
+
+
+def test_one_response_brings_the_next_pair_the_progress_and_the_moving_calibration(run):
+    client = _client(make_user())
+    first = client.get("/label/blind/").content.decode()
+    after = _label(client, "tie", **HTMX)
+
+    assert after.strip().startswith('<div id="label-workspace"')
+    assert "1 of 24 pairs labelled · 1 by you" in after
+    assert _token(after) != _token(first)
+    assert "n = 1" in after and 'id="calibration-panel"' in after
+
+
+def test_a_double_submit_stores_one_label_and_a_member_can_change_it(run):
+    client = _client(make_user(username="ann"))
+    token = _token(client.get("/label/blind/").content.decode())
+
+    for _ in range(2):
+        client.post("/label/blind/", {"token": token, "choice": "left"}, **HTMX)
+    client.post("/label/blind/", {"token": token, "choice": "right"}, **HTMX)
+
+    label = Label.objects.get()
+    mirrored = {"baseline": "candidate", "candidate": "baseline"}
+    assert Label.objects.count() == 1
+    assert label.prefer in mirrored  # the third submit changed it to the other side
+    page = client.get(f"/label/blind/?token={token}").content.decode()
+    assert "You labelled this pair before: <strong>right</strong>" in page
+
+
+def test_skip_and_undo(run):
+    client = _client(make_user())
+    first = client.get("/label/blind/").content.decode()
+
+    skipped = client.post("/label/blind/", {"token": _token(first), "action": "skip"}, **HTMX)
+    labelled = _label(client, "left", **HTMX)
+    undone = client.post("/label/blind/", {"action": "undo"}, **HTMX).content.decode()
+
+    assert _token(skipped.content.decode()) != _token(first)
+    assert not Label.objects.exists()  # undo removed the one label
+    assert "0 of 24 pairs labelled" in undone and labelled
+
+
+def test_other_members_labels_are_never_shown_while_labelling(run):
+    # A name with a dot: random tokens on the page (CSRF, signed pair tokens) are base64 and
+    # can spell "ann" by chance, but never "ann.other".
+    ann, bob = make_user(username="ann.other"), make_user(username="bob")
+    with override_settings(EVALSITE_LABEL_OVERLAP=1.0):
+        _label(_client(ann), "left", note="ann-secret-note")
+        page = _client(bob).get("/label/blind/").content.decode()
+    assert "ann-secret-note" not in page
+    assert "ann.other" not in page.split("<main>", 1)[1]
+
+
+def test_the_overlap_share_goes_to_a_second_labeller_and_gives_human_human_kappa(run):
+    ann, bob = make_user(username="ann"), make_user(username="bob")
+    with override_settings(EVALSITE_LABEL_OVERLAP=1.0):
+        for member in (ann, bob):
+            client = _client(member)
+            for i in range(24):
+                _label(client, ("left", "right", "tie")[i % 3])
+        calibration = _client(ann).get("/suites/blind/calibration/").content.decode()
+    assert Label.objects.filter(labeller=ann).count() == 24
+    assert Label.objects.filter(labeller=bob).count() == 24
+    assert "ann~bob" in calibration and "Fleiss" in calibration
+
+
+def test_without_overlap_a_pair_goes_to_one_labeller(run):
+    ann, bob = make_user(username="ann"), make_user(username="bob")
+    with override_settings(EVALSITE_LABEL_OVERLAP=0.0):
+        for _ in range(12):
+            _label(_client(ann))
+            _label(_client(bob))
+    keys = Counter(Label.objects.values_list("task_id", "case_id", "baseline_sha", "candidate_sha"))
+    assert sum(keys.values()) == 24 and max(keys.values()) == 1
+
+
+@pytest.mark.django_db(transaction=True)  # a thread or process reads what it wrote
+def test_members_labelling_at_once_lose_nothing_and_duplicate_nothing(run):
+    members = [make_user(username=f"m{i}") for i in range(4)]
+    errors = []
+
+    def work(member):
+        try:
+            client = _client(member)
+            # 4 members × 4 labels + 4 pairs open at once leave slack in the 24 pairs for
+            # two members racing to the same pair (both may label it; the overlap share the
+            # secret key picks can be small): at 5 each the queue could run dry
+            for _ in range(4):
+                page = client.get("/label/blind/").content.decode()
+                token = _token(page)
+                for _ in range(2):  # and a double submit each time
+                    client.post("/label/blind/", {"token": token, "choice": "tie"}, **HTMX)
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+        finally:
+            close_old_connections()
+
+    with override_settings(EVALSITE_LABEL_OVERLAP=0.2):
+        threads = [threading.Thread(target=work, args=(m,)) for m in members]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    assert not errors
+    for member in members:
+        assert Label.objects.filter(labeller=member).count() == 4
+    per_member = Counter(
+        Label.objects.values_list("labeller_id", "task_id", "case_id", "baseline_sha")
+    )
+    assert max(per_member.values()) == 1
+
+
+# --- targeted review, the report, the dashboard --------------------------------------------------
+
+
+def test_targeted_review_offers_flips_and_its_labels_stay_out_of_the_headline_kappa(run):
+    client = _client(make_user())
+    page = client.get("/label/blind/?mode=targeted").content.decode()
+    token = _token(page)
+    client.post("/label/blind/", {"token": token, "choice": "tie", "mode": "targeted"}, **HTMX)
+
+    label = Label.objects.get()
+    assert label.mode == "targeted"
+    pair = Pair.objects.filter(run=run, task_id=label.task_id, case_id=label.case_id).first()
+    assert pair.flip is True
+    report = write_report(run)
+    assert report["calibration"]["n"] == 0 and report["calibration"]["labels_targeted"] == 1
+
+
+def test_a_report_built_after_labelling_uses_the_browser_labels(run):
+    client = _client(make_user())
+    for _ in range(6):
+        _label(client, "left")
+
+    report = write_report(Run.objects.get(pk=run.pk))
+
+    assert report["calibration"]["labels_used"]["browser"] == 6
+    assert report["calibration"]["n"] == 6
+    assert Pair.objects.filter(run=run).exclude(human="").count() == 6
+
+
+def test_the_dashboard_counts_the_members_queue(run):
+    client = _client(make_user())
+    assert "24</strong> pairs waiting" in client.get("/").content.decode()
+    _label(client)
+    assert "23</strong> pairs waiting" in client.get("/").content.decode()
+
+
+# --- labels in and out ------------------------------------------------------------------------
+
+
+def test_labels_export_as_suite_file_yaml_that_validates_and_import_back(run, tmp_path):
+    client = _client(make_user(username="ann"))
+    for choice in ("left", "right", "tie"):
+        _label(client, choice, note="why")
+    exported = client.get("/suites/blind/labels.yaml").content.decode()
+
+    suite_text = run.suite_version.yaml_text + exported
+    loaded = parse_suite(suite_text.encode(), filename="blind.yaml", origin="upload")
+    assert len(loaded.labels) == 3 and {lab.labeller for lab in loaded.labels} == {"ann"}
+
+    Label.objects.all().delete()
+    response = client.post("/suites/blind/labels/import/", {"yaml": exported})
+    assert response.status_code == 302
+    assert Label.objects.filter(source="import").count() == 3
+    assert set(Label.objects.values_list("labeller_name", flat=True)) == {"ann"}
+
+
+def test_a_bad_labels_file_names_every_problem_and_stores_nothing(run):
+    client = _client(make_user())
+    bad = (
+        "labels:\n"
+        "  - {task: alpha, case: c00, baseline: scripted/base, candidate: scripted/cand, prefer: maybe}\n"
+        "  - {task: alpha, case: nope, baseline: scripted/base, candidate: scripted/cand, prefer: tie}\n"
+        "  - {task: alpha, case: c01, baseline: scripted/base, candidate: scripted/cand, prefer: tie, extra: 1}\n"
+    )
+    response = client.post("/suites/blind/labels/import/", {"yaml": bad}, follow=True)
+    page = response.content.decode()
+    assert "labels[0]: prefer must be baseline, candidate or tie" in page
+    assert "labels[1]: run " in page and "no pair alpha/nope" in page
+    assert "labels[2]: unknown key" in page
+    assert not Label.objects.exists()
+
+
+def test_labels_cli_export_and_import(run, tmp_path):
+    from django.core.management import call_command
+
+    client = _client(make_user(username="ann"))
+    _label(client, "left")
+    out = tmp_path / "labels.yaml"
+    call_command("labels", "export", "blind", "--out", str(out))
+    Label.objects.all().delete()
+    call_command("labels", "import", "blind", str(out))
+    assert Label.objects.get().labeller_name == "ann"
+    assert Decision.objects.count() == 0 and Judgement.objects.exists()
+
+
+def test_a_suites_labelled_pairs_become_a_pair_set_whose_figures_match_the_runs_calibration(run):
+    from django.core.management import call_command
+
+    from lab.judges import lab_report
+    from lab.models import PairSet
+
+    ann, bob = make_user(username="ann"), make_user(username="bob")
+    with override_settings(EVALSITE_LABEL_OVERLAP=1.0):
+        for member, choices in ((ann, "lrtlrlrr"), (bob, "lrtrrltl")):
+            client = _client(member)
+            for letter in choices:
+                _label(client, {"l": "left", "r": "right", "t": "tie"}[letter])
+    report = write_report(Run.objects.get(pk=run.pk))
+
+    call_command("pairs", "from-suite", "blind")
+
+    pairset = PairSet.objects.get(name="blind-labelled")
+    figures = lab_report(pairset)
+    combined = figures["judges"]["scripted/judge"]["combined"]
+    calibration = report["calibration"]
+    # the same pairs, the same strict-majority consensus, the same judge: the same kappa
+    assert pairset.items.count() == 8
+    assert combined["n"] == calibration["n"]
+    assert combined["kappa"] == pytest.approx(calibration["kappa"])
+    assert figures["humans"]["pairwise"]["ann~bob"] == pytest.approx(
+        calibration["humans"]["pairwise"]["ann~bob"]
+    )
+
+
+def test_the_calibration_page_opens_the_labelled_pairs_in_the_judge_lab(run):
+    client = _client(make_user(username="ann"))
+    for _ in range(3):
+        _label(client, "left")
+
+    response = client.post("/suites/blind/to-lab/")
+
+    assert response.status_code == 302 and response["Location"].startswith("/lab/")
+    page = client.get(response["Location"]).content.decode()
+    assert "scripted/judge" in page
+
+
+VARIANT_SUITE = """\
+suite: blindv
+version: 1
+models: [scripted/base, scripted/base@french]
+judge: {model: scripted/judge}
+variants:
+  french: {prompt: "Say hello to {{name}} in French."}
+tasks:
+  - id: hello
+    prompt: "Say hello to {{name}} in English."
+    cases: [{id: ana, vars: {name: Ana}}]
+"""
+
+
+def test_a_pair_of_two_prompts_shows_the_labeller_each_sides_prompt_above_its_answer():
+    """The labeller sees what the judge sees (issue 28 item 1): a base answer and a
+    variant's answer were sent different prompts, so each is shown beside its answer."""
+    PriceTable.objects.ensure_default()
+    version = make_suite_version(VARIANT_SUITE)
+    run = make_run(
+        suite_version=version, contestants=["scripted/base", "scripted/base@french"],
+        status=Run.Status.DONE, report={"headline_eligible": False},
+    )  # fmt: skip
+    make_pair(run, "hello", "ana", texts=("Hello Ana", "Bonjour Ana"))
+    html = _client(make_user(username="ann")).get("/label/blindv/").content.decode()
+    body = html.split("<main>", 1)[1]
+    assert "The two answers were sent different prompts" in body
+    english, french = body.index("in English."), body.index("in French.")
+    hello, bonjour = body.index("Hello Ana"), body.index("Bonjour Ana")
+    # each prompt sits just above its own answer, whichever side the answer is on
+    assert sorted([english, hello, french, bonjour]) in (
+        [english, hello, french, bonjour], [french, bonjour, english, hello],
+    )  # fmt: skip

@@ -1,0 +1,34 @@
+"""The suite's own plugin (tests/helpers/plugin.py): a fast hasher, a pinned key, and each
+xdist worker on a data dir and a Redis database of its own."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.hashers import make_password
+
+from tests.helpers.plugin import TEST_SECRET_KEY, worker_redis_url
+
+
+def test_passwords_are_hashed_with_the_fast_hasher_under_pytest():
+    assert make_password("a-long-test-password").startswith("md5$")
+
+
+def test_the_secret_key_is_pinned_not_read_from_the_data_dir():
+    assert settings.SECRET_KEY == TEST_SECRET_KEY
+    assert (Path(settings.DATA_DIR) / "secret_key").read_text().strip() != TEST_SECRET_KEY
+
+
+def test_an_xdist_worker_has_a_data_dir_of_its_own():
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        assert Path(settings.DATA_DIR).name == worker
+
+
+def test_each_worker_gets_its_own_redis_database_never_the_worker_kill_tests():
+    urls = [worker_redis_url("redis://127.0.0.1:6379/0", f"gw{i}") for i in range(20)]
+    dbs = [int(url.rsplit("/", 1)[1]) for url in urls]
+    assert len(set(dbs[:14])) == 14 and 0 not in dbs and 13 not in dbs
+    assert urls[0] == "redis://127.0.0.1:6379/1"
