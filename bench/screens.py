@@ -66,7 +66,7 @@ def prepare(password: str) -> tuple[str, str, int]:
 def shoot(base: str, password: str, pages: dict[str, str], out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
-    from tests.browser.helpers import log_in
+    from tests.helpers.browser import log_in
 
     written = []
     with sync_playwright() as playwright:

@@ -9,7 +9,7 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from runs.models import Run
-from tests.factories import make_answer, make_run
+from tests.helpers.factories import make_answer, make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 VIEWPORT = {"width": 1280, "height": 800}

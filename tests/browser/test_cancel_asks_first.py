@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from runs.models import Run
-from tests.factories import make_run
+from tests.helpers.factories import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

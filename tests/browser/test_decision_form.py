@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Decision, Run
-from tests.factories import make_run
+from tests.helpers.factories import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.factories import make_pair, make_run, make_suite_version
+from tests.helpers.factories import make_pair, make_run, make_suite_version
 from tests.web.test_pair_page import SUITE
 
 pytestmark = pytest.mark.django_db(transaction=True)

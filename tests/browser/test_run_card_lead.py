@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from runs.models import Run
 from tests.core.report.test_matrix import hand_counted
-from tests.factories import make_run
+from tests.helpers.factories import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WIDTH, HEIGHT = 1280, 800

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.test_run_form import _version
+from tests.web.test_run_form import _version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WIDTH, HEIGHT = 1280, 800

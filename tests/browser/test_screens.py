@@ -22,9 +22,9 @@ from django.urls import reverse
 
 from runs.models import Pair
 from tests.browser import test_page_walk as page_walk
-from tests.browser.helpers import log_in
 from tests.browser.test_page_walk import MEASURE_JS, PASSWORD, SKIPPED, admin_pages, named_pages
-from tests.factories import make_user
+from tests.helpers.browser import log_in
+from tests.helpers.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

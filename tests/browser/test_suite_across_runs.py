@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from evalsite.core.report.matrix import matrix_report
-from tests.core.report.conftest import CANDIDATE, CONCISE, make_report
-from tests.factories import make_run, make_suite_version
+from tests.helpers.factories import make_run, make_suite_version
+from tests.helpers.report import CANDIDATE, CONCISE, make_report
 from tests.web.test_suite_across_runs import _many_cases
 
 pytestmark = pytest.mark.django_db(transaction=True)

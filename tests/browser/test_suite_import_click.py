@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import expect
 
 from runs.models import Suite
-from tests.test_imports import _price_openrouter_models
+from tests.importers.test_import_command import _price_openrouter_models
 from tests.web.test_suite_import import PROMPTFOO
 
 

@@ -14,7 +14,7 @@ from evalsite.core.providers.base import Request
 from runs.engine.claims import Claim
 from runs.engine.runner import Setup
 from runs.models import Answer, CachedResponse, Judgement
-from tests.factories import make_answer, make_run
+from tests.helpers.factories import make_answer, make_run
 
 REQUEST = Request(model="fake/small", messages=({"role": "user", "content": "hi"},))
 

@@ -8,7 +8,7 @@ from django.test import TestCase
 
 from runs.models import Answer, Judgement, Run
 from runs.models.rows import update_each
-from tests.factories import make_answer, make_pair, make_run
+from tests.helpers.factories import make_answer, make_pair, make_run
 
 
 class StoredReportTests(TestCase):

@@ -12,7 +12,7 @@ from django.test import TestCase
 from evalsite.core.suites import parse_suite
 from runs.models import PriceTable, Run
 from runs.planning.planner import Plan, RunOptions, store_plan
-from tests.factories import make_suite_version, small_suite_text
+from tests.helpers.factories import make_suite_version, small_suite_text
 
 
 def _plan(version) -> Plan:

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from runs.models import Answer, Run
 from runs.results.exports import ANSWER_COLUMNS
-from tests.factories import make_answer, make_pair, make_run, make_user
+from tests.helpers.factories import make_answer, make_pair, make_run, make_user
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from django.test import Client
 
 from evalsite.core.stats.gate import GATE_STATUSES, GATE_WORDS, band_words, gate_words
 from runs.models import Pair
-from tests.core.report.conftest import make_report
-from tests.factories import make_judged_run, make_label, make_user
+from tests.helpers.factories import make_judged_run, make_label, make_user
+from tests.helpers.report import make_report
 
 pytestmark = pytest.mark.django_db
 CODES = re.compile("|".join([*GATE_STATUSES[:-1], "kappa is stale"]))

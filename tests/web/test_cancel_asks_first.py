@@ -8,7 +8,7 @@ from django.test import TestCase
 from django.urls import reverse
 
 from runs.models import Run
-from tests.factories import make_run, make_user
+from tests.helpers.factories import make_run, make_user
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

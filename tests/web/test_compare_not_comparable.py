@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.test import TestCase
 from django.urls import reverse
 
-from tests.core.report.conftest import make_report
-from tests.factories import make_run, make_user
+from tests.helpers.factories import make_run, make_user
+from tests.helpers.report import make_report
 
 
 class NotComparableTests(TestCase):

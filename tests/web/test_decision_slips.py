@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from runs.forms import DecisionForm
 from runs.models import Decision
-from tests.factories import make_run, make_user
+from tests.helpers.factories import make_run, make_user
 
 
 def _token(page: str) -> str:

@@ -14,8 +14,8 @@ from evalsite.core.judging import judge_config
 from evalsite.core.suites import parse_suite
 from labels import queue
 from runs.models import Pair, PriceTable, Run, Suite
-from tests.factories import make_pair, make_run, make_suite_version, make_user
-from tests.test_labelling import CASES, SUITE, VERDICTS, _client, _token
+from tests.helpers.factories import make_pair, make_run, make_suite_version, make_user
+from tests.labels.test_labelling import CASES, SUITE, VERDICTS, _client, _token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -24,7 +24,7 @@ RUBRIC = "Correctness first, then tone."
 
 
 def judged_run(guidelines: str = GUIDELINES) -> Run:
-    """tests.test_labelling's judged run of 24 pairs, its judge with a rubric, and the
+    """tests.labels.test_labelling's judged run of 24 pairs, its judge with a rubric, and the
     suite's labelling guidelines (none: the suite is `rubric-only`)."""
     PriceTable.objects.ensure_default()
     cases = ", ".join(f"{{id: {c}, vars: {{q: '{c}'}}}}" for c in CASES)

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from runs.models import Answer
-from tests.factories import make_pair, make_run, make_suite_version, make_user
+from tests.helpers.factories import make_pair, make_run, make_suite_version, make_user
 
 pytestmark = pytest.mark.django_db
 LONG = "line of the ticket\\n" * 20

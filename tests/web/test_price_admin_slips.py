@@ -10,7 +10,7 @@ from django.test import TestCase
 from django.urls import reverse
 
 from runs.models import Price
-from tests.factories import make_price_table, make_run, make_user
+from tests.helpers.factories import make_price_table, make_run, make_user
 
 
 class FrozenTableAdminTests(TestCase):

@@ -14,9 +14,9 @@ from django.urls import reverse
 
 from evalsite.core.scoring.scorecard import Criterion
 from runs.models import Run
-from tests.core.report.conftest import make_report
 from tests.core.report.test_matrix import HAIKU, MINI_C, SCRIPTED, hand_counted
-from tests.factories import make_run, make_user
+from tests.helpers.factories import make_run, make_user
+from tests.helpers.report import make_report
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.test import Client
 
 from runs.models import Run
 from runs.models.run import label_problem
-from tests.factories import make_user
-from tests.test_run_form import HTMX, _urls, _version
+from tests.helpers.factories import make_user
+from tests.web.test_run_form import HTMX, _urls, _version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PICKED = {"pick_0": "on", "pick_1": "on", "fake": "on"}

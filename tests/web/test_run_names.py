@@ -20,8 +20,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.models import Run
-from tests.core.report.conftest import make_report
-from tests.factories import make_judged_run, make_run, make_suite_version, make_user
+from tests.helpers.factories import make_judged_run, make_run, make_suite_version, make_user
+from tests.helpers.report import make_report
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from evalsite.core.report.across import run_points
 from evalsite.core.report.matrix import matrix_report
 from runs.models import Run
 from runs.results.across import across_runs
-from tests.core.report.conftest import CANDIDATE, CONCISE, make_report
-from tests.factories import make_run, make_suite_version, make_user
+from tests.helpers.factories import make_run, make_suite_version, make_user
+from tests.helpers.report import CANDIDATE, CONCISE, make_report
 
 
 def _many_cases(n: int, name: str = "many") -> str:

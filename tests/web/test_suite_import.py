@@ -10,8 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from runs.models import Suite
-from tests.factories import make_user
-from tests.test_imports import _price_openrouter_models
+from tests.helpers.factories import make_user
+from tests.importers.test_import_command import _price_openrouter_models
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -14,8 +14,8 @@ from evalsite.core.report.across import (
     unplotted,
 )
 from evalsite.core.report.matrix import matrix_report
-from tests.core.report.conftest import CANDIDATE, CONCISE, make_report
 from tests.core.report.test_charts import NS, parse, texts
+from tests.helpers.report import CANDIDATE, CONCISE, make_report
 
 
 def _unpriced(report: dict, *names: str) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from evalsite.core.report.measured import measured
 from evalsite.core.scoring.scorecard import Criterion
-from tests.core.report.conftest import make_report
 from tests.core.report.test_matrix import HAIKU, MINI, MINI_C, SCRIPTED, hand_counted
+from tests.helpers.report import make_report
 
 
 def test_a_matrix_run_leads_with_its_highest_score_and_whose_it_is():
