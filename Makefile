@@ -11,13 +11,21 @@ serve:
 	@scripts/bootstrap mcp
 	.venv/bin/evalsite serve$(serve_host)$(serve_port)
 
-# In parallel (pytest-xdist, one process per core, a test file's tests on one worker; each
-# worker has its own data dir: tests/helpers/plugin.py), then the `serial` tests alone.
+# The tests keep their compiled bytecode even where the environment says not to write it
+# (PYTHONDONTWRITEBYTECODE): without it every worker and every `evalsite` a test starts
+# compiles the project again (about 0.2 s a start, and pytest's assertion rewriting of every
+# test module in each worker). One worker a core: two a core ran the first leg 25% faster but
+# failed a timing-sensitive browser or serve test in two runs of four on this 2-core machine.
+pytest = env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest
+workers = auto
+
+# In parallel (pytest-xdist, a test file's tests on one worker; each worker has its own data
+# dir: tests/helpers/plugin.py), then the `serial` tests alone.
 test:
 	@scripts/system-deps
 	@scripts/bootstrap dev
-	.venv/bin/python -m pytest -q -n auto --dist loadfile -m "not serial"
-	.venv/bin/python -m pytest -q -m serial
+	$(pytest) -q -n $(workers) --dist loadfile -m "not serial"
+	$(pytest) -q -m serial
 
 # The database tests again, on PostgreSQL with the Redis broker (CI's second leg), then the
 # multi-host soak's bounded form (tests/ops/test_soak.py, docs/scale-out.md: about 3 minutes).
@@ -25,12 +33,12 @@ test-pg:
 	@scripts/bootstrap dev
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
-	.venv/bin/python -m pytest -q -n auto --dist loadfile \
+	$(pytest) -q -n $(workers) --dist loadfile \
 	  -m "not browser and not soak and not serial" tests --ignore=tests/core
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
-	.venv/bin/python -m pytest -q -m "serial and not browser and not soak" tests --ignore=tests/core
-	EVALSITE_SOAK=1 .venv/bin/python -m pytest -q -m soak tests/ops/test_soak.py
+	$(pytest) -q -m "serial and not browser and not soak" tests --ignore=tests/core
+	EVALSITE_SOAK=1 $(pytest) -q -m soak tests/ops/test_soak.py
 
 # mypy with django-stubs: strict on evalsite/core, check_untyped_defs elsewhere (pyproject.toml).
 # Its Django plugin loads the settings, which make a data dir: one beside mypy's cache, never

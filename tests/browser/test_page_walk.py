@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.urls import get_resolver, reverse
 
 from runs.models import Decision, Pair, Run, SuiteVersion
-from tests.helpers.browser import ROOT, execute_in_thread, log_in
+from tests.helpers.browser import ROOT, execute_in_thread, log_in, settle
 from tests.helpers.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -137,7 +137,7 @@ def _look(page, console: Console, url: str, failures: list[str]) -> None:
     """Open `url` and record what is wrong with it in `failures`."""
     console.where = url
     response = page.goto(url)
-    page.wait_for_load_state("networkidle")
+    settle(page)
     if response is None or response.status >= 400:
         failures.append(f"{url}: HTTP {response.status if response else 'no response'}")
     _measure(page, url, failures)
@@ -166,8 +166,7 @@ def _label_with_keys(page, console: Console, url: str, failures: list[str]) -> N
         console.where = f"{url} after key {key!r}"
         with page.expect_response(lambda r: r.request.method == "POST" and "/label/" in r.url):
             page.keyboard.press(key)
-        page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling')")
-        page.wait_for_load_state("networkidle")
+        settle(page)
         _measure(page, console.where, failures)
 
 

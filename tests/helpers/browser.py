@@ -300,6 +300,17 @@ CSP_LISTENER = (
 )
 
 
+def settle(page) -> None:
+    """Wait, after a page's load event (``goto`` waits for it), until htmx has no request in
+    flight and no swap settling. The pages request nothing else after loading (no lazy or
+    polling part on a finished run), so this is what ``networkidle`` waited for without its
+    half-second of quiet on every page. The XSS audit keeps ``networkidle``: it must also see
+    a request a payload would make late."""
+    page.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')"
+    )
+
+
 def log_in(page, origin: str, username: str, password: str, *, open_form: bool = True) -> None:
     """Sign in through the login form (opened afresh, with no cookies, unless it is already
     the page) and wait for the dashboard."""
