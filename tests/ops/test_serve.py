@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -183,3 +184,27 @@ def test_serve_makes_a_data_dir_others_could_read_private_and_says_so(tmp_path):
     assert "evalsite.sqlite3 0644 -> 0600" in notes[0] and "secret_key 0644 -> 0600" in notes[0]
     assert data.stat().st_mode & 0o777 == 0o700
     assert {p.stat().st_mode & 0o777 for p in data.glob("evalsite.sqlite3*")} == {0o600}
+
+
+class _InterruptedAtOnce:
+    """A server that gets Ctrl-C as its loop starts, outside waitress's own handling of it:
+    the signal that lands between "serving on" and the loop on a busy machine."""
+
+    def run(self):
+        raise KeyboardInterrupt
+
+
+@pytest.mark.django_db
+def test_a_ctrl_c_just_after_serving_on_is_the_same_clean_stop(monkeypatch):
+    import waitress.server
+    from django.core.management import call_command
+
+    monkeypatch.setattr(waitress.server, "create_server", lambda *a, **k: _InterruptedAtOnce())
+    out = io.StringIO()
+    try:
+        call_command("serve", "--no-worker", "--port", str(free_port()), stdout=out)
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C escaped serve: the console prints 'interrupted' and exits 3")
+    lines = out.getvalue().splitlines()
+    assert lines[-2].startswith("evalsite is serving on http://127.0.0.1:")
+    assert lines[-1] == "evalsite stopped."

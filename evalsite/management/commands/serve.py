@@ -41,6 +41,11 @@ class Command(EvalsiteCommand):
         worker = None if no_worker else self._start_worker()
         try:
             self._serve(host, port, threads)
+        except KeyboardInterrupt:
+            # Waitress stops on Ctrl-C inside its loop; this is the Ctrl-C that lands between
+            # "serving on" and the loop (a busy machine, a script that signals at once): the
+            # same clean stop, not "interrupted" and exit 3.
+            pass
         finally:
             if worker is not None:
                 self._stop_worker(worker)
