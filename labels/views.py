@@ -149,9 +149,11 @@ def _workspace(
     mine = Label.objects.filter(
         labeller=request.user, suite=suite, **queue.content_of(offer.assignment)
     ).first()
-    # the queue's run is already loaded; a pair from an older run (a changed label) is not
-    version = run.suite_version if run is not None and pair.run_id == run.id else None
-    version = version or pair.run.suite_version
+    # the queue's run is already loaded (without its report); a pair from an older run (a
+    # changed label) is not
+    if run is not None and pair.run_id == run.id:
+        pair.run = run
+    version = pair.run.suite_version
     # what each side was sent (its variant's prompt), as the judge is shown it: once when
     # the two are the same, above each answer when they are not (docs/judging.md)
     core = version.core_suite()

@@ -145,12 +145,16 @@ def store_human(run: Run, calibration: Calibration | None = None) -> None:
 def refresh_human(suite: Suite, content: dict[str, str]) -> None:
     """After a label of `content` changed: the consensus of every finished run of the suite
     that has a pair with that content."""
-    runs = Run.objects.filter(
-        pk__in=Pair.objects.filter(run__suite_version__suite=suite)
-        .with_content_either_way(content)
-        .values("run_id"),
-        status=Run.Status.DONE,
-    ).select_related("suite_version__suite")
+    runs = (
+        Run.objects.filter(
+            pk__in=Pair.objects.filter(run__suite_version__suite=suite)
+            .with_content_either_way(content)
+            .values("run_id"),
+            status=Run.Status.DONE,
+        )
+        .select_related("suite_version__suite")
+        .defer("report", "estimate")
+    )  # without the report: a big run's is megabytes of JSON
     for run in runs:
         store_human(run)
 
