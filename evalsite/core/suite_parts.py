@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from evalsite.core.templating import VarValue
@@ -168,10 +169,19 @@ class Task:
 
     def case(self, case_id: str) -> Case:
         """The case with this id; ValueError naming the task if there is none."""
+        case = self._cases_by_id.get(case_id)
+        if case is None:
+            raise ValueError(f"task {self.id!r} has no case {case_id!r}")
+        return case
+
+    @cached_property
+    def _cases_by_id(self) -> dict[str, Case]:
+        """The cases by id, the first of a repeated id (the scoring looks up every answer's
+        case: a scan of the cases made a 2,000-case run's scoring quadratic)."""
+        index: dict[str, Case] = {}
         for case in self.cases:
-            if case.id == case_id:
-                return case
-        raise ValueError(f"task {self.id!r} has no case {case_id!r}")
+            index.setdefault(case.id, case)
+        return index
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from evalsite.core.suite_parts import Case, Task
 from evalsite.core.suite_schema import SUITE_SCHEMA
 from evalsite.core.suites import (
     Contestant,
@@ -417,3 +418,16 @@ def test_a_flood_of_problems_is_cut_short_with_a_note() -> None:
     assert (
         str(found[-1]) == "suite.yaml: ... and more problems not shown (the first 200 are listed)"
     )
+
+
+def test_a_tasks_case_is_found_by_id_and_a_missing_one_names_the_task():
+    task = Task(
+        id="greet",
+        prompt="Hi {{name}}",
+        cases=(Case(id="a", vars={"name": "first"}), Case(id="b", vars={"name": "second"}),
+               Case(id="a", vars={"name": "repeated"})),
+    )  # fmt: skip
+    assert task.case("b").vars == {"name": "second"}
+    assert task.case("a").vars == {"name": "first"}  # the first of a repeated id, as written
+    with pytest.raises(ValueError, match="task 'greet' has no case 'z'"):
+        task.case("z")
