@@ -248,6 +248,28 @@ def test_evaling_eval_maps_variants_cases_files_scorecard_and_thresholds():
     assert ("eval.yaml", 13, "model local-llama") in skipped
 
 
+def test_an_evaling_check_criterion_no_case_can_feed_is_listed_not_written(tmp_path):
+    """evaling's own media example: a contains scorer with no value of its own compares with
+    each case's expected value, and its cases have none. The suite written used to keep a
+    checks criterion that scores no answer, which evalsite refuses (a bug of the importer)."""
+    (tmp_path / "eval.yaml").write_text(
+        "models: [{id: claude-haiku-4-5, provider: anthropic}]\n"
+        "prompt: 'Describe {{ question }}'\n"
+        "cases:\n"
+        "  - {id: q1, vars: {question: a cat}}\n"
+        "  - {id: q2, vars: {question: a dog}}\n"
+        "scorecard:\n"
+        "  - {criterion: tone, scorer: {type: json-valid}}\n"
+        "  - {criterion: coverage, scorer: {type: contains}}\n"
+    )
+    result = translate("evaling", tmp_path / "eval.yaml")
+    assert check_translation(result) == []
+    assert [c["scorer"] for c in result.suite["scorecard"]] == ["json_valid"]
+    skipped = {(item.line, item.what) for item in result.untranslated}
+    assert (8, "criterion coverage") in skipped
+    assert {(4, "case 1: expected"), (5, "case 2: expected")} <= skipped
+
+
 def test_auto_refuses_a_file_it_cannot_place(tmp_path):
     (tmp_path / "x.yaml").write_text("suite: mine\nversion: 1\ntasks: []\n")
     with pytest.raises(SuiteError, match="cannot tell its format"):

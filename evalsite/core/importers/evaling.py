@@ -39,6 +39,7 @@ class _State:
     def __init__(self, c: Collector) -> None:
         self.c = c
         self.files: dict[str, str | bytes] = {}
+        self.checks_at: tuple[Any, ...] | None = None  # the source's checks criterion
 
     def copy(self, written: str, at: At) -> str | None:
         """Copy a file a case attaches; its path relative to the source's folder, or None
@@ -85,6 +86,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     if len(names) > 1:
         suite["variants"] = variant_specs(variants)
     _cases(data.get("cases"), task, checks, state)
+    _drop_empty_checks(suite, task, state)
     suite["tasks"] = [task]
     c.raise_problems()
     return Translation(
@@ -261,6 +263,7 @@ def _scorecard(
                 )
             else:
                 scorecard.append({**criterion, "scorer": "checks"})
+                state.checks_at = path
         else:
             c.skip(path, f"scorer {kind}", _WHY.get(str(kind), "no evalsite scorer does this"))
     return scorecard, checks, judge
@@ -273,6 +276,26 @@ _WHY = {
     "exact-agreement": _CALIBRATION,
     "within-n": _CALIBRATION,
 }
+
+
+def _drop_empty_checks(suite: dict[str, Any], task: dict[str, Any], state: _State) -> None:
+    """A checks criterion whose checks reached no case (each compares with a case's expected
+    value, and no case has one) would score nothing, and evalsite refuses such a scorecard:
+    the criterion is listed instead (each case's missing value already is)."""
+    scorecard = suite.get("scorecard") or []
+    if state.checks_at is None or any(case.get("checks") for case in task.get("cases") or []):
+        return
+    criterion = next(item["criterion"] for item in scorecard if item["scorer"] == "checks")
+    why = (
+        "its check compares with each case's expected value, and no case has one: it would "
+        "score no answer"
+    )
+    state.c.skip(state.checks_at, f"criterion {criterion}", why)
+    kept = [item for item in scorecard if item["scorer"] != "checks"]
+    if kept:
+        suite["scorecard"] = kept
+    else:
+        suite.pop("scorecard", None)
 
 
 def _rubric(value: Any, state: _State, path: tuple[Any, ...]) -> str:
