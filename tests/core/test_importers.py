@@ -276,6 +276,32 @@ def test_auto_refuses_a_file_it_cannot_place(tmp_path):
         detect(tmp_path / "x.yaml")
 
 
+@pytest.mark.parametrize(
+    ("document", "said"),
+    [
+        (
+            "experiment: ablation\nversion: 2\narms:\n  - {id: a, runner: claude-code}\n",
+            "an evalmine agent experiment: its arms run agent harnesses",
+        ),
+        (
+            "workflow: nightly\nversion: 1\nnodes:\n  - {id: a, argv: [python3, x.py]}\n",
+            "an evalmine workflow: a graph of commands",
+        ),
+        (
+            "external_artifacts: done\nversion: 1\nartifacts: [{path: done.jsonl}]\n",
+            "an evalmine external-artifacts evaluation: it ranks answers made elsewhere",
+        ),
+    ],
+)
+def test_evalmines_documents_that_are_not_suites_are_refused_saying_why(tmp_path, document, said):
+    (tmp_path / "x.yaml").write_text(document)
+    with pytest.raises(SuiteError) as caught:
+        detect(tmp_path / "x.yaml")
+    (problem,) = caught.value.problems
+    assert problem.message.startswith(f"this is {said}")
+    assert "so there is nothing to import" in problem.message
+
+
 def test_an_unreadable_source_names_its_line(tmp_path):
     (tmp_path / "bad.yaml").write_text("models: [a\n")
     with pytest.raises(SuiteError) as caught:

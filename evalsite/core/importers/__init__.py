@@ -62,6 +62,47 @@ def detect_text(text: str) -> str | None:
     return None
 
 
+# evalmine's documents that are not suites, by their first key: what each allows that
+# evalsite does not (SPEC: evalsite asks models prompts and judges the answers it collects).
+_EVALMINE_ONLY = {
+    "experiment": (
+        "an evalmine agent experiment: its arms run agent harnesses (runner:) in a copy of a "
+        "repository and its validators read the repository's diff and the session's final "
+        "response; evalsite sends prompts to models and has no repository workspace or agent "
+        "runner, so there is nothing to import (an agent harness can be a contestant through "
+        "the command provider: docs/providers.md, Command models)"
+    ),
+    "workflow": (
+        "an evalmine workflow: a graph of commands (nodes: with needs:, fan_out: and "
+        "artifacts:) run over a repository; evalsite has no workflow runner, so there is "
+        "nothing to import"
+    ),
+    "external_artifacts": (
+        "an evalmine external-artifacts evaluation: it ranks answers made elsewhere (a JSONL "
+        "of completed outputs) n-way; evalsite judges answers it asks for itself, in pairs, "
+        "so there is nothing to import"
+    ),
+}
+
+
+def unsupported(text: str) -> str | None:
+    """Why ``text`` cannot be imported when it is another tool's document that is not an
+    evaluation evalsite can run (evalmine's experiments, workflows, external artifacts);
+    None otherwise."""
+    from evalsite.core.yamlsafe import load_yaml
+
+    try:
+        data = load_yaml(text.encode("utf-8", "surrogatepass"), filename="source").data
+    except SuiteError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    for key, why in _EVALMINE_ONLY.items():
+        if isinstance(data.get(key), str):
+            return f"this is {why}"
+    return None
+
+
 def detect(source: pathlib.Path) -> str:
     """The format of the file at ``source``; SuiteError saying what was looked for when
     it is none of them."""
@@ -72,6 +113,8 @@ def detect(source: pathlib.Path) -> str:
     except UnreadableFile as error:
         raise SuiteError([Problem(str(source), None, "", str(error))]) from None
     found = detect_text(text)
+    if found is None and (refusal := unsupported(text)) is not None:
+        raise SuiteError([Problem(str(source), None, "", refusal)])
     if found is None:
         message = (
             "cannot tell its format: evalpin's case/prompt:/expect, reply/fail or "

@@ -40,6 +40,7 @@ class _State:
         self.c = c
         self.files: dict[str, str | bytes] = {}
         self.checks_at: tuple[Any, ...] | None = None  # the source's checks criterion
+        self.checked_cases = 0  # cases that got a check (written inline or to cases_path)
 
     def copy(self, written: str, at: At) -> str | None:
         """Copy a file a case attaches; its path relative to the source's folder, or None
@@ -283,7 +284,7 @@ def _drop_empty_checks(suite: dict[str, Any], task: dict[str, Any], state: _Stat
     value, and no case has one) would score nothing, and evalsite refuses such a scorecard:
     the criterion is listed instead (each case's missing value already is)."""
     scorecard = suite.get("scorecard") or []
-    if state.checks_at is None or any(case.get("checks") for case in task.get("cases") or []):
+    if state.checks_at is None or state.checked_cases or task.get("checks"):
         return
     criterion = next(item["criterion"] for item in scorecard if item["scorer"] == "checks")
     why = (
@@ -454,6 +455,7 @@ def _case(
         )
     if any(case_checks):
         case["checks"] = [check for check in case_checks if check]
+        state.checked_cases += 1
     if record.get("tags"):
         case["tags"] = [str(tag) for tag in record["tags"]]
     return case
