@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import TestCase
@@ -51,6 +52,47 @@ def _passed(run: Run, contestant: str) -> dict[str, list[bool]]:
         )
         out.setdefault(f"{answer.task_id}/{answer.case_id}", []).append(passed)
     return out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evalings_mock_models_run_as_scripted_ones_with_the_replies_evaling_would_give(tmp_path):
+    """evaling's mock provider (deterministic, offline) is evalsite's scripted one: a mock
+    with a fixed response answers it to every case; one without echoes the last user
+    message, as evalsite renders it for each variant. The import runs as written."""
+    source = tmp_path / "src" / "eval.yaml"
+    source.parent.mkdir()
+    source.write_text(
+        "models:\n"
+        "  - {id: mock-echo, provider: mock}\n"
+        "  - {id: mock-fixed, provider: mock, params: {response: FIXED ANSWER}}\n"
+        "variants:\n"
+        "  - {name: plain, prompt: [{role: user, content: '{{ question }}'}]}\n"
+        "  - {name: quoted, prompt: [{role: system, content: Be brief.},\n"
+        "                            {role: user, content: 'Q: {{ question }}'}]}\n"
+        "cases:\n"
+        "  - {id: greeting, vars: {question: hello?}, expected: hello?}\n"
+        "  - {id: fixed, vars: {question: say it}, expected: FIXED ANSWER}\n"
+        "scorecard:\n"
+        "  - {criterion: right, scorer: {type: exact}}\n"
+    )
+    out = tmp_path / "out"
+    assert _import("evaling", str(source), "--out", str(out)) == 0
+    suite = yaml.safe_load((out / "src.yaml").read_text())
+    assert suite["replies"] == "src.replies.yaml"
+    assert suite["models"][0] == "scripted/mock-echo@plain"
+    run = _run(out / "src.yaml")
+    assert _passed(run, "scripted/mock-echo@plain") == {
+        "eval/greeting": [True],
+        "eval/fixed": [False],
+    }
+    assert _passed(run, "scripted/mock-echo@quoted") == {
+        "eval/greeting": [False],
+        "eval/fixed": [False],
+    }
+    assert _passed(run, "scripted/mock-fixed@plain") == {
+        "eval/greeting": [False],
+        "eval/fixed": [True],
+    }
 
 
 def _price_openrouter_models() -> None:

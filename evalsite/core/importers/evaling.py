@@ -8,8 +8,11 @@ relative path (evalsite reads no file outside the suite's folder).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
+import re
+import tempfile
 from typing import Any
 
 from evalsite.core.importers.common import (
@@ -23,6 +26,7 @@ from evalsite.core.importers.common import (
     variant_specs,
 )
 from evalsite.core.media import MAX_MEDIA_BYTES
+from evalsite.core.problems import SuiteError
 
 __all__ = ["translate"]
 
@@ -31,6 +35,7 @@ PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}
 PARAMS = ("temperature", "max_tokens", "top_p", "stop", "timeout_s")
 CHECK_SCORERS = {"exact", "contains", "not-contains", "regex"}
 CASE_KEYS = {"id", "vars", "files", "expected", "tags"}
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # after scripted/
 
 
 class _State:
@@ -68,7 +73,8 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
         "version": 1,
         "templating": "jinja2",
     }
-    ids, models, params = _models(data.get("models"), c)
+    mocks: dict[str, str | None] = {}
+    ids, models, params = _models(data.get("models"), c, mocks)
     variants = _variants(data, state)
     names = list(variants)
     suite["models"] = [f"{m}@{v}" for m in models for v in names] if len(names) > 1 else models
@@ -90,7 +96,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     _drop_empty_checks(suite, task, state)
     suite["tasks"] = [task]
     c.raise_problems()
-    return Translation(
+    translation = Translation(
         "evaling",
         str(source),
         f"{suite['suite']}.yaml",
@@ -100,6 +106,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
         tuple(c.notes),
         _HEADER,
     )
+    return _with_mock_replies(translation, mocks) if mocks else translation
 
 
 _HEADER = (
@@ -110,8 +117,11 @@ _HEADER = (
 )
 
 
-def _models(value: Any, c: Collector) -> tuple[dict[str, str], list[str], dict[str, Any]]:
-    """evaling model id -> evalsite model string, the contestants' models, shared params."""
+def _models(
+    value: Any, c: Collector, mocks: dict[str, str | None]
+) -> tuple[dict[str, str], list[str], dict[str, Any]]:
+    """evaling model id -> evalsite model string, the contestants' models, shared params;
+    each mock model's fixed response (None: it echoes) into ``mocks``."""
     ids: dict[str, str] = {}
     configs: list[dict[str, Any]] = []
     for index, entry in enumerate(value if isinstance(value, list) else []):
@@ -127,11 +137,15 @@ def _models(value: Any, c: Collector) -> tuple[dict[str, str], list[str], dict[s
                 f"base URL and run with --models <endpoint>/{model_id}"
             )
             continue
+        if provider == "mock" and _MODEL_NAME.fullmatch(str(model_id)):
+            # evaling's deterministic offline model: a scripted one, answering from a
+            # replies file the import writes (_mock_replies); it takes no params
+            response = (entry.get("params") or {}).get("response")
+            mocks[str(model_id)] = response if isinstance(response, str) else None
+            ids[str(model_id)] = f"scripted/{model_id}"
+            continue
         if provider not in PROVIDERS:
-            why = (
-                "evalsite has no such provider (mock is `evalsite run --fake`; "
-                "command is in docs/providers.md)"
-            )
+            why = "evalsite has no such provider (command is in docs/providers.md)"
             c.skip(path, f"model {model_id} ({provider})", why)
             continue
         ids[str(model_id)] = f"{PROVIDERS[provider]}/{model_id}"
@@ -155,6 +169,76 @@ def _models(value: Any, c: Collector) -> tuple[dict[str, str], list[str], dict[s
             "models[].",
         )
     return ids, list(ids.values()), _shared(configs, c)
+
+
+def _with_mock_replies(translation: Translation, mocks: dict[str, str | None]) -> Translation:
+    """The translation with a replies file for its mock models: a fixed response for every
+    case, or, for a mock that echoes, the text of the last user message evalsite renders for
+    that case and variant. A suite that does not validate is returned as it is (the import
+    reports its problems)."""
+    import yaml
+
+    from evalsite.core.suites import parse_contestant, parse_suite, render_messages
+
+    assert translation.suite is not None and translation.suite_file is not None
+    suite = translation.suite
+    replies_file = f"{suite['suite']}.replies.yaml"
+    rendered = translation.rendered()
+    with tempfile.TemporaryDirectory(prefix="evalsite-import-") as folder:
+        base = pathlib.Path(folder)
+        for name, content in rendered.items():
+            (base / name).parent.mkdir(parents=True, exist_ok=True)
+            (base / name).write_bytes(content)
+        try:
+            loaded = parse_suite(
+                rendered[translation.suite_file], filename=translation.suite_file, base_dir=base
+            )
+        except SuiteError:
+            return translation
+    replies: dict[str, dict[str, str]] = {}
+    for text in suite["models"]:
+        contestant = parse_contestant(text)
+        provider, _, name = contestant.model.partition("/")
+        if provider != "scripted" or name not in mocks:
+            continue
+        fixed = mocks[name]
+        key = name if fixed is not None else text.removeprefix("scripted/")
+        for task in loaded.tasks:
+            for case in task.cases:
+                if fixed is None:
+                    messages = render_messages(loaded, task.id, case.id, contestant)
+                    reply = _last_user_text(messages) or "(an empty prompt)"
+                else:
+                    reply = fixed
+                replies.setdefault(key, {})[f"{task.id}/{case.id}"] = reply
+    header = "# Replies of evaling's mock models, written by `evalsite import evaling`.\n"
+    files = {**translation.files, replies_file: header + yaml.safe_dump(
+        replies, sort_keys=False, allow_unicode=True, width=100)}  # fmt: skip
+    echoes = sorted(name for name, fixed in mocks.items() if fixed is None)
+    echoed = f" ({', '.join(echoes)}: the case's last user message)" if echoes else ""
+    notes = [
+        f"mock models {', '.join(sorted(mocks))} are scripted/<id>, answering from "
+        f"{replies_file}{echoed}"
+    ]
+    return dataclasses.replace(
+        translation,
+        suite={**suite, "replies": replies_file},
+        files=files,
+        notes=(*translation.notes, *notes),
+    )
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message: its string, or its text parts joined."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        parts = content if isinstance(content, list) else []
+        return "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+    return ""
 
 
 def _shared(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any]:
