@@ -167,8 +167,8 @@ def _model(
     if provider == "echo":
         out.files["echo.py"] = ECHO_PROGRAM
         c.notes.append(
-            "promptfoo's echo is command/echo: set EVALSITE_COMMAND_ECHO=\"python3 "
-            'echo.py" (the program written beside the suite) to run it'
+            "promptfoo's echo is command/echo: echo.py is written beside the suite; run it "
+            'from the suite\'s folder with EVALSITE_COMMAND_ECHO="python3 echo.py"'
         )
         return "command/echo"
     if prefix in {"exec", "python", "file"} or provider.endswith((".py", ".js", ".sh")):
