@@ -212,6 +212,18 @@ def test_a_file_var_is_read_beside_the_config_and_a_glob_is_listed(tmp_path):
     assert "a glob" in _skipped(result)["tests[0].vars.more file://docs/*.txt"]
 
 
+def test_a_var_file_too_long_to_inline_is_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['Sum up {{doc}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{vars: {doc: file://big.txt}}]\n",
+        **{"big.txt": "word " * 40_001},
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["vars"]["doc"] == ""  # listed, as a var the test left out renders
+    assert "longer than 200,000 characters" in _skipped(result)["tests[0].vars.doc file://big.txt"]
+
+
 def test_a_bare_prompt_path_is_read_and_a_csv_of_prompts_is_one_prompt_a_row(tmp_path):
     result = _valid(
         tmp_path,

@@ -55,6 +55,7 @@ TOP = {
 TEST = {"description", "vars", "assert", "options"}
 ASSERTION = {"type", "value", "threshold"}
 DEFAULT_GRADER = "openai/gpt-4.1"  # promptfoo grades with an OpenAI model by default
+VAR_FILE_CHARS = 200_000  # a var file read into the suite; a suite is at most 5 MiB
 NO_GATE = (
     "evalsite's gates have no per-answer {what} threshold (limits.max_cost_usd caps a whole "
     "run's spend; the report shows latency p50)"
@@ -457,6 +458,13 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
         document = read_js_yaml(c, written, at)
         return None if document is None else document[0].data
     found = c.read_text(written, at)
+    if found is not None and len(found[0]) > VAR_FILE_CHARS:
+        why = (
+            f"longer than {VAR_FILE_CHARS:,} characters: the suite would hold it in every case "
+            "that uses it; attach it as a case file (files:) or shorten it"
+        )
+        c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
+        return None
     return None if found is None else found[0]
 
 
