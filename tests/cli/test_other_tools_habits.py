@@ -113,8 +113,11 @@ def test_evalblink_s_next_line_names_the_price_rows_then_works_once_they_are_add
         f"add price rows for {', '.join(needed)} (the admin's Prices, or `evalsite prices "
         "import FILE --activate`; `evalsite models --catalog` shows OpenRouter's prices)"
     )
+    then, now = then.split("; or now, the fake model in their place: ")
     assert then == f"evalsite validate {suite} && evalsite run {suite} --fake"
     assert _run_as_printed(then)[0][0] == 2  # not yet: the rows are missing
+    assert now == f"evalsite run {suite} --models fake/small --fake --judge fake/small"
+    assert _run_as_printed(now)[0][0] in (0, 1)  # but this runs now
     rows = {str(row.model): (row.input_per_mtok, row.output_per_mtok)
             for row in PriceTable.objects.get(active=True).prices.all()}  # fmt: skip
     PriceTable.objects.update(active=False)

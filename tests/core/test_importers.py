@@ -212,6 +212,8 @@ def test_promptfoo_config_maps_prompts_providers_tests_and_assertions():
         "openai/gpt-4o-mini@careful",
         "anthropic/claude-haiku-4-5@prompt-1",
         "anthropic/claude-haiku-4-5@careful",
+        "ollama/llama3@prompt-1",  # its apiBaseUrl is Ollama's: an Endpoint's model
+        "ollama/llama3@careful",
     ]
     cases = {case["id"]: case for case in suite["tasks"][0]["cases"]}
     assert list(cases) == ["france", "japan", "italy", "peru", "egypt"]
@@ -226,8 +228,11 @@ def test_promptfoo_config_maps_prompts_providers_tests_and_assertions():
     assert ("assertion javascript", 21) in skipped
     assert ("assertion cost", 31) in skipped
     assert ("assertion latency", 18) in skipped
-    assert ("provider openai:chat:llama3", 11) in skipped
-    assert any("add an Endpoint in the admin" in note for note in result.notes)
+    assert not any("llama3" in what for what, _ in skipped)
+    assert any(
+        "add an Endpoint in the admin (name ollama, base URL http://localhost:11434/v1)" in note
+        for note in result.notes
+    )
 
 
 def test_evaling_eval_maps_variants_cases_files_scorecard_and_thresholds():
@@ -271,7 +276,7 @@ def test_an_evaling_check_criterion_no_case_can_feed_is_listed_not_written(tmp_p
 
 
 def test_auto_refuses_a_file_it_cannot_place(tmp_path):
-    (tmp_path / "x.yaml").write_text("suite: mine\nversion: 1\ntasks: []\n")
+    (tmp_path / "x.yaml").write_text("name: mine\nitems: []\n")  # no tool's keys
     with pytest.raises(SuiteError, match="cannot tell its format"):
         detect(tmp_path / "x.yaml")
 

@@ -405,7 +405,7 @@ def test_the_judge_labs_cap_is_read_by_the_rule_and_words_of_max_cost(tmp_path):
 def test_an_uploaded_sources_preview_names_the_upload_never_the_servers_temporary_folder():
     client = Client()
     client.force_login(make_user())
-    config = b"prompts: [hi]\nproviders: [fake:small]\ntests: file://tests.txt\n"
+    config = b"prompts: [hi]\nproviders: [fake:small]\ntests: [{}, file://tests.txt]\n"
     upload = SimpleUploadedFile("promptfooconfig.yaml", config)
     response = client.post(reverse("suite_new"), {"file": upload, "intent": "check"})
     page = response.content.decode()

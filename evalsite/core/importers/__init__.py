@@ -41,6 +41,12 @@ _EVALING = {"variants", "cases", "scorecard", "judges", "thresholds", "settings"
 
 def detect_text(text: str) -> str | None:
     """The format ``text`` is written in, or None when it is none of them."""
+    found = _kind(text)
+    return None if found == "evalsite" else found
+
+
+def _kind(text: str) -> str | None:
+    """The format of ``text``, ``evalsite`` for evalsite's own, or None."""
     from evalsite.core.importers.evalpin import kind_of
     from evalsite.core.yamlsafe import load_yaml
 
@@ -54,7 +60,7 @@ def detect_text(text: str) -> str | None:
     if "test_cases" in keys and keys & {"models", "prompts", "evaluation"}:
         return "evalblink"
     if "suite" in keys and "tasks" in keys:
-        return None  # evalsite's own format
+        return "evalsite"
     if keys & {"providers", "targets"} and keys & {"prompts", "tests", "defaultTest"}:
         return "promptfoo"
     if keys & _EVALING and ("models" in keys or "variants" in keys or "prompt" in keys):
@@ -112,7 +118,13 @@ def detect(source: pathlib.Path) -> str:
         text = decode_text(read_bounded(source), filename=str(source)).replace("\r\n", "\n")
     except UnreadableFile as error:
         raise SuiteError([Problem(str(source), None, "", str(error))]) from None
-    found = detect_text(text)
+    found = _kind(text)
+    if found == "evalsite":
+        message = (
+            f"already an evalsite suite (its suite and tasks keys): nothing to import; "
+            f"`evalsite validate {source}` checks it and `evalsite run {source}` runs it"
+        )
+        raise SuiteError([Problem(str(source), None, "", message)])
     if found is None and (refusal := unsupported(text)) is not None:
         raise SuiteError([Problem(str(source), None, "", refusal)])
     if found is None:
@@ -151,7 +163,12 @@ def translate_upload(data: bytes, filename: str) -> Translation | None:
         try:
             return _named_as_uploaded(translate(format, source, uploaded=True), str(folder))
         except SuiteError as error:
-            problems = [_relative(problem, str(folder)) for problem in error.problems]
+            # A refused import lists what did not translate too, as the command prints it.
+            skipped = [
+                Problem(item.file, item.line, "", f"not translated: {item.what}: {item.why}")
+                for item in getattr(error, "untranslated", ())
+            ]
+            problems = [_relative(problem, str(folder)) for problem in [*error.problems, *skipped]]
             raise SuiteError(problems) from None
 
 

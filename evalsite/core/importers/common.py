@@ -27,6 +27,7 @@ from evalsite.core.suite_files import UnreadableFile, read_bounded, resolve_insi
 from evalsite.core.yamlsafe import YamlDocument, load_yaml
 
 __all__ = [
+    "Refused",
     "Translation",
     "Untranslated",
     "check_translation",
@@ -77,6 +78,15 @@ class Translation:
         if self.suite is not None and self.suite_file is not None:
             out[self.suite_file] = render_suite(self).encode("utf-8")
         return out
+
+
+class Refused(SuiteError):
+    """An import that writes nothing: the problems that stop it, and everything the walk
+    had found untranslated by then, so the command can print the whole list."""
+
+    def __init__(self, problems: list[Problem], untranslated: tuple[Untranslated, ...]) -> None:
+        super().__init__(problems)
+        self.untranslated = untranslated
 
 
 def render_suite(translation: Translation) -> str:
@@ -274,9 +284,9 @@ class Collector:
         self.problems.append(Problem(at[0], at[1], at[2], message))
 
     def raise_problems(self) -> None:
-        """SuiteError with every problem found, if any."""
+        """:class:`Refused` with every problem found and the untranslated list, if any."""
         if self.problems:
-            raise SuiteError(list(self.problems))
+            raise Refused(list(self.problems), tuple(self.untranslated))
 
     def reference(self, written: str, at: At) -> tuple[pathlib.Path, str] | None:
         """The file ``written`` names and its path relative to the source's folder; None,

@@ -22,27 +22,40 @@ from evalsite.core.importers.common import (
     unique,
     variant_specs,
 )
-from evalsite.core.suite_schema import MODEL
+from evalsite.core.importers.promptfoo_prompts import (
+    CODE,
+    DATA,
+    PLAIN,
+    as_js_yaml,
+    needs_jinja,
+    read_js_yaml,
+)
+from evalsite.core.importers.promptfoo_prompts import prompts as read_prompts
+from evalsite.core.importers.promptfoo_providers import (
+    COMPATIBLE,
+    KNOWN_CONFIG,
+    grader,
+    provider_text,
+)
+from evalsite.core.importers.promptfoo_providers import providers as read_providers
 
 __all__ = ["translate"]
 
-CODE = {".js", ".cjs", ".mjs", ".ts", ".py"}
-DATA = {".json", ".yaml", ".yml"}
 MEDIA = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf", ".mp3", ".wav", ".mp4"}
-TOP = {"description", "prompts", "providers", "targets", "tests", "defaultTest", "evaluateOptions"}
+TOP = {
+    "description",
+    "prompts",
+    "providers",
+    "targets",
+    "tests",
+    "defaultTest",
+    "evaluateOptions",
+    "assertionTemplates",  # read where a $ref names one
+}
 TEST = {"description", "vars", "assert", "options"}
 ASSERTION = {"type", "value", "threshold"}
-PLAIN = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-ANY_TAG = re.compile(r"\{\{.*?\}\}|\{%|\{#", re.S)
-_MODEL = re.compile(MODEL)
 DEFAULT_GRADER = "openai/gpt-4.1"  # promptfoo grades with an OpenAI model by default
-PREFIXES = {  # promptfoo provider prefix -> evalsite provider
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "vertex": "google",
-    "google": "google",
-    "openrouter": "openrouter",
-}
+VAR_FILE_CHARS = 200_000  # a var file read into the suite; a suite is at most 5 MiB
 NO_GATE = (
     "evalsite's gates have no per-answer {what} threshold (limits.max_cost_usd caps a whole "
     "run's spend; the report shows latency p50)"
@@ -51,13 +64,15 @@ NO_GATE = (
 
 def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     """The config at ``source``; the files it refers to are read from its folder, or, when
-    ``uploaded`` (the add-suite page), not at all: each is a problem saying so."""
-    document = read_yaml(source)
+    ``uploaded`` (the add-suite page), not at all: each is a problem saying so. A config
+    with no prompt, or whose tests all fail to translate, is refused (:class:`Refused`,
+    with the untranslated list): never a suite with a placeholder prompt or case."""
+    document = as_js_yaml(read_yaml(source))
     data = document.data if isinstance(document.data, dict) else {}
     c = Collector(str(source), document, folder=None if uploaded else source.parent)
     c.unknown_keys(data, TOP, (), "")
-    prompts = _prompts(data.get("prompts"), c)
-    models, params = _providers(data.get("providers", data.get("targets")), c)
+    prompts = read_prompts(data.get("prompts"), c)
+    contestants = read_providers(data.get("providers", data.get("targets")), c)
     tests = _tests(data.get("tests"), c)
     default: Any = data.get("defaultTest") if isinstance(data.get("defaultTest"), dict) else {}
     suite: dict[str, Any] = {
@@ -67,33 +82,54 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     if data.get("description"):
         suite["description"] = str(data["description"])
     texts = [text for _, text in prompts if isinstance(text, str)]
-    if any(_needs_jinja(text) for text in texts):
+    if any(needs_jinja(text) for text in texts):
         suite["templating"] = "jinja2"
     names = [name for name, _ in prompts]
-    suite["models"] = [f"{m}@{n}" for m in models for n in names] if len(names) > 1 else models
+    suite["models"] = contestants.contestants(names, c)
     repeat = (data.get("evaluateOptions") or {}).get("repeat")
     if isinstance(repeat, int) and 1 <= repeat <= 20:
         suite["repeats"] = repeat
     _evaluate_options(data.get("evaluateOptions"), c)
+    params = _shared_params(contestants.configs, c)
     if params:
         suite["defaults"] = params
-    task, judge = _task(prompts, tests, default, c)
+    task, judge = _task(prompts, tests, default, c, data)
     if judge:
         suite["judge"] = judge
     if len(prompts) > 1:
         suite["variants"] = variant_specs(dict(prompts))
     suite["tasks"] = [task]
+    _refuse_empty(data, prompts, tests, c)
     c.raise_problems()
     return Translation(
         "promptfoo",
         str(source),
         f"{suite['suite']}.yaml",
         suite,
-        {},
+        dict(contestants.files),
         tuple(c.untranslated),
         tuple(c.notes),
         _HEADER,
     )
+
+
+def _refuse_empty(data: dict[str, Any], prompts: list[Any], tests: list[Any], c: Collector) -> None:
+    """A problem when no prompt translated, or tests were given and none translated (a file
+    that could not be read is a problem of its own already)."""
+    if c.problems:
+        return
+    if not prompts:
+        c.problem(
+            c.at(("prompts",)),
+            "no prompt translated (every prompt is listed as untranslated above); evalsite "
+            "writes no suite without one",
+        )
+    if data.get("tests") not in (None, []) and not tests:
+        c.problem(
+            c.at(("tests",)),
+            "no test translated (each is listed as untranslated above); evalsite writes no "
+            "suite with a placeholder case",
+        )
 
 
 _HEADER = (
@@ -102,11 +138,6 @@ _HEADER = (
     "assertions are merged into every case; assertions are checks, llm-rubric a case grade",
     "(the judge scores 1-5, normalised to 0-1), select-best the pairwise judge's rubric.",
 )
-
-
-def _needs_jinja(text: str) -> bool:
-    """Nunjucks beyond plain ``{{name}}`` (filters, tags, comments) needs Jinja2."""
-    return any(not PLAIN.fullmatch(tag) for tag in ANY_TAG.findall(text))
 
 
 def _evaluate_options(options: Any, c: Collector) -> None:
@@ -121,116 +152,7 @@ def _evaluate_options(options: Any, c: Collector) -> None:
 # --- prompts ---------------------------------------------------------------------------------
 
 
-def _prompts(value: Any, c: Collector) -> list[tuple[str, Any]]:
-    """(variant name, prompt) of each prompt; a prompt is a text or a list of messages."""
-    items = value if isinstance(value, list) else [] if value is None else [value]
-    out: list[tuple[str, Any]] = []
-    taken = {"base"}
-    for index, item in enumerate(items):
-        label, texts = _prompt_texts(item, ("prompts", index), c)
-        for k, text in enumerate(texts):
-            base = identifier(label, f"prompt-{index + 1}") if label else f"prompt-{index + 1}"
-            name = unique(base if k == 0 else f"{base}-{k + 1}", taken)
-            out.append((name, text))
-    return out
-
-
-def _prompt_texts(item: Any, path: tuple[Any, ...], c: Collector) -> tuple[str, list[Any]]:
-    if isinstance(item, dict):
-        label = str(item.get("label") or item.get("id") or "")
-        raw = item.get("raw")
-        if isinstance(raw, str):
-            return label, [raw]
-        reference = item.get("id") if str(item.get("id", "")).startswith("file://") else None
-        if reference is None:
-            c.skip(path, "prompt", "a prompt object needs raw text or a file:// id")
-            return label, []
-        item = reference
-    if not isinstance(item, str):
-        c.skip(path, "prompt", "not a text or a file:// reference")
-        return "", []
-    if not item.startswith("file://"):
-        return "", [item]
-    return _prompt_file(item, path, c)
-
-
-def _prompt_file(written: str, path: tuple[Any, ...], c: Collector) -> tuple[str, list[Any]]:
-    name = pathlib.PurePosixPath(written.removeprefix("file://"))
-    if name.suffix.lower() in CODE or any(ch in str(name) for ch in "*?:"):
-        c.skip(path, f"prompt {written}", "prompt functions and globs are code evalsite runs not")
-        return "", []
-    if name.suffix.lower() in DATA:
-        found = c.read_yaml(written, c.at(path))
-        if found is not None and not _is_chat(found[0].data):
-            c.skip(path, f"prompt {written}", "not a list of {role, content} messages")
-        if found is None or not _is_chat(found[0].data):
-            return "", []
-        return name.stem, [[{"role": m["role"], "content": m["content"]} for m in found[0].data]]
-    text = c.read_text(written, c.at(path))
-    parts = [part.strip("\n") for part in re.split(r"\n-{3,}\n", text[0] if text else "")]
-    return name.stem, [part for part in parts if part]  # promptfoo's separator: a --- line
-
-
-def _is_chat(value: Any) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(m, dict)
-        and m.get("role") in {"system", "user", "assistant"}
-        and isinstance(m.get("content"), str)
-        for m in value
-    )
-
-
 # --- providers -------------------------------------------------------------------------------
-
-
-def _providers(value: Any, c: Collector) -> tuple[list[str], dict[str, Any]]:
-    """The contestants' model strings and the request settings they all share."""
-    if isinstance(value, dict):
-        value = [{"id": key, **(options or {})} for key, options in value.items()]
-    items = value if isinstance(value, list) else [] if value is None else [value]
-    models: list[str] = []
-    configs: list[dict[str, Any]] = []
-    for index, item in enumerate(items):
-        spec = item if isinstance(item, dict) else {"id": item}
-        config: Any = spec.get("config") if isinstance(spec.get("config"), dict) else {}
-        model = _model(str(spec.get("id", "")), config, ("providers", index), c)
-        if model and model not in models:
-            models.append(model)
-            configs.append(config)
-    return models, _shared_params(configs, c)
-
-
-def _model(
-    provider: str, config: dict[str, Any], path: tuple[Any, ...], c: Collector
-) -> str | None:
-    prefix, _, rest = provider.partition(":")
-    for mode in ("chat:", "messages:", "responses:"):
-        rest = rest.removeprefix(mode)
-    base_url = config.get("apiBaseUrl") or config.get("apiHost")
-    if base_url:
-        endpoint = identifier(re.sub(r"^https?://", "", str(base_url)).split("/")[0], "local")
-        endpoint = endpoint.replace("-", "")[:30] or "local"
-        c.notes.append(
-            f"{provider} calls {base_url}: add an Endpoint in the admin (name {endpoint}, base "
-            f"URL {base_url}) and run with --models {endpoint}/{rest}"
-        )
-        c.skip(path, f"provider {provider}", "an OpenAI-compatible apiBaseUrl is an Endpoint")
-        return None
-    if prefix not in PREFIXES or not rest:
-        c.skip(
-            path,
-            f"provider {provider}",
-            "not a provider evalsite has (openai, anthropic, "
-            "google/vertex, openrouter, or an Endpoint)",
-        )
-        return None
-    model = f"{PREFIXES[prefix]}/{rest}"
-    if not _MODEL.fullmatch(model):
-        c.skip(path, f"provider {provider}", "not an evalsite model string")
-        return None
-    if prefix == "vertex":
-        c.notes.append(f"{provider} is {model}: evalsite calls Gemini's API, not Vertex AI")
-    return model
 
 
 def _shared_params(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any]:
@@ -246,10 +168,9 @@ def _shared_params(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any
                 "differs between providers; evalsite's "
                 "defaults hold one value (a variant's params can hold another)",
             )
-    known = {"temperature", "max_tokens", "top_p", "apiBaseUrl", "apiHost"}
     for config in configs:
         for key in config:
-            if key not in known:
+            if key not in KNOWN_CONFIG:
                 c.skip(("providers",), f"config.{key}", "not a request setting evalsite has")
     return params
 
@@ -279,7 +200,7 @@ def _test_file(
         found = c.read_text(written, c.at(where))
         return _csv_tests(*found, c) if found else []
     if suffix in DATA:
-        loaded = c.read_yaml(written, c.at(where))
+        loaded = read_js_yaml(c, written, c.at(where))
         if loaded is None:
             return []
         document, file = loaded
@@ -332,12 +253,18 @@ def _csv_assertion(cell: str) -> dict[str, Any]:
 
 
 def _task(
-    prompts: list[tuple[str, Any]], tests: list[Any], default: dict[str, Any], c: Collector
+    prompts: list[tuple[str, Any]],
+    tests: list[Any],
+    default: dict[str, Any],
+    c: Collector,
+    data: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     base_prompt = prompts[0][1] if prompts else ""
     task: dict[str, Any] = {"id": "tests", "prompt": base_prompt}
-    grader = _grader(default.get("options"))
-    context = _Context(grader)
+    context = _Context(data)
+    _grader(default.get("options"), ("defaultTest", "options"), c, context)
+    if not data.get("tests"):  # promptfoo runs each prompt once, with defaultTest
+        tests = [({"description": "default"}, c.at(("defaultTest",)))]
     default_checks = _assertions(
         default.get("assert"), ("defaultTest", "assert"), c.file, c, context, None
     )
@@ -370,38 +297,68 @@ def _task(
     if context.graded or context.rubric:
         judge["model"] = context.grader or DEFAULT_GRADER
         if context.grader is None:
-            c.notes.append(
-                f"the judge is {DEFAULT_GRADER}, promptfoo's default grader's vendor: "
-                "set judge.model to yours"
+            asked = (
+                f"the file's grader {context.asked} does not translate"
+                if context.asked
+                else ("promptfoo's default grader's vendor")
             )
+            c.notes.append(f"the judge is {DEFAULT_GRADER} ({asked}): set judge.model to yours")
     if context.rubric:
         judge["rubric"] = context.rubric
     elif judge:
         task["judge"] = False  # the judge grades; it compares in pairs only for select-best
-    task["cases"] = cases or [{"id": "empty"}]
+    task["cases"] = cases
     return task, judge
 
 
 class _Context:
     """What the assertions of every test add to the task and the judge."""
 
-    def __init__(self, grader: str | None) -> None:
-        self.grader = grader
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data  # the config, for assertion templates ($ref)
+        self.grader: str | None = None
+        self.asked: str | None = None  # the grader the file names, when none translated
         self.graded = False
         self.rubric: str | None = None
         self.schema: Any = None
 
 
-def _grader(options: Any) -> str | None:
-    provider = options.get("provider") if isinstance(options, dict) else None
-    if isinstance(provider, dict):
-        provider = provider.get("id")
-    if not isinstance(provider, str):
-        return None
-    prefix, _, rest = provider.partition(":")
-    rest = rest.removeprefix("chat:").removeprefix("messages:")
-    model = f"{PREFIXES.get(prefix, prefix)}/{rest}"
-    return model if prefix in PREFIXES and _MODEL.fullmatch(model) else None
+def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: _Context) -> None:
+    """defaultTest's ``options``: its ``provider`` is the judge when evalsite calls it (a
+    text or an object with an ``id``); it and every other option listed otherwise."""
+    if not isinstance(options, dict):
+        return
+    for key in options:
+        if key != "provider":
+            c.skip(
+                (*path, key), f"{path[0]}.options.{key}", "not an option this importer translates"
+            )
+    if options.get("provider") is None:
+        return
+    written = provider_text(options["provider"])
+    context.grader = grader(options["provider"])
+    endpoint = (context.grader or "").partition("/")[0]
+    if endpoint in COMPATIBLE:
+        c.notes.append(
+            f"the judge {context.grader} is a model of the Endpoint {endpoint} (base URL "
+            f"{COMPATIBLE[endpoint]}): add it in the admin, with a price row"
+        )
+    if context.grader is None:
+        context.asked = written
+        why = f"not a model evalsite calls as the judge; the judge is {DEFAULT_GRADER}"
+        c.skip((*path, "provider"), f"{path[0]}.options.provider {written}", why)
+
+
+def _other_grader(
+    provider: Any, what: str, line: int | None, file: str, c: Collector, context: _Context
+) -> None:
+    """A test's or an assertion's own grading provider: the judge's model when it is the
+    same, else listed (evalsite's suite has one judge)."""
+    model = grader(provider)
+    if model is not None and model == context.grader:
+        return
+    why = f"evalsite's suite has one judge ({context.grader or DEFAULT_GRADER}); it grades this too"
+    c.skip_at(line, f"{what} {provider_text(provider)}", why, file=file)
 
 
 def _case(
@@ -421,6 +378,13 @@ def _case(
             c.skip_at(
                 line, f"test {number}: {key}", "not a key this importer translates", file=file
             )
+    options: Any = test.get("options") if isinstance(test.get("options"), dict) else {}
+    for key, value in options.items():
+        if key == "provider":
+            _other_grader(value, f"test {number}: options.provider", line, file, c, context)
+        else:
+            why = "not an option this importer translates"
+            c.skip_at(line, f"test {number}: options.{key}", why, file=file)
     name = str(test.get("description") or "")
     case: dict[str, Any] = {
         "id": unique(identifier(name, f"test-{number}") if name else f"test-{number}", taken)
@@ -458,7 +422,7 @@ def _vars(value: Any, at: At, c: Collector) -> dict[str, Any]:
     holding one; a value ``file://PATH`` is that file's text (a YAML or JSON file's data)."""
     what = at[2]
     if isinstance(value, str) and value.startswith("file://"):
-        found = c.read_yaml(value, at)
+        found = read_js_yaml(c, value, at)
         value, what = (found[0].data if found else None), f"{at[2]} {value}"
     if not isinstance(value, dict):
         if value is not None:
@@ -478,6 +442,10 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
     """The value of a var promptfoo loads from a file; None (untranslated) for a script's
     or a media file's."""
     suffix = pathlib.PurePosixPath(written).suffix.lower()
+    if any(ch in written for ch in "*?["):
+        why = "a glob: promptfoo makes a test of each file it matches; list each file's test"
+        c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
+        return None
     if suffix in CODE | MEDIA:
         why = (
             "a var a script computes is code evalsite runs not"
@@ -487,9 +455,16 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
         c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
         return None
     if suffix in DATA:
-        document = c.read_yaml(written, at)
+        document = read_js_yaml(c, written, at)
         return None if document is None else document[0].data
     found = c.read_text(written, at)
+    if found is not None and len(found[0]) > VAR_FILE_CHARS:
+        why = (
+            f"longer than {VAR_FILE_CHARS:,} characters: the suite would hold it in every case "
+            "that uses it; attach it as a case file (files:) or shorten it"
+        )
+        c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
+        return None
     return None if found is None else found[0]
 
 
@@ -501,9 +476,13 @@ def _assertions(
     threshold = None
     for index, assertion in enumerate(value if isinstance(value, list) else []):
         where = c.at((*path, index))[1] if path else line
+        if isinstance(assertion, dict) and "$ref" in assertion:
+            assertion = _template(assertion["$ref"], where, file, c, context)
         if not isinstance(assertion, dict):
             continue
         kind = str(assertion.get("type", ""))
+        if assertion.get("provider") is not None:
+            _other_grader(assertion["provider"], f"{kind} provider", where, file, c, context)
         for key in assertion:
             if key not in ASSERTION and key != "provider":
                 c.skip_at(
@@ -513,6 +492,10 @@ def _assertions(
                     "alike; a scorecard weighs verdicts, not single checks)",
                     file=file,
                 )
+        if kind == "llm-rubric" and assertion.get("value") in (None, ""):
+            why = "an llm-rubric with no rubric text: evalsite's grade needs its criteria"
+            c.skip_at(where, "assertion llm-rubric", why, file=file)
+            continue
         if kind == "llm-rubric":
             criteria.append(str(assertion.get("value", "")))
             threshold = assertion.get("threshold", threshold)
@@ -535,6 +518,19 @@ def _assertions(
         if isinstance(threshold, int | float):
             grade["threshold"] = threshold
     return checks, grade
+
+
+def _template(ref: Any, line: int | None, file: str, c: Collector, context: _Context) -> Any:
+    """The assertion a ``$ref: '#/assertionTemplates/NAME'`` names in the config, or None
+    (listed) when it names none there."""
+    found: Any = context.data if isinstance(ref, str) and ref.startswith("#/") else None
+    for part in str(ref).removeprefix("#/").split("/") if found is not None else []:
+        found = found.get(part) if isinstance(found, dict) else None
+    if not isinstance(found, dict) or "$ref" in found:
+        why = "names no assertion of this file (only '#/assertionTemplates/NAME' refs resolve)"
+        c.skip_at(line, f"assertion $ref {ref}", why, file=file)
+        return None
+    return found
 
 
 def _texts(value: Any) -> list[str]:

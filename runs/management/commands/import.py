@@ -43,10 +43,15 @@ class Command(EvalsiteCommand):
         try:
             translation = translate(format, Path(source), replies=replies, repeats=repeats)
         except SuiteError as error:
+            self._untranslated(getattr(error, "untranslated", ()))
             self.fail_all(error.problems)
         problems = check_translation(translation)
         if problems:
-            self.stderr.write("the translated suite does not validate (a bug of the importer):")
+            self._untranslated(translation.untranslated)
+            self.stderr.write(
+                "the translated suite does not validate (a bug of the importer); nothing "
+                "was written:"
+            )
             self.fail_all(problems)
         out_dir = Path(out)
         unwritable = output_problems(translation, out_dir)
@@ -65,9 +70,13 @@ class Command(EvalsiteCommand):
         self._report(translation, out_dir)
         sys.exit(ExitCode.OK)
 
-    def _report(self, translation, out_dir: Path) -> None:
-        for item in translation.untranslated:
+    def _untranslated(self, items) -> None:
+        """Every part that did not translate, one line each: also when nothing is written."""
+        for item in items:
             self.stdout.write(f"untranslated: {item}")
+
+    def _report(self, translation, out_dir: Path) -> None:
+        self._untranslated(translation.untranslated)
         for note in translation.notes:
             self.stdout.write(f"note: {note}")
         count = len(translation.untranslated)
@@ -86,7 +95,8 @@ class Command(EvalsiteCommand):
 def next_steps(translation, suite: Path, unpriced: list[str]) -> str:
     """The commands that validate and run the written suite, exactly as they work: a
     scripted suite (evalpin's) with its replies, any other with --fake (and a fake model
-    when no model was translated); after the price rows it still needs, named."""
+    when no model was translated); after the price rows it still needs, named, and then a
+    command that runs now, with the fake model in place of the unpriced ones."""
     models = translation.suite.get("models") or []
     scripted = bool(models) and all(str(m).startswith("scripted/") for m in models)
     if scripted and translation.suite.get("replies"):
@@ -98,10 +108,14 @@ def next_steps(translation, suite: Path, unpriced: list[str]) -> str:
     commands = f"evalsite validate {suite} && {run}"
     if not unpriced:
         return commands
+    judge = (translation.suite.get("judge") or {}).get("model")
+    now = f"evalsite run {suite} --models fake/small --fake"
+    if judge in unpriced:
+        now += " --judge fake/small"
     return (
         f"add price rows for {', '.join(unpriced)} (the admin's Prices, or `evalsite prices "
         "import FILE --activate`; `evalsite models --catalog` shows OpenRouter's prices), "
-        f"then: {commands}"
+        f"then: {commands}; or now, the fake model in their place: {now}"
     )
 
 

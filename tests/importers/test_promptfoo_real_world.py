@@ -1,0 +1,379 @@
+"""promptfoo configs as people write them (issue 32): an import writes a suite that
+validates or exits 2 with the reason and the whole untranslated list; every provider is a
+contestant or a listed line; nothing is dropped silently. Each config here is written for
+these tests in promptfoo's documented shapes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalsite.core.importers import check_translation, translate
+from evalsite.core.problems import SuiteError
+from tests.helpers.factories import run_command
+
+
+def _config(tmp_path: Path, text: str, **files: str) -> Path:
+    for name, content in files.items():
+        (tmp_path / name.replace("__", "/")).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name.replace("__", "/")).write_text(content)
+    (tmp_path / "promptfooconfig.yaml").write_text(text)
+    return tmp_path / "promptfooconfig.yaml"
+
+
+def _skipped(result) -> dict[str, str]:
+    return {item.what: item.why for item in result.untranslated}
+
+
+def _valid(tmp_path: Path, text: str, **files: str):
+    result = translate("promptfoo", _config(tmp_path, text, **files))
+    assert check_translation(result) == []
+    return result
+
+
+# --- never an invalid suite; always the list ---------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_config_with_no_prompt_translated_exits_2_with_the_whole_list(tmp_path):
+    source = _config(
+        tmp_path,
+        "prompts: [pf://team/greeting, file://prompt.py]\n"
+        "providers: [openai:gpt-4.1-mini]\n"
+        "tests: [{vars: {x: a}, assert: [{type: javascript, value: output.length < 9}]}]\n",
+    )
+    code, stdout, stderr = run_command(
+        "import", "promptfoo", str(source), "--out", str(tmp_path / "x")
+    )
+    assert code == 2
+    assert f"untranslated: {source}:1: prompt pf://team/greeting: a prompt kept in pf://" in stdout
+    assert f"untranslated: {source}:1: prompt file://prompt.py:" in stdout
+    assert f"untranslated: {source}:3: assertion javascript:" in stdout
+    assert "no prompt translated" in stderr and 'prompt: ""' not in stdout
+    assert not (tmp_path / "x").exists()
+
+
+def test_tests_that_all_fail_to_translate_are_refused_not_a_placeholder_case(tmp_path):
+    source = _config(tmp_path, "prompts: [Hi]\nproviders: [openai:gpt-4.1]\ntests: [42, nope]\n")
+    with pytest.raises(SuiteError, match="no test translated") as caught:
+        translate("promptfoo", source)
+    assert [item.what for item in caught.value.untranslated] == ["test", "test"]
+
+
+def test_a_config_without_tests_is_one_case_of_default_test_as_promptfoo_runs_it(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['Say {{word}}']\nproviders: [openai:gpt-4.1]\n"
+        "defaultTest: {vars: {word: hi}, assert: [{type: contains, value: hi}]}\n",
+    )
+    assert result.suite["tasks"][0]["cases"] == [
+        {"id": "default", "vars": {"word": "hi"}, "checks": [{"contains": "hi"}]}
+    ]
+
+
+@pytest.mark.django_db
+def test_a_suite_that_does_not_validate_is_refused_with_the_list(tmp_path, monkeypatch):
+    from evalsite.core import importers
+    from evalsite.core.problems import Problem
+
+    monkeypatch.setattr(importers, "check_translation", lambda t: [Problem("s", 1, "", "bad")])
+    source = _config(
+        tmp_path,
+        "prompts: [Hi]\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{assert: [{type: javascript, value: 'true'}]}]\n",
+    )
+    code, stdout, stderr = run_command(
+        "import", "promptfoo", str(source), "--out", str(tmp_path / "x")
+    )
+    assert code == 2 and "untranslated:" in stdout and "assertion javascript" in stdout
+    assert "nothing was written" in stderr and "error: s:1: bad" in stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_nunjucks_dump_is_tojson_and_a_filter_jinja_lacks_is_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts:\n  - 'Data: {{ item | dump }}'\n  - 'Rows: {{ rows | load }}'\n"
+        "providers: [openai:gpt-4.1]\ntests: [{vars: {item: x, rows: y}}]\n",
+    )
+    assert result.suite["tasks"][0]["prompt"] == "Data: {{ item | tojson }}"
+    assert "variants" not in result.suite  # the second prompt did not translate
+    assert "No filter named 'load'" in _skipped(result)["prompt"]
+    assert any("dump filter is Jinja2's tojson" in note for note in result.notes)
+
+
+def test_an_llm_rubric_with_no_value_is_listed_not_an_empty_grade(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{assert: [{type: llm-rubric}, {type: contains, value: a}]}]\n",
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert "grade" not in case and "judge" not in result.suite
+    assert "no rubric text" in _skipped(result)["assertion llm-rubric"]
+
+
+# --- every contestant has a path -----------------------------------------------------------
+
+
+def test_openai_compatible_providers_are_endpoint_models_with_their_base_urls(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\ntests: [{vars: {}}]\nproviders:\n"
+        "  - ollama:chat:llama3.2\n  - groq:llama-3.3-70b-versatile\n"
+        "  - id: xai:grok-3\n  - deepseek:deepseek-chat\n  - ollama:llama3.2:3b\n"
+        "  - id: openai:chat:qwen\n    config: {apiBaseUrl: 'http://127.0.0.1:8000/v1'}\n",
+    )
+    assert result.suite["models"] == [
+        "ollama/llama3.2",
+        "groq/llama-3.3-70b-versatile",
+        "xai/grok-3",
+        "deepseek/deepseek-chat",
+        "vllm/qwen",
+    ]
+    notes = "\n".join(result.notes)
+    assert "(name ollama, base URL http://localhost:11434/v1)" in notes
+    assert "(name groq, base URL https://api.groq.com/openai/v1)" in notes
+    assert "(name vllm, base URL http://127.0.0.1:8000/v1)" in notes
+    assert "takes no ':'" in _skipped(result)["provider ollama:llama3.2:3b"]
+
+
+def test_echo_is_a_command_model_whose_program_echoes_and_scripts_are_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['Say {{x}}']\ntests: [{vars: {x: hi}}]\n"
+        "providers: [echo, 'exec: python3 run.py', file://provider.py]\n",
+    )
+    assert result.suite["models"] == ["command/echo"]
+    program = result.files["echo.py"]
+    request = {"messages": [{"role": "user", "content": "Say hi"}]}
+    echoed = subprocess.run(
+        [sys.executable, "-c", program], input=json.dumps(request), capture_output=True, text=True
+    )
+    assert echoed.stdout == "Say hi\n"
+    skipped = _skipped(result)
+    assert "on stdin" in skipped["provider exec: python3 run.py"]
+    assert "on stdin" in skipped["provider file://provider.py"]
+    assert any("EVALSITE_COMMAND_ECHO" in note for note in result.notes)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("providers", "ends"),
+    [("[bedrock:anthropic.claude-v2]", "--models fake/small --fake"), ("[ollama:llama3]", "")],
+)
+def test_the_next_line_runs_as_printed(tmp_path, providers, ends):
+    from runs.models import PriceTable
+    from tests.cli.test_other_tools_habits import _next_line, _run_as_printed
+
+    PriceTable.objects.ensure_default()
+    source = _config(
+        tmp_path,
+        f"prompts: ['Say {{{{x}}}}']\nproviders: {providers}\ntests: [{{vars: {{x: a}}}}]\n",
+    )
+    code, out, err = run_command("import", "promptfoo", str(source), "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    line = _next_line(out)
+    if not ends:  # an Endpoint's model has no price row: the command that runs now
+        line = line.split("; or now, the fake model in their place: ")[1]
+    assert line.endswith(ends)
+    done = _run_as_printed(line)
+    assert [result[0] for result in done] == [0] * len(done), done
+
+
+# --- silent drops become translations or listed lines ---------------------------------------
+
+
+def test_providers_of_the_same_model_are_listed_not_merged(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\ntests: [{vars: {}}]\nproviders:\n"
+        "  - {id: 'openai:responses:gpt-4.1', label: text}\n"
+        "  - {id: 'openai:responses:gpt-4.1', label: json, config: {response_format: json}}\n",
+    )
+    assert result.suite["models"] == ["openai/gpt-4.1"]
+    why = _skipped(result)["provider openai:responses:gpt-4.1 (json)"]
+    assert why.startswith("the same evalsite model as providers[0]")
+
+
+def test_a_file_var_is_read_beside_the_config_and_a_glob_is_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['Sum up {{doc}} {{more}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{vars: {doc: file://docs/a.txt, more: 'file://docs/*.txt'}}]\n",
+        **{"docs__a.txt": "An article."},
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["vars"]["doc"] == "An article."
+    assert "a glob" in _skipped(result)["tests[0].vars.more file://docs/*.txt"]
+
+
+def test_a_var_file_too_long_to_inline_is_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['Sum up {{doc}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{vars: {doc: file://big.txt}}]\n",
+        **{"big.txt": "word " * 40_001},
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["vars"]["doc"] == ""  # listed, as a var the test left out renders
+    assert "longer than 200,000 characters" in _skipped(result)["tests[0].vars.doc file://big.txt"]
+
+
+def test_a_bare_prompt_path_is_read_and_a_csv_of_prompts_is_one_prompt_a_row(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [prompts.txt, prompts.csv]\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{vars: {x: a}}]\n",
+        **{
+            "prompts.txt": "First {{x}}\n---\nSecond {{x}}\n",
+            "prompts.csv": 'prompt,label\n"Third, {{x}}",third\nFourth {{x}},\n',
+        },
+    )
+    assert result.suite["tasks"][0]["prompt"] == "First {{x}}"
+    variants = result.suite["variants"]
+    assert [spec.get("prompt") for spec in variants.values()] == [
+        None,
+        "Second {{x}}",
+        "Third, {{x}}",
+        "Fourth {{x}}",
+    ]
+    assert list(variants) == ["prompts", "prompts-2", "third", "prompts-2-2"]
+
+
+def test_a_csv_of_prompts_without_a_prompt_column_is_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi, file://p.csv]\nproviders: [openai:gpt-4.1]\ntests: [{vars: {}}]\n",
+        **{"p.csv": "text\nHello\n"},
+    )
+    assert "'prompt' column" in _skipped(result)["prompt file://p.csv"]
+
+
+def test_a_grader_object_is_the_judge_and_one_evalsite_lacks_is_named_truthfully(tmp_path):
+    rubric = "tests: [{assert: [{type: llm-rubric, value: Polite.}]}]\n"
+    head = "prompts: [Hi]\nproviders: [openai:gpt-4.1]\n"
+    honoured = _valid(
+        tmp_path,
+        head + rubric + "defaultTest: {options: {provider: {id: 'google:gemini-2.5-flash'}}}\n",
+    )
+    assert honoured.suite["judge"]["model"] == "google/gemini-2.5-flash"
+    listed = _valid(
+        tmp_path, head + rubric + "defaultTest: {options: {provider: {id: 'bedrock:nova'}}}\n"
+    )
+    endpoint = _valid(
+        tmp_path,
+        head
+        + rubric
+        + "defaultTest: {options: {provider: {text: {id: 'mistral:mistral-large-latest'}}}}\n",
+    )
+    assert endpoint.suite["judge"]["model"] == "mistral/mistral-large-latest"
+    assert any("Endpoint mistral (base URL https://api.mistral.ai/v1)" in n for n in endpoint.notes)
+    assert listed.suite["judge"]["model"] == "openai/gpt-4.1"
+    assert "defaultTest.options.provider bedrock:nova" in _skipped(listed)
+    (note,) = [note for note in listed.notes if note.startswith("the judge")]
+    assert "the file's grader bedrock:nova does not translate" in note
+    assert "promptfoo's default grader" not in note
+
+
+def test_an_assertion_s_own_grader_is_listed_unless_it_is_the_judge(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\nproviders: [openai:gpt-4.1]\n"
+        "defaultTest: {options: {provider: 'openai:gpt-4.1'}}\n"
+        "tests:\n  - assert:\n"
+        "      - {type: llm-rubric, value: A., provider: 'openai:gpt-4.1'}\n"
+        "      - {type: llm-rubric, value: B., provider: 'anthropic:messages:claude-sonnet-4-5'}\n"
+        "    options: {provider: 'xai:grok-3', transform: output.trim()}\n",
+    )
+    skipped = _skipped(result)
+    assert (
+        "one judge (openai/gpt-4.1)"
+        in skipped["llm-rubric provider anthropic:messages:claude-sonnet-4-5"]
+    )
+    assert "llm-rubric provider openai:gpt-4.1" not in skipped
+    assert "test 1: options.provider xai:grok-3" in skipped
+    assert "test 1: options.transform" in skipped
+
+
+def test_yaml_scalars_keep_their_text_as_promptfoo_reads_them(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['{{a}} {{b}} {{c}} {{d}} {{e}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{vars: {a: Yes, b: off, c: 1:20, d: 012, e: true}}]\n",
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["vars"] == {"a": "Yes", "b": "off", "c": "1:20", "d": 12, "e": True}
+
+
+def test_a_provider_s_prompts_choose_its_contestants_and_a_prompt_s_config_is_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts:\n  - {raw: 'Hi', label: plain, config: {response_format: {type: json_object}}}\n"
+        "  - {raw: 'Hello', label: Warm One}\n"
+        "providers:\n  - {id: 'openai:gpt-4.1', prompts: [plain]}\n"
+        "  - {id: 'ollama:chat:llama3', prompts: [warm one]}\n"
+        "  - {id: 'anthropic:messages:claude-haiku-4-5', prompts: [missing]}\n"
+        "tests: [{vars: {}}]\n",
+    )
+    assert result.suite["models"] == [
+        "openai/gpt-4.1@plain",
+        "ollama/llama3@warm-one",
+        "anthropic/claude-haiku-4-5@plain",
+        "anthropic/claude-haiku-4-5@warm-one",
+    ]
+    skipped = _skipped(result)
+    assert "a prompt's own provider config" in skipped["prompt config"]
+    assert "names no prompt label" in skipped["provider prompts missing"]
+
+
+# --- messages that help ----------------------------------------------------------------------
+
+
+def test_auto_says_an_evalsite_suite_is_already_one(tmp_path):
+    source = tmp_path / "s.yaml"
+    source.write_text("suite: s\nversion: 1\nmodels: [fake/small]\ntasks: []\n")
+    with pytest.raises(SuiteError, match="already an evalsite suite") as caught:
+        translate("auto", source)
+    assert "cannot tell its format" not in str(caught.value)
+
+
+def test_a_chat_file_that_is_a_nunjucks_template_is_listed_not_a_yaml_error(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi, file://chat.json]\nproviders: [openai:gpt-4.1]\ntests: [{vars: {}}]\n",
+        **{"chat.json": '[{"role": "user", "content": {{ question | dump }}}]\n'},
+    )
+    assert "a Nunjucks template" in _skipped(result)["prompt file://chat.json"]
+
+
+def test_an_assertion_template_ref_resolves_and_a_missing_one_is_listed(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\nproviders: [openai:gpt-4.1]\n"
+        "assertionTemplates: {polite: {type: icontains, value: please}}\n"
+        "tests: [{assert: [{$ref: '#/assertionTemplates/polite'}, {$ref: '#/nope'}]}]\n",
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["checks"] == [{"contains": "please", "case_sensitive": False}]
+    assert "names no assertion" in _skipped(result)["assertion $ref #/nope"]
+
+
+@pytest.mark.django_db
+def test_a_refused_upload_lists_what_did_not_translate_on_the_page(client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from runs.models import Suite
+    from tests.helpers.factories import make_user
+
+    client.force_login(make_user(username="member"))
+    config = b"prompts: [pf://team/greeting]\nproviders: [openai:gpt-4.1]\ntests: [{}]\n"
+    upload = SimpleUploadedFile("promptfooconfig.yaml", config)
+    page = client.post("/suites/new/", {"file": upload, "intent": "register"}).content.decode()
+    assert "no prompt translated" in page
+    assert "not translated: prompt pf://team/greeting: a prompt kept in pf://" in page
+    assert not Suite.objects.exists()
