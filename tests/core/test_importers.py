@@ -275,6 +275,38 @@ def test_an_evaling_check_criterion_no_case_can_feed_is_listed_not_written(tmp_p
     assert {(4, "case 1: expected"), (5, "case 2: expected")} <= skipped
 
 
+def test_an_evaling_python_cases_source_is_refused_with_what_to_write_and_privacy_kept(tmp_path):
+    """evaling's no-look example takes its cases from a Python factory called with params;
+    evalsite's cases_from calls a function with none. The import is refused (no case) with
+    the list saying what to write, instead of a suite with no case ('a bug of the
+    importer'); privacy.no_look, evalsite's own key, translates."""
+    head = "models: [{id: m, provider: mock}]\nprompt: 'Reply to {{ body }}'\n"
+    (tmp_path / "eval.yaml").write_text(
+        head + "cases:\n  source: sources/tickets.py:make_source\n  params: {total: 250}\n"
+        "  page_size: 50\n  limit: 100\nprivacy: {no_look: true}\n"
+    )
+    with pytest.raises(SuiteError) as caught:
+        translate("evaling", tmp_path / "eval.yaml")
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.message.split(":")[0]) == (4, "no case translated")
+    listed = {item.what: item.why for item in caught.value.untranslated}
+    assert "make_source(total=250)" in listed["cases source sources/tickets.py:make_source"]
+    assert (
+        "cases_from: {python: sources.tickets:FUNCTION}"
+        in listed["cases source sources/tickets.py:make_source"]
+    )
+    assert listed["cases.limit"] == "a run option in evalsite: evalsite run --limit 100"
+    assert "cases.page_size" in listed and "cases.params" not in listed
+
+    (tmp_path / "eval.yaml").write_text(
+        head + "cases: [{id: a, vars: {body: hi}}]\nprivacy: {no_look: true, keep_ids: no}\n"
+    )
+    result = translate("evaling", tmp_path / "eval.yaml")
+    assert check_translation(result) == []
+    assert result.suite["privacy"] == {"no_look": True}
+    assert {item.what for item in result.untranslated} == {"privacy.keep_ids"}
+
+
 def test_auto_refuses_a_file_it_cannot_place(tmp_path):
     (tmp_path / "x.yaml").write_text("name: mine\nitems: []\n")  # no tool's keys
     with pytest.raises(SuiteError, match="cannot tell its format"):

@@ -30,7 +30,10 @@ from evalsite.core.problems import SuiteError
 
 __all__ = ["translate"]
 
-TOP = {"settings", "models", "variants", "prompt", "cases", "scorecard", "judges", "thresholds"}
+TOP = {
+    "settings", "models", "variants", "prompt", "cases", "scorecard", "judges", "thresholds",
+    "privacy",
+}  # fmt: skip
 PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}
 PARAMS = ("temperature", "max_tokens", "top_p", "stop", "timeout_s")
 CHECK_SCORERS = {"exact", "contains", "not-contains", "regex"}
@@ -94,6 +97,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
         suite["variants"] = variant_specs(variants)
     _cases(data.get("cases"), task, checks, state)
     _drop_empty_checks(suite, task, state)
+    _privacy(data.get("privacy"), suite, c)
     suite["tasks"] = [task]
     c.raise_problems()
     translation = Translation(
@@ -434,6 +438,9 @@ def _thresholds(value: Any, c: Collector) -> dict[str, Any]:
 def _cases(value: Any, task: dict[str, Any], checks: list[Any], state: _State) -> None:
     c = state.c
     path: tuple[str | int, ...] = ("cases",)
+    if isinstance(value, dict) and "source" in value:
+        _source(value, c)
+        return
     if isinstance(value, dict) and "file" in value:
         value, path = str(value["file"]), ("cases", "file")
     if isinstance(value, str):
@@ -453,6 +460,46 @@ def _cases(value: Any, task: dict[str, Any], checks: list[Any], state: _State) -
         task["cases_path"] = name
     else:
         task["cases"] = cases
+
+
+def _source(value: dict[str, Any], c: Collector) -> None:
+    """evaling's cases from a Python source (a factory called with ``params``, read in
+    pages): evalsite's ``cases_from: {python: module:function}`` calls a function with no
+    arguments, so the source is listed with what to write, and with no case the import is
+    refused (an evalsite suite needs one)."""
+    reference = str(value.get("source"))
+    params = value.get("params") or {}
+    called = ", ".join(f"{key}={val!r}" for key, val in params.items()) if isinstance(
+        params, dict) else ""  # fmt: skip
+    module, _, function = reference.partition(":")
+    dotted = module.removesuffix(".py").replace("/", ".")
+    why = (
+        f"evalsite's cases_from: {{python: {dotted}:FUNCTION}} calls a function with no "
+        f"arguments that returns the cases: write one that returns {function}({called})'s "
+        "rows and name it in the task's cases_from (docs/no-look.md, Datasources)"
+    )
+    c.skip(("cases", "source"), f"cases source {reference}", why)
+    if "limit" in value:
+        why = f"a run option in evalsite: evalsite run --limit {value['limit']}"
+        c.skip(("cases", "limit"), "cases.limit", why)
+    for key in sorted(set(value) - {"source", "params", "limit"}):
+        why = "the source's own setting: a cases_from function returns every case at once"
+        c.skip(("cases", key), f"cases.{key}", why)
+    c.problem(
+        c.at(("cases", "source")),
+        "no case translated: the cases come from a Python source evalsite cannot call as it "
+        "is (see the untranslated list)",
+    )
+
+
+def _privacy(value: Any, suite: dict[str, Any], c: Collector) -> None:
+    """evaling's ``privacy.no_look`` is evalsite's (docs/no-look.md); other keys listed."""
+    if not isinstance(value, dict):
+        return
+    if value.get("no_look") is True:
+        suite["privacy"] = {"no_look": True}
+    for key in sorted(set(value) - {"no_look"}):
+        c.skip(("privacy", key), f"privacy.{key}", "not a key this importer translates")
 
 
 def _records(written: str, at: At, c: Collector) -> list[tuple[dict[str, Any], At]]:
