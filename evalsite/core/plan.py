@@ -255,6 +255,7 @@ class EstimateLine:
     cost_usd: Decimal = Decimal(0)
     priced: bool = True
     output_source: set[str] = field(default_factory=set)
+    priced_as: str = ""  # the row that prices it, when another model's (a dated snapshot's)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -266,6 +267,7 @@ class EstimateLine:
             "output_tokens": self.output_tokens,
             "cost_usd": str(self.cost_usd.quantize(Decimal("0.000001"))),
             "priced": self.priced,
+            "priced_as": self.priced_as,
             "output_tokens_from": sorted(self.output_source),
         }
 
@@ -287,6 +289,8 @@ def estimate_answers(costs: Iterable[CellCost]) -> dict[str, EstimateLine]:
         line = lines.setdefault(item.cell.contestant, EstimateLine(item.cell.contestant))
         line.calls += 1
         line.priced = line.priced and item.row is not None
+        if item.row is not None and item.row.model != item.cell.request.model:
+            line.priced_as = item.row.model
         if item.cached:
             line.cached_calls += 1
             continue

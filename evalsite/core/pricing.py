@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, cast
@@ -101,6 +102,59 @@ def from_nano(nano: int | Decimal) -> Decimal:
     return Decimal(nano) / NANO_PER_USD
 
 
+# A dated snapshot or the moving `-latest` alias of a model, at the end of its id:
+# `-20241022`, `-2024-11-20`, `-latest` (docs/prices.md#dated-snapshots-and-latest-aliases).
+_SNAPSHOT = re.compile(r"-(?:(?P<compact>\d{8})|(?P<iso>\d{4}-\d{2}-\d{2})|latest)$")
+
+
+def snapshot_of(model: str) -> str | None:
+    """The model `model` is a dated snapshot or `-latest` alias of (the same string without
+    that suffix), or None when it ends in no such suffix. A date must be a real one."""
+    match = _SNAPSHOT.search(model)
+    if match is None:
+        return None
+    day = match["compact"] or match["iso"]
+    if day is not None:
+        try:
+            dt.datetime.strptime(day.replace("-", ""), "%Y%m%d")
+        except ValueError:
+            return None
+    base = model[: match.start()]
+    return base if base.partition("/")[2] else None
+
+
+def priced_as(model: str, table_models: Collection[str]) -> str | None:
+    """The row of `table_models` that prices `model`: its own; else, for a dated snapshot or
+    a `-latest` alias, the row of the model it is one of (same provider, same id without
+    the suffix); else None. The one rule every door prices a model by: the provider is
+    still sent `model`, only the price row is borrowed. `table_models` are the rows' own
+    model strings (a :class:`PriceRows` answers `in` by this rule already)."""
+    if model in table_models:
+        return model
+    base = snapshot_of(model)
+    return base if base is not None and base in table_models else None
+
+
+class PriceRows(Mapping[str, PriceRow]):
+    """A table's rows by model string, looked up by :func:`priced_as`: a dated snapshot
+    finds its model's row. Iterating gives the rows' own model strings."""
+
+    def __init__(self, rows: Iterable[PriceRow]):
+        self._rows = {row.model: row for row in rows}
+
+    def __getitem__(self, model: str) -> PriceRow:
+        found = priced_as(model, self._rows)
+        if found is None:
+            raise KeyError(model)
+        return self._rows[found]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
 @dataclass(frozen=True)
 class Resolution:
     """The outcome of resolving model strings against a table."""
@@ -108,6 +162,7 @@ class Resolution:
     priced: tuple[str, ...]
     not_priced: tuple[str, ...]
     unknown: Mapping[str, str | None]  # model -> did-you-mean (or None)
+    aliases: Mapping[str, str] = field(default_factory=dict)  # priced model -> its row's
 
     @property
     def ok(self) -> bool:
@@ -115,17 +170,21 @@ class Resolution:
 
 
 def resolve_models(models: Iterable[str], table_models: Iterable[str]) -> Resolution:
-    """Resolve model strings: priced by a row, not priced (scripted/command), or unknown."""
-    known = sorted(set(table_models))
-    priced, not_priced, unknown = [], [], {}
+    """Resolve model strings: priced by a row (its own, or by :func:`priced_as` its
+    model's), not priced (scripted/command), or unknown."""
+    known = set(table_models)
+    priced, not_priced, unknown, aliases = [], [], {}, {}
     for model in sorted(set(models)):
-        if model in known:
+        row = priced_as(model, known)
+        if row is not None:
             priced.append(model)
+            if row != model:
+                aliases[model] = row
         elif model.split("/", 1)[0] in UNPRICED_PROVIDERS:
             not_priced.append(model)
         else:
-            unknown[model] = suggest(model, known)
-    return Resolution(tuple(priced), tuple(not_priced), unknown)
+            unknown[model] = suggest_model(model, known)
+    return Resolution(tuple(priced), tuple(not_priced), unknown, aliases)
 
 
 def suggest(word: str, choices: Iterable[str]) -> str | None:
@@ -133,9 +192,63 @@ def suggest(word: str, choices: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+def typo_of(word: str, choices: Iterable[str], cutoff: float = 0.85) -> str | None:
+    """The choice `word` is likely a misspelling of: alike to `cutoff` and with the same
+    digits, since a digit changed names another thing ('o1' is not a typo of 'o4',
+    'cache_write_30m_per_mtok' not of 'cache_write_5m_per_mtok'); None otherwise."""
+    digits = re.sub(r"\D", "", word)
+    alike = [choice for choice in choices if re.sub(r"\D", "", choice) == digits]
+    matches = difflib.get_close_matches(word, alike, n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+def suggest_model(model: str, table_models: Iterable[str]) -> str | None:
+    """The row `model` is likely a typo of (:func:`typo_of` its id against the rows of its
+    provider; with no row of that provider, the whole string: 'opena/gpt-4o'). None rather
+    than another model's price: 'gpt-3.5-turbo' is not offered 'gpt-5-nano'."""
+    provider, _, name = model.partition("/")
+    known = sorted(set(table_models))
+    same = {row.partition("/")[2]: row for row in known if row.partition("/")[0] == provider}
+    if not same:
+        return typo_of(model, known)
+    found = typo_of(name, same)
+    return same[found] if found else None
+
+
+def priced_as_notes(aliases: Mapping[str, str]) -> list[str]:
+    """What validate, run and the report say once for each model priced by another's row."""
+    return [
+        f"{model} is priced as {row}: a dated snapshot or -latest alias of it ({model} is sent)"
+        for model, row in aliases.items()
+    ]
+
+
+# The file a row is added in: a copy of the active table, since a table a run used is frozen.
+ADD_ROW_FILE = "prices.yaml"
+
+
+def add_row_howto(model: str) -> str:
+    """How to give `model` a row, with commands that work as written (docs/prices.md); for
+    a dated snapshot or alias, the row of its model, which prices every snapshot of it."""
+    row = snapshot_of(model) or model
+    return (
+        f"To price it, add a row for {row} to a copy of the table: "
+        f"`evalsite prices export {ADD_ROW_FILE}`, add "
+        f"`- {{model: {row}, input_per_mtok: USD, output_per_mtok: USD}}` under `models:` "
+        "(USD per million tokens, from the provider's pricing page), then "
+        f"`evalsite prices import {ADD_ROW_FILE} --activate` (or add the row in the admin)"
+    )
+
+
 def unknown_model_message(model: str, suggestion: str | None, table_name: str) -> str:
-    hint = f" - did you mean '{suggestion}'?" if suggestion else ""
-    return f"unknown model '{model}': no row in price table {table_name}{hint}"
+    """An unknown model: its did-you-mean when it looks like a typo of a row, and how to
+    add its row (a legacy model, or one the table does not have yet)."""
+    base = snapshot_of(model)
+    also = f" for it or for {base}, the model it is a snapshot or alias of" if base else ""
+    hint = f" - did you mean '{suggestion}'?" if suggestion else "."
+    return f"unknown model '{model}': no row in price table {table_name}{also}{hint} " + (
+        add_row_howto(model)
+    )
 
 
 # --- evalmine's price YAML -------------------------------------------------------------
@@ -282,13 +395,26 @@ def _parse_row(
     return row, verified, str(item.get("notes") or "").strip()
 
 
+# A key that names a price (or a price's rule): offered as a typo of a known one only when
+# it is one (`input_per_mtk`), never as another price (`batch_input_per_mtok` is not
+# `cached_input_per_mtok`, `cache_write_30m_per_mtok` not `cache_write_5m_per_mtok`).
+_PRICE_KEY = re.compile(r"_per_|multiplier|threshold")
+PRICE_KEYS_READ = (
+    "evalsite charges input_per_mtok, output_per_mtok and cached_input_per_mtok, and reads "
+    "cache_write_5m_per_mtok, cache_write_1h_per_mtok and long_context_threshold_tokens / "
+    "_input_multiplier / _output_multiplier without storing them (docs/prices.md)"
+)
+
+
 def _unknown(data: dict[str, Any], allowed: set[str], prefix: str) -> list[str]:
     problems = []
     for key in data:
         if key not in allowed:
-            hint = suggest(str(key), allowed)
+            price = bool(_PRICE_KEY.search(str(key)))
+            hint = typo_of(str(key), allowed, 0.9) if price else suggest(str(key), allowed)
             tail = f" - did you mean '{hint}'?" if hint else ""
-            problems.append(f"{prefix}{key}: unknown key{tail}")
+            reason = f": {PRICE_KEYS_READ}" if price and not hint else ""
+            problems.append(f"{prefix}{key}: unknown key{tail}{reason}")
     return problems
 
 

@@ -16,7 +16,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -68,13 +68,13 @@ class Claims:
         self.sealed = sealed  # a no-look run's case data: its requests, never cached
         self.calls: type[Call] = Answer
         self.run_row: Run
-        self.rows: dict[str, PriceRow] = {}
+        self.rows: Mapping[str, PriceRow] = {}
         self.cache = True
         self._reclaimed_at = 0.0
         self._exhausted_at = -POLL_S
 
     def use(
-        self, provider_for: Callable[[Call], Provider], rows: dict[str, PriceRow], *, cache: bool
+        self, provider_for: Callable[[Call], Provider], rows: Mapping[str, PriceRow], *, cache: bool
     ) -> None:
         """The provider each call is made with, the run's prices (its worst cases), and
         whether cache hits are looked up."""

@@ -40,7 +40,7 @@ from evalsite.core.keys import held_secrets
 from evalsite.core.no_look import NO_WORKER, sealed_failure
 from evalsite.core.pacing import MAX_ATTEMPTS, Limits, ModelGate, backoff_delay
 from evalsite.core.plan import WorstCase
-from evalsite.core.pricing import PriceRow
+from evalsite.core.pricing import PriceRows
 from evalsite.core.providers import (
     Completion,
     Provider,
@@ -99,7 +99,7 @@ class Setup:
         self.secrets = tuple(
             held_secrets(os.environ, Endpoint.objects.values_list("key_env_var", flat=True))
         )
-        self.rows: dict[str, PriceRow] = {p.model: p.to_row() for p in run.price_table.prices.all()}
+        self.rows = PriceRows(p.to_row() for p in run.price_table.prices.all())
         replies = ScriptedReplies.load(options.replies) if options.replies else None
         judge_model = run.judge.get("model")
         built = build_contestant_providers(

@@ -33,8 +33,11 @@ from evalsite.core.plan import (
 )
 from evalsite.core.pricing import (
     UNPRICED_PROVIDERS,
-    PriceRow,
+    PriceRows,
+    priced_as,
+    resolve_models,
     suggest,
+    suggest_model,
     unknown_model_message,
 )
 from evalsite.core.problems import format_path
@@ -128,6 +131,7 @@ class Plan:
     given: GivenAnswers | None = None
     notes: list[Note] = field(default_factory=list)  # parameters a model will not be sent
     no_sandbox: str | None = None  # a dry run's: why the real run would be refused (no sandbox)
+    aliases: dict[str, str] = field(default_factory=dict)  # a model priced by another's row
 
     @property
     def registered_version(self) -> SuiteVersion:
@@ -201,10 +205,10 @@ def make_plan(
         table = PriceTable.objects.current()
     except NoActivePriceTable as error:
         raise PlanError(str(error)) from None
-    rows = {price.model: price.to_row() for price in table.prices.all()}
+    rows = PriceRows(price.to_row() for price in table.prices.all())
     judge_model = _judge_model(suite, options.judge)
     _check_params(suite, contestants, judge_model)
-    _check_prices(contestants, judge_model, rows, table.name)
+    aliases = _check_prices(contestants, judge_model, rows, table.name)
     endpoints = Endpoint.objects.configs()
     keys = _check_keys(contestants, judge_model, endpoints, options)
     replies = load_replies(suite, options)
@@ -244,6 +248,7 @@ def make_plan(
     return Plan(
         version, suite, contestants, table, cap, cells, hashes, cached, estimate, options,
         judge_model, keys, given, parameter_notes(suite, contestants, judge_model), no_sandbox,
+        aliases,
     )  # fmt: skip
 
 
@@ -310,18 +315,23 @@ def _judge_model(suite: Suite, override: str | None = None) -> str | None:
     return suite.judge_model
 
 
-def _check_prices(contestants, judge_model, rows: dict[str, PriceRow], table: str) -> None:
+def _check_prices(contestants, judge_model, rows: PriceRows, table: str) -> dict[str, str]:
+    """The run's models each priced (else PlanError); those priced by another model's row
+    (a dated snapshot's), each with that row's model."""
     models = [parse_contestant(c).model for c in contestants] + [judge_model or ""]
-    check_priced(filter(None, dict.fromkeys(models)), rows, table)
+    priced = list(filter(None, dict.fromkeys(models)))
+    check_priced(priced, rows, table)
+    return dict(resolve_models(priced, rows).aliases)
 
 
 def check_priced(models: Iterable[str], rows: Collection[str], table: str) -> None:
     """PlanError naming the first of `models` the table `table` (its `rows` by model) has
-    no price for, unless its provider costs nothing without one (scripted, command)."""
+    no price for (by core pricing's one rule, `priced_as`), unless its provider costs
+    nothing without one (scripted, command)."""
     for model in models:
-        if model in rows or model.partition("/")[0] in UNPRICED_PROVIDERS:
+        if priced_as(model, rows) is not None or model.partition("/")[0] in UNPRICED_PROVIDERS:
             continue
-        raise PlanError(unknown_model_message(model, suggest(model, rows), table))
+        raise PlanError(unknown_model_message(model, suggest_model(model, rows), table))
 
 
 def needed_keys(models, endpoints, *, fake: bool = False) -> dict[str, list[str]]:

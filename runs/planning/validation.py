@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from evalsite.core import judge_warnings
 from evalsite.core.gate_subjects import unknown_subject_problems
-from evalsite.core.pricing import unknown_model_message
+from evalsite.core.pricing import priced_as_notes, unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
 from runs.models import Endpoint, NoActivePriceTable, PriceTable
@@ -60,6 +60,7 @@ def model_errors(loaded: Suite) -> tuple[list[str], dict]:
         "price_table": table.name,
         "models": {
             "priced": list(resolution.priced),
+            "priced_as": dict(resolution.aliases),
             "not_priced": list(resolution.not_priced),
             "unknown": sorted(resolution.unknown),
         },
@@ -118,6 +119,7 @@ def validate(path: str) -> dict:
     errors, details = model_errors(loaded)
     errors += unknown_subject_problems(loaded.gate, loaded.models)  # as a run of its models
     outcome.update(details)
+    outcome["notes"] += priced_as_notes(details.get("models", {}).get("priced_as", {}))
     outcome["errors"] = [f"{path}: {error}" for error in errors]
     outcome["errors"] += file_problems(path, loaded, no_look=loaded.no_look)
     errors = outcome["errors"]

@@ -21,6 +21,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
+from evalsite.core.pricing import resolve_models
 from evalsite.core.providers.base import ErrorKind
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
 from evalsite.core.report.case_diff import CaseBaseline, CaseChange
@@ -106,6 +107,7 @@ def compute_report(
                 "name": table.name,
                 "pinned": table.pinned.isoformat(),
                 "verified": table.verified,
+                "priced_as": _priced_as(run),
             },
             repeats=run.repeats,
             pairing=judge.pairing,
@@ -313,6 +315,13 @@ def reproduce_command(run: Run) -> str:
         parts.append("--no-cache")
     parts += ["--max-cost", f"{run.cap_usd:f}"]
     return shlex.join(parts)
+
+
+def _priced_as(run: Run) -> dict[str, str]:
+    """The run's models priced by another model's row (a dated snapshot's), each with it."""
+    models = [c.partition("@")[0] for c in run.contestants] + [run.judge.get("model") or ""]
+    rows = run.price_table.prices.values_list("model", flat=True)
+    return dict(resolve_models(filter(None, models), rows).aliases)
 
 
 def _pinned(run: Run) -> dict | None:

@@ -6,11 +6,16 @@ import pytest
 from evalsite.core.pricing import (
     PriceFileError,
     PriceRow,
+    PriceRows,
     Usage,
     call_cost,
     dump_price_yaml,
     parse_price_yaml,
+    priced_as,
+    priced_as_notes,
     resolve_models,
+    snapshot_of,
+    unknown_model_message,
 )
 
 SHEET = """\
@@ -183,3 +188,122 @@ def test_every_problem_of_a_price_file_is_reported_at_once():
         "models[1].read_on: 'soon' is not a date",
     ):
         assert any(fragment in problem for problem in problems), (fragment, problems)
+
+
+# Dated snapshots and -latest aliases (issue 32): priced by their model's row, said once.
+TABLE = ["anthropic/claude-haiku-4-5", "openai/gpt-4.1", "anthropic/claude-3-7-sonnet"]
+
+
+@pytest.mark.parametrize(
+    ("model", "row"),
+    [
+        ("anthropic/claude-haiku-4-5-20251001", "anthropic/claude-haiku-4-5"),
+        ("openai/gpt-4.1-2024-11-20", "openai/gpt-4.1"),
+        ("anthropic/claude-3-7-sonnet-latest", "anthropic/claude-3-7-sonnet"),
+        ("openai/gpt-4.1", "openai/gpt-4.1"),
+    ],
+)
+def test_a_dated_snapshot_or_latest_alias_is_priced_by_its_models_row(model, row):
+    assert priced_as(model, TABLE) == row
+    result = resolve_models([model], TABLE)
+    assert result.ok and result.priced == (model,)
+    assert result.aliases == ({} if model == row else {model: row})
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "openai/gpt-4.1-0125",  # a month and day only: not a dated snapshot
+        "openai/gpt-4.1-20241399",  # no such day
+        "openai/gpt-4.1-2024-13-01",  # no such month
+        "openai/gpt-4.1-20241022-latest",  # one suffix is stripped, not two
+        "openai/gpt-4.1-preview",
+        "openrouter/openai/gpt-4.1-2024-11-20",  # another provider: no row of its own model
+        "anthropic/claude-3-5-sonnet-20241022",  # its model has no row: no other is borrowed
+    ],
+)
+def test_only_a_date_or_latest_suffix_of_a_model_with_a_row_is_borrowed(model):
+    assert priced_as(model, TABLE) is None
+    assert model in resolve_models([model], TABLE).unknown
+
+
+def test_a_snapshot_with_its_own_row_is_priced_by_it():
+    table = [*TABLE, "openai/gpt-4.1-2024-11-20"]
+    assert priced_as("openai/gpt-4.1-2024-11-20", table) == "openai/gpt-4.1-2024-11-20"
+    assert resolve_models(["openai/gpt-4.1-2024-11-20"], table).aliases == {}
+
+
+def test_the_suffix_needs_a_model_before_it():
+    assert snapshot_of("openai/-latest") is None
+    assert snapshot_of("openai/o1-2024-12-17") == "openai/o1"
+
+
+def test_price_rows_find_a_snapshots_row_by_the_same_rule():
+    haiku = PriceRow("anthropic/claude-haiku-4-5", Decimal("1"), Decimal("5"))
+    rows = PriceRows([haiku])
+    assert rows.get("anthropic/claude-haiku-4-5-20251001") is haiku
+    assert "anthropic/claude-haiku-4-5-latest" in rows
+    assert rows.get("anthropic/claude-haiku-4-6") is None
+    assert list(rows) == ["anthropic/claude-haiku-4-5"] and len(rows) == 1
+
+
+def test_the_priced_as_note_names_the_row_and_the_id_sent():
+    (note,) = priced_as_notes({"openai/gpt-4.1-2024-11-20": "openai/gpt-4.1"})
+    assert note.startswith("openai/gpt-4.1-2024-11-20 is priced as openai/gpt-4.1")
+    assert "(openai/gpt-4.1-2024-11-20 is sent)" in note
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-3.5-turbo", "openai/o1", "openai/o1-mini"])
+def test_a_legacy_model_is_offered_no_other_models_row(model):
+    table = ["openai/gpt-5-nano", "openai/o3", "openai/o4-mini", "openai/gpt-4o-mini"]
+    assert resolve_models([model], table).unknown == {model: None}
+
+
+def test_a_misspelt_model_is_still_offered_its_row():
+    table = ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5"]
+    unknown = resolve_models(["openai/gpt-4o-mni", "opena/gpt-4o-mini"], table).unknown
+    assert unknown == {
+        "openai/gpt-4o-mni": "openai/gpt-4o-mini",
+        "opena/gpt-4o-mini": ("openai/gpt-4o-mini"),
+    }
+
+
+def test_an_unknown_model_says_how_to_add_its_row():
+    message = unknown_model_message("openai/gpt-3.5-turbo", None, "prices-x")
+    assert message.startswith(
+        "unknown model 'openai/gpt-3.5-turbo': no row in price table prices-x."
+    )
+    assert "`evalsite prices export prices.yaml`" in message
+    assert "`- {model: openai/gpt-3.5-turbo, input_per_mtok: USD, output_per_mtok: USD}`" in message
+    assert "`evalsite prices import prices.yaml --activate`" in message
+
+
+def test_an_unknown_snapshot_names_its_model_and_adds_that_models_row():
+    message = unknown_model_message("anthropic/claude-3-5-sonnet-20241022", None, "t")
+    assert "for it or for anthropic/claude-3-5-sonnet, the model it is a snapshot" in message
+    assert "{model: anthropic/claude-3-5-sonnet, input_per_mtok" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [
+        ("batch_input_per_mtok", None),  # another price, not cached_input_per_mtok
+        ("cache_write_30m_per_mtok", None),  # not cache_write_5m_per_mtok
+        ("cache_read_per_mtok", None),
+        ("audio_input_per_mtok", None),
+        ("input_per_mtk", "input_per_mtok"),  # a typo
+        ("cache_write_5m_per_mtk", "cache_write_5m_per_mtok"),
+    ],
+)
+def test_an_unknown_price_key_is_offered_only_as_a_typo(key, hint):
+    row = f"{{model: a/b, input_per_mtok: 1, output_per_mtok: 1, {key}: 2}}"
+    with pytest.raises(PriceFileError) as error:
+        parse_price_yaml(f"pinned: 2026-01-01\nmodels: [{row}]")
+    (problem,) = [p for p in error.value.problems if key in p]
+    if hint:
+        assert f"did you mean '{hint}'" in problem
+    else:
+        assert "did you mean" not in problem
+        assert (
+            "evalsite charges input_per_mtok, output_per_mtok and cached_input_per_mtok" in problem
+        )

@@ -182,6 +182,10 @@ def test_evalblink_import_runs_scripted_with_its_exact_match_and_judge_verdicts(
     assert "untranslated: " in printed and "benchmark.yaml:9: model" in printed
     # OpenRouter models need price rows before `evalsite validate` accepts the suite
     assert "note: unknown model 'openrouter/openai/gpt-4o-mini'" in printed
+    # the note is the one message every door gives, with the commands that add the row
+    assert "`evalsite prices import prices.yaml --activate` (or add the row in the admin)\n" in (
+        printed
+    )
     _price_openrouter_models()
     with pytest.raises(SystemExit) as validated:
         call_command("validate", str(out / "ticket-routing.yaml"))

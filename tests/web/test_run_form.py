@@ -408,3 +408,16 @@ def test_the_estimate_names_each_parameter_a_contestant_will_not_be_sent(member)
         "anthropic/claude-haiku-4-5 takes temperature or top_p, not both"
     ) in fragment
     assert "fake/small will not be sent" not in fragment
+
+
+def test_the_estimate_says_a_dated_snapshot_is_priced_as_its_models_row(member):
+    # Issue 32: the web form's estimate prices a snapshot by the rule validate and run use.
+    version = _version()
+    _, estimate = _urls(version)
+    picked = {"others": "fake/small, anthropic/claude-haiku-4-5-20251001", "fake": "on"}
+
+    fragment = member.post(estimate, picked, **HTMX).content.decode()
+
+    assert ("<code>anthropic/claude-haiku-4-5-20251001</code>: 2 calls (0 cached), $") in fragment
+    assert "(priced as <code>anthropic/claude-haiku-4-5</code>)" in fragment
+    assert "Cannot estimate" not in fragment

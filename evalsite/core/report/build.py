@@ -23,6 +23,7 @@ from evalsite.core.judge_warnings import (
     cut_off_warning,
     self_preference_warning,
 )
+from evalsite.core.pricing import priced_as_notes
 from evalsite.core.report.answer_warnings import answer_counts, answer_warnings
 from evalsite.core.report.case_diff import CaseChange
 from evalsite.core.report.compare import compare_reports
@@ -283,7 +284,8 @@ def _table_line(table: Mapping[str, Any]) -> str:
     if not table:
         return ""
     verified = "" if table.get("verified") else " (UNVERIFIED)"
-    return f"{table.get('name', '')} pinned {table.get('pinned', '')}{verified}"
+    aliases = "".join(f"; {note}" for note in priced_as_notes(table.get("priced_as") or {}))
+    return f"{table.get('name', '')} pinned {table.get('pinned', '')}{verified}{aliases}"
 
 
 # --- win-rates -----------------------------------------------------------------------------

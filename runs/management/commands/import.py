@@ -84,11 +84,8 @@ class Command(EvalsiteCommand):
         if translation.suite_file:
             suite = out_dir / translation.suite_file
             errors, unpriced = _unpriced(suite)
-            for error in errors:
-                self.stdout.write(
-                    f"note: {error}; add a row (the admin's Prices, or `evalsite "
-                    "prices import`) before `evalsite validate` accepts it"
-                )
+            for error in errors:  # each says how to add the row (core pricing)
+                self.stdout.write(f"note: {error}")
             self.stdout.write(f"next: {next_steps(translation, suite, unpriced)}")
 
 

@@ -13,6 +13,7 @@ from evalsite.core.pricing import (
     PriceFileError,
     Resolution,
     parse_price_yaml,
+    priced_as_notes,
     unknown_model_message,
 )
 from evalsite.core.suite_files import UnreadableFile, read_bounded
@@ -88,13 +89,18 @@ class Command(EvalsiteCommand):
         resolution = None
         if suite_path:
             resolution = self._resolve_suite(suite_path, table)
-            rows = [row for row in rows if row.model in resolution.priced]
+            used = {*resolution.priced, *resolution.aliases.values()}
+            rows = [row for row in rows if row.model in used]
         unknown = dict(resolution.unknown) if resolution else {}
         not_priced = list(resolution.not_priced) if resolution else []
+        aliases = dict(resolution.aliases) if resolution else {}
         if as_json:
-            self.stdout.write(json.dumps(_as_dict(table, rows, not_priced, unknown), indent=2))
+            shown = _as_dict(table, rows, not_priced, unknown) | {"priced_as": aliases}
+            self.stdout.write(json.dumps(shown, indent=2))
         else:
             self._print_table(table, rows, not_priced, unknown)
+            for note in priced_as_notes(aliases):
+                self.stdout.write(f"note: {note}")
         if unknown:
             sys.exit(ExitCode.INPUT_ERROR)
 

@@ -11,6 +11,7 @@ from decimal import Decimal
 from django.core.management.base import CommandParser
 
 from evalsite.core.exitcodes import ExitCode
+from evalsite.core.pricing import priced_as, priced_as_notes
 from evalsite.core.report.case_diff import CaseBaseline, case_lines, diff_lines
 from evalsite.core.report.summary import gate_lines, terminal_summary, wants_colour
 from evalsite.core.report.text import visible
@@ -134,8 +135,8 @@ class Command(EvalsiteCommand):
         judge_tokens = plan.suite.judge.max_tokens if plan.suite.judge else None
         for line in judge_lines(plan.contestants, plan.judge_model, judge_tokens):
             self.stderr.write(f"warning: {line}")
-        for note in plan.notes:  # on stdout in a dry run, which is an answer to read
-            (self.stdout if opts["dry_run"] else self.stderr).write(f"note: {note}")
+        for note in [*plan.notes, *priced_as_notes(plan.aliases)]:  # a dry run's on stdout,
+            (self.stdout if opts["dry_run"] else self.stderr).write(f"note: {note}")  # to read
         if opts["dry_run"]:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake)
             self.stdout.write(budget_line(plan))
@@ -332,7 +333,7 @@ def budget_line(plan) -> str:
 def summary_lines(run: Run, totals: dict) -> list[str]:
     run.report_dir.mkdir(parents=True, exist_ok=True)
     priced = set(run.price_table.prices.values_list("model", flat=True))
-    unpriced = [c for c in run.contestants if c.partition("@")[0] not in priced]
+    unpriced = [c for c in run.contestants if priced_as(c.partition("@")[0], priced) is None]
     simulated = " - simulated (--fake)" if totals["simulated"] else ""
     if unpriced:
         simulated += f" - not priced: {', '.join(unpriced)}"
