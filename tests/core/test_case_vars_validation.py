@@ -158,3 +158,19 @@ def test_a_stored_version_is_not_refused_over_a_check_value_it_kept_as_written()
     assert suite.tasks[0].checks[0] == {"contains": "{{ not a var }}"}
     with pytest.raises(SuiteError):
         parse_document(document, filename="old.yaml")
+
+
+def test_a_jinja2_check_value_has_the_prompts_sandbox_and_bounds():
+    looping = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    text = "templating: jinja2\n" + QUIZ.replace("anser", "answer").replace(
+        "{{answer}}", looping + "{{ answer }}"
+    )
+    [stopped] = errors(text)  # the first case only: the text is not run again
+    assert stopped.startswith("11: tasks[0].cases[0]: case 'one' of task 'quiz' fails to render")
+    assert stopped.endswith(
+        "the template's rendering exceeds 1,000,000 steps (a loop that runs too long?)"
+    )
+    sneaky = "templating: jinja2\n" + QUIZ.replace("anser", "answer").replace(
+        "{{answer}}", "{{ answer.__class__ }}"
+    )
+    assert all("refused by the sandbox" in error for error in errors(sneaky))
