@@ -160,7 +160,7 @@ def _workspace(
     prompts = [task_text(core, pair.task_id, pair.case_id, side.contestant) for side in sides]
     apart = prompts[0] != prompts[1]
     context |= {
-        "guide": _guide(core, pair.task_id),
+        "guide": _guide(core, pair.task_id, pair.case_id),
         "task": "" if apart else prompts[0],
         "files": case_files(pair.run, pair.task_id, pair.case_id),  # the case's, not a side's
         "left": _blind(sides[0]) | {"prompt": prompts[0] if apart else ""},
@@ -171,12 +171,13 @@ def _workspace(
     return context
 
 
-def _guide(core, task_id: str) -> dict[str, str]:
+def _guide(core, task_id: str, case_id: str) -> dict[str, str]:
     """What the member labels by: the suite's labelling guidelines, else the judge's rubric
-    for the task (neither names a model, so the page stays blind)."""
+    for the task, rendered for the case as the judge read it (neither names a model, so the
+    page stays blind)."""
     if core.guidelines:
         return {"title": "Labelling guidelines", "text": core.guidelines}
-    return {"title": "The judge's rubric", "text": pair_rubric(core, task_id)}
+    return {"title": "The judge's rubric", "text": pair_rubric(core, task_id, case_id)}
 
 
 def _blind(answer) -> dict:

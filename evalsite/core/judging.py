@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalsite.core.case_texts import judge_text
 from evalsite.core.judge_warnings import DEFAULT_JUDGE_MAX_TOKENS
 from evalsite.core.prompts import render_messages
 from evalsite.core.providers.base import Request, message_media, message_text
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXCLUSION_REASONS", "PROMPT_VERSION", "PairSide", "VerdictUnparseable", "exclusion_reason",
-    "judge_call_params", "judge_config", "judge_messages", "pair_requests", "parse_verdict",
+    "judge_call_params", "judge_config", "judge_messages", "pair_requests", "pair_rubric",
+    "parse_verdict",
     "prompt_media", "prompt_text", "retry_messages", "sent_messages", "shown_to_side",
     "task_text", "with_media",
 ]  # fmt: skip
@@ -273,10 +275,15 @@ def sent_messages(
     return render_messages(suite, task_id, case_id, sent)
 
 
-def pair_rubric(suite: Suite, task_id: str) -> str:
-    """The rubric the judge compares a pair of the task by: the judge's, then the task's."""
-    rubric = suite.judge.rubric if suite.judge else ""
-    return "\n\n".join(r for r in (rubric, suite.task(task_id).rubric or "") if r.strip())
+def pair_rubric(suite: Suite, task_id: str, case_id: str | None = None) -> str:
+    """The rubric the judge compares a pair of the task by: the judge's, then the task's,
+    each rendered with the vars of case ``case_id`` (None: as written)."""
+    task = suite.task(task_id)
+    parts = [suite.judge.rubric if suite.judge else "", task.rubric or ""]
+    if case_id is not None:
+        case = task.case(case_id)
+        parts = [judge_text(suite, part, case) for part in parts]
+    return "\n\n".join(part for part in parts if part.strip())
 
 
 def judge_call_params(suite: Suite) -> tuple[dict[str, Any], frozenset[str]]:
@@ -302,7 +309,7 @@ def pair_requests(
     if suite.judge is None:
         raise ValueError("a suite without a judge block has no judge calls")
     task_id, case_id, repeat = key
-    rubric = pair_rubric(suite, task_id)
+    rubric = pair_rubric(suite, task_id, case_id)
     prompts = [sent_messages(suite, task_id, case_id, name) for name in contestants]
     texts = [prompt_text(messages) for messages in prompts]
     media = [part for messages in prompts for part in prompt_media(messages)]

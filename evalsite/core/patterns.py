@@ -31,7 +31,9 @@ from typing import Any
 
 import re2
 
-__all__ = ["MAX_MEMORY", "PatternError", "pattern_error", "search", "use_in_jsonschema"]
+__all__ = [
+    "MAX_MEMORY", "PatternError", "literal", "pattern_error", "search", "use_in_jsonschema",
+]  # fmt: skip
 
 MAX_MEMORY = 8 << 20  # bytes RE2 may use to compile one pattern (its own default)
 
@@ -58,6 +60,12 @@ def pattern_error(pattern: str) -> str | None:
     except PatternError as error:
         return str(error)
     return None
+
+
+def literal(text: str) -> str:
+    """A pattern that matches ``text`` itself: every ASCII character but letters, digits
+    and ``_`` escaped for RE2 (``a.b`` → ``a\\.b``)."""
+    return str(re2.escape(text))
 
 
 def search(pattern: str, text: str, *, case_sensitive: bool = True) -> bool:

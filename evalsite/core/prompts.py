@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalsite.core import jinja
+from evalsite.core.case_texts import JINJA2, render_template, task_texts
 from evalsite.core.media import KIND_NAMES, KINDS, MediaFile
 from evalsite.core.problems import Path, Problem, SourceMap, format_path
 from evalsite.core.providers.capabilities import accepts, refusal
@@ -42,8 +43,6 @@ from evalsite.core.templating import (
     placeholders,
     render,
 )
-
-JINJA2 = "jinja2"
 
 if TYPE_CHECKING:
     from evalsite.core.suites import Contestant, Suite
@@ -136,9 +135,7 @@ def _content(suite: Suite, piece: Piece, case: Case) -> str | list[dict[str, Any
 
 def render_text(suite: Suite, text: str, variables: Mapping[str, VarValue]) -> str:
     """One template rendered in the suite's templating language."""
-    if suite.templating == JINJA2:
-        return jinja.render(text, variables)
-    return render(text, variables)
+    return render_template(suite.templating, text, variables)
 
 
 def request_params(
@@ -215,22 +212,31 @@ def _turns(layer: _Layer) -> list[Piece]:
     ]
 
 
+def suite_allowance(suite: Suite) -> jinja.Allowance | None:
+    """What all the renders of a member's suite may spend together; an operator's file has
+    no such bound (each render has its own)."""
+    return jinja.Allowance() if suite.origin == "upload" else None
+
+
 def template_problems(
-    suite: Suite, sources: SourceMap, coerced: Mapping[Path, str]
+    suite: Suite,
+    sources: SourceMap,
+    coerced: Mapping[Path, str],
+    allowance: jinja.Allowance | None = None,
 ) -> tuple[list[Problem], list[Problem]]:
     """Render every prompt of every case for the base and each variant: (errors, warnings).
 
     Errors: a placeholder with no var (naming task, case, variant and where it is used) and
     malformed ``{{…}}`` tokens and Jinja tags; with ``templating: jinja2``, a text that does
     not compile (once per text) and each case a text fails to render for, with the template's
-    line. Warnings: vars no rendered text uses (one per task and var) and unquoted var values
-    that YAML turned into booleans or numbers.
+    line. Warnings: vars no rendered text uses (one per task and var; a check value or judge
+    text that reads a var uses it, :mod:`~evalsite.core.case_texts`) and unquoted var values
+    that YAML turned into booleans or numbers. ``allowance``: the suite's, when its other
+    renders share it (:func:`suite_allowance`).
     """
     errors: list[Problem] = []
     warnings: list[Problem] = []
-    # What all the renders of a member's suite may spend together; an operator's file has
-    # no such bound (each render has its own).
-    allowance = jinja.Allowance() if suite.origin == "upload" else None
+    allowance = allowance or suite_allowance(suite)
     for index in range(len(suite.tasks)):
         task_errors, task_warnings = _task_problems(suite, index, sources, coerced, allowance)
         errors += task_errors
@@ -253,10 +259,11 @@ def _task_problems(
     errors = [
         sources.problem(path, message)
         for path, text in texts.items()
-        for message in _text_errors(text, jinja2)
+        for message in text_errors(text, jinja2)
     ]
     names = jinja.names_used if jinja2 else placeholders
-    used = {name for text in texts.values() for name in names(text)}
+    read = [*texts.values(), *task_texts(suite, index)]
+    used = {name for text in read for name in names(text)}
     stopped: set[str] = set()
     unused: dict[str, list[Path]] = defaultdict(list)
     warnings: list[Problem] = []
@@ -283,16 +290,22 @@ def _task_problems(
     return errors, warnings
 
 
-def _text_errors(text: str, jinja2: bool) -> list[str]:
+def text_errors(text: str, jinja2: bool) -> list[str]:
     """What is wrong with a text whatever the case: malformed tokens, or Jinja syntax."""
     if not jinja2:
         return [_invalid_message(token) for token in invalid_tokens(text)]
     error = jinja.check(text)
-    return [] if error is None else [f"does not compile: {_at_line(error)}{error.message}"]
+    return [] if error is None else [f"does not compile: {at_line(error)}{error.message}"]
 
 
-def _at_line(error: jinja.JinjaError) -> str:
+def at_line(error: jinja.JinjaError) -> str:
     return f"template line {error.line}: " if error.line else ""
+
+
+def var_hint(name: str, variables: Mapping[str, Any]) -> str:
+    """`` - the case has var 'x'`` for a var close to ``name``, else nothing."""
+    close = difflib.get_close_matches(name, list(variables), n=1, cutoff=0.6)
+    return f" - the case has var '{close[0]}'" if close else ""
 
 
 def _invalid_message(token: str) -> str:
@@ -330,8 +343,7 @@ def _render_failures(
         message = f"has no var for {{{{{name}}}}} (used in {', '.join(paths)}"
         if None not in variants[name]:
             message += f"; variant {', '.join(sorted(str(v) for v in variants[name]))}"
-        close = difflib.get_close_matches(name, list(variables), n=1, cutoff=0.6)
-        messages.append(message + ")" + (f" - the case has var '{close[0]}'" if close else ""))
+        messages.append(message + ")" + var_hint(name, variables))
     return messages
 
 
@@ -357,10 +369,9 @@ def _jinja_failures(
             except jinja.JinjaError as error:
                 if error.over_budget:
                     stopped.add(text)
-                message = _at_line(error) + error.message
-                close = difflib.get_close_matches(error.undefined or "", list(variables), n=1)
-                if error.undefined and close:
-                    message += f" - the case has var '{close[0]}'"
+                message = at_line(error) + error.message
+                if error.undefined:
+                    message += var_hint(error.undefined, variables)
                 found[(format_path(path), message)].add(variant)
     messages = []
     for (shown, message), variants in found.items():

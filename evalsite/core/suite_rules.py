@@ -11,7 +11,8 @@ compile (:mod:`~evalsite.core.patterns`);
 datasources in uploaded suites;
 execution checks without ``run``; graded tasks or cases without the suite's judge;
 ``weighted_match`` blocks and their cases' ``expected`` lists; and every template
-(:mod:`~evalsite.core.prompts`).
+(:mod:`~evalsite.core.prompts`), check value and judge text rendered with case vars
+(:mod:`~evalsite.core.case_text_rules`).
 Warnings also name a judge that shares a vendor with a contestant or is one, and a
 ``judge.max_tokens`` below the floor (:mod:`~evalsite.core.judge_warnings`).
 
@@ -26,11 +27,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalsite.core import judge_warnings
+from evalsite.core.case_text_rules import case_text_problems
+from evalsite.core.case_texts import has_template
 from evalsite.core.json_schemas import task_schema_problems
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.core.patterns import pattern_error
 from evalsite.core.problems import Path, Problem, SourceMap
-from evalsite.core.prompts import template_problems
+from evalsite.core.prompts import suite_allowance, template_problems
 from evalsite.core.scoring.evalpin import is_json_scalar
 from evalsite.core.scoring.matching import expected_problems, spec_problems
 from evalsite.core.suite_parts import Prompt, Task
@@ -80,7 +83,10 @@ def rule_problems(
         errors += _layer_problems(spec.prompt, spec.system, ("variants", name), at)
     if stripped:
         return errors, _judge_warnings(suite, at)
-    template_errors, warnings = template_problems(suite, sources, coerced)
+    allowance = suite_allowance(suite)
+    template_errors, warnings = template_problems(suite, sources, coerced, allowance)
+    if not stored:  # check values and rubrics were not templates before: stored as written
+        template_errors += case_text_problems(suite, sources, allowance)
     return errors + template_errors, warnings + _judge_warnings(suite, at)
 
 
@@ -260,7 +266,9 @@ def _check_problems(
     problems = []
     for path, check in _check_items(task, index):
         pattern = check.get("regex")
-        reason = pattern_error(pattern) if patterns and isinstance(pattern, str) else None
+        # a pattern with placeholders compiles once rendered for each case (case_text_rules)
+        written = pattern if isinstance(pattern, str) and not has_template(pattern) else None
+        reason = pattern_error(written) if patterns and written is not None else None
         if reason:
             problems.append(at((*path, "regex"), reason))
         json_path = check.get("json_path")

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
+from evalsite.core.case_texts import grade_rubric, judge_text
 from evalsite.core.judging import (
     PairSide,
     VerdictUnparseable,
@@ -261,19 +262,20 @@ def grade_request(
 ) -> Request:
     """The grade call of one answer: the prompt its contestant was sent (its variant's),
     the task's rubric (its grade's, else the task's, else the judge's), followed by the
-    case's own criteria and reference when it has them. ``params``: the judge's
+    case's own criteria and reference when it has them, each rendered with the case's vars
+    (core.case_texts). ``params``: the judge's
     (:func:`judge_call_params`), read once by a caller that grades many answers."""
     task = suite.task(answer.task_id)
-    own = task.case(answer.case_id).grade or {}
-    judge_rubric = suite.judge.rubric if suite.judge is not None else ""
-    rubric = str((task.grade or {}).get("rubric") or task.rubric or judge_rubric or "")
+    case = task.case(answer.case_id)
+    own = case.grade or {}
+    reference = own["reference"] if isinstance(own.get("reference"), str) else None
     sent = sent_messages(suite, task.id, answer.case_id, answer.contestant)
     messages = grade_messages(
         prompt_text(sent),
         answer_text(answer),
-        rubric,
-        criteria=str(own.get("criteria") or ""),
-        reference=own["reference"] if isinstance(own.get("reference"), str) else None,
+        judge_text(suite, grade_rubric(suite, task), case),
+        criteria=judge_text(suite, str(own.get("criteria") or ""), case),
+        reference=None if reference is None else judge_text(suite, reference, case),
     )
     media = prompt_media(sent)
     params = params or judge_call_params(suite)

@@ -82,6 +82,7 @@ def score_run(run: Run) -> int:
             allow_python=version.origin in FILESYSTEM_ORIGINS,
             python_path=folders,
             grade=answer.grade_passed,  # a graded case passes with its grade (none yet: not)
+            templating=suite.templating,
         )
 
     scored, after = 0, 0

@@ -23,12 +23,12 @@ GUIDELINES = "Prefer the answer a support agent could send as it is."
 RUBRIC = "Correctness first, then tone."
 
 
-def judged_run(guidelines: str = GUIDELINES) -> Run:
+def judged_run(guidelines: str = GUIDELINES, rubric: str = RUBRIC) -> Run:
     """tests.labels.test_labelling's judged run of 24 pairs, its judge with a rubric, and the
     suite's labelling guidelines (none: the suite is `rubric-only`)."""
     PriceTable.objects.ensure_default()
     cases = ", ".join(f"{{id: {c}, vars: {{q: '{c}'}}}}" for c in CASES)
-    text = SUITE.format(cases=cases).replace("judge: {", f"judge: {{rubric: '{RUBRIC}', ")
+    text = SUITE.format(cases=cases).replace("judge: {", f"judge: {{rubric: '{rubric}', ")
     if not guidelines:
         text = text.replace("suite: blind", "suite: rubric-only")
     else:
@@ -81,6 +81,14 @@ def test_the_guidelines_are_beside_the_pair_else_the_judges_rubric(guided_run):
     html = _client(make_user()).get("/label/rubric-only/").content.decode()
     guide = html.split('id="label-guide"')[1].split("</details>")[0]
     assert "The judge&#x27;s rubric" in guide and RUBRIC in guide
+
+
+def test_the_judges_rubric_beside_the_pair_is_rendered_with_its_cases_vars():
+    judged_run(guidelines="", rubric="Judge question {{q}} on its facts.")
+    html = _client(make_user()).get("/label/rubric-only/").content.decode()
+    guide = html.split('id="label-guide"')[1].split("</details>")[0]
+    assert re.search(r"Judge question c\d\d on its facts\.", guide)
+    assert "{{" not in guide
 
 
 def test_the_run_picker_is_folded_away_above_the_pair(guided_run):

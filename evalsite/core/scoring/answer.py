@@ -34,6 +34,7 @@ def score_answer(
     allow_python: bool,
     python_path: Sequence[str] = (),
     grade: bool | None = None,
+    templating: str = "default",
 ) -> AnswerScore:
     """Every verdict for `text` as an answer to `case`; the execution check needs `sandbox`.
 
@@ -41,7 +42,8 @@ def score_answer(
     sandbox available is an error result, never a pass. A task with ``weighted_match``
     scores the case's ``expected`` list; its pass is part of the answer's. A graded case
     passes only with its ``grade`` (the grade's pass when the judge has given it, else
-    None: not passed until it has).
+    None: not passed until it has). ``templating`` is the suite's: check values with
+    placeholders render in it with the case's vars.
     """
     verdict = schema_verdict(text, task.answer_schema)
     checks = run_checks(
@@ -50,6 +52,7 @@ def score_answer(
         allow_python=allow_python,
         case_vars=dict(case.vars),
         python_path=tuple(python_path),
+        templating=templating,
     )
     execution = _execution(text, case.check, sandbox)
     match = _match(text, task, case)

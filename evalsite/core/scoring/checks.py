@@ -23,6 +23,10 @@ A check with ``read: evalpin`` reads evalpin's text instead, whatever its kind
 (:func:`~evalsite.core.scoring.evalpin.evalpin_text`), its JSON parsed from that text alone;
 ``json_path`` with ``compare: json_spelling`` compares numbers by their JSON spelling.
 
+A check value with a ``{{name}}`` placeholder is rendered with the case's vars first, in
+the suite's templating (:mod:`~evalsite.core.case_texts`; a regex gets each var escaped); a
+value that cannot render fails its check with the reason, never a crash.
+
 All checks run, every result is kept, and the first failing one's note is the answer's.
 """
 
@@ -36,6 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from evalsite.core.case_texts import RenderError, rendered_check
 from evalsite.core.patterns import PatternError, search
 from evalsite.core.scoring.evalpin import JsonNumber, evalpin_text, load_spelled, same_spelling
 from evalsite.core.scoring.fences import checked_text, fenced_blocks
@@ -88,6 +93,7 @@ class _Answer:
     allow_python: bool = False
     python_path: tuple[str, ...] = ()
     raw: str = ""  # the answer as given, for read: evalpin
+    templating: str = "default"  # the suite's: how check values render with the vars
 
 
 def run_checks(
@@ -97,13 +103,15 @@ def run_checks(
     allow_python: bool = False,
     case_vars: Mapping[str, Any] | None = None,
     python_path: Sequence[str] = (),
+    templating: str = "default",
 ) -> ChecksResult:
     """Run every check on ``answer``; the note is the first failing check's.
 
     ``allow_python`` is the call site's decision (true only for suites loaded from the
     filesystem); when false a ``python`` check fails with :data:`PYTHON_NOT_ALLOWED`.
     ``python_path`` lists folders searched first for a python check's module (the suite's
-    folder, typically).
+    folder, typically). Check values render with ``case_vars`` in ``templating`` (the
+    suite's: ``default`` or ``jinja2``).
     """
     trimmed = answer.strip()
     context = _Answer(
@@ -113,6 +121,7 @@ def run_checks(
         allow_python=allow_python,
         python_path=tuple(python_path),
         raw=answer,
+        templating=templating,
     )
     results = tuple(_run_one(check, context) for check in checks)
     failed = next((result for result in results if not result.passed), None)
@@ -124,6 +133,10 @@ def _run_one(check: Mapping[str, Any], answer: _Answer) -> CheckResult:
     if len(kinds) != 1:
         return CheckResult("invalid", False, f"a check needs exactly one of {CHECK_KINDS}")
     kind = kinds[0]
+    try:
+        check = rendered_check(check, answer.vars, answer.templating)
+    except RenderError as error:  # a version stored before validation rendered its values
+        return CheckResult(kind, False, f"{kind} cannot render for this case: {error}")
     if check.get("read") == "evalpin":
         text = evalpin_text(answer.raw)
         answer = replace(answer, trimmed=text, text=text, strict_json=True)
