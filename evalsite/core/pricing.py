@@ -132,7 +132,26 @@ def priced_as(model: str, table_models: Collection[str]) -> str | None:
     if model in table_models:
         return model
     base = snapshot_of(model)
-    return base if base is not None and base in table_models else None
+    if base is not None and base in table_models:
+        return base
+    return model if free_variant(model) else None
+
+
+def free_variant(model: str) -> bool:
+    """OpenRouter's ``:free`` variant of a model (``openrouter/google/gemma-4-31b-it:free``):
+    $0 a token, OpenRouter's rate-limited free tier. Without a row of its own it is priced by
+    :data:`FREE_ROW`'s zero rates, said once (docs/prices.md)."""
+    provider, _, name = model.partition("/")
+    return provider == "openrouter" and name.endswith(":free") and "/" in name.removesuffix(":free")
+
+
+FREE_SOURCE = "OpenRouter's :free variant: $0 a token"
+
+
+def free_row(model: str) -> PriceRow:
+    """The zero-rate row a free variant without a row of its own is priced by."""
+    zero = Decimal(0)
+    return PriceRow(model, zero, zero, zero, source=FREE_SOURCE)
 
 
 class PriceRows(Mapping[str, PriceRow]):
@@ -146,7 +165,7 @@ class PriceRows(Mapping[str, PriceRow]):
         found = priced_as(model, self._rows)
         if found is None:
             raise KeyError(model)
-        return self._rows[found]
+        return self._rows[found] if found in self._rows else free_row(found)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._rows)
@@ -178,7 +197,7 @@ def resolve_models(models: Iterable[str], table_models: Iterable[str]) -> Resolu
         row = priced_as(model, known)
         if row is not None:
             priced.append(model)
-            if row != model:
+            if row != model or row not in known:  # another's row, or a free variant's $0
                 aliases[model] = row
         elif model.split("/", 1)[0] in UNPRICED_PROVIDERS:
             not_priced.append(model)
@@ -218,7 +237,11 @@ def suggest_model(model: str, table_models: Iterable[str]) -> str | None:
 def priced_as_notes(aliases: Mapping[str, str]) -> list[str]:
     """What validate, run and the report say once for each model priced by another's row."""
     return [
-        f"{model} is priced as {row}: a dated snapshot or -latest alias of it ({model} is sent)"
+        f"{model} is priced at $0: OpenRouter's free variant (a rate-limited free tier); "
+        "a row of its own would price it instead"
+        if row == model
+        else f"{model} is priced as {row}: a dated snapshot or -latest alias of it "
+        f"({model} is sent)"
         for model, row in aliases.items()
     ]
 

@@ -19,7 +19,7 @@ from evalsite.core.media import PART_TYPES
 from evalsite.core.templating import NAME
 
 IDENTIFIER = r"^[a-z0-9][a-z0-9-]{0,63}$"
-MODEL = r"^[a-z0-9][a-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9._/-]*$"
+MODEL = r"^[a-z0-9][a-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9._/:-]*$"
 CONTESTANT = MODEL[:-1] + r"(@[a-z0-9][a-z0-9-]{0,63})?$"
 PYTHON_REF = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 TEXT_CHECKS = ("equals", "contains", "not_contains", "one_of", "regex")

@@ -131,7 +131,7 @@ def test_a_suite_with_no_model_translated_gets_a_next_line_naming_one(tmp_path):
     PriceTable.objects.ensure_default()
     source = tmp_path / "bench.yaml"
     source.write_text(
-        'name: "Free only"\nmodels: ["poolside/laguna-xs-2.1:free"]\n'
+        'name: "Free only"\nmodels: ["poolside/laguna xs"]\n'  # no evalsite model string
         'prompts: [{id: v1, template: "Label {{ text }}"}]\n'
         "evaluation: exact_match\n"
         "test_cases:\n  - {id: a, variables: {text: hi}, expected_output: greeting}\n"
@@ -144,6 +144,34 @@ def test_a_suite_with_no_model_translated_gets_a_next_line_naming_one(tmp_path):
     )
     validated, ran = _run_as_printed(_next_line(out))
     assert validated[0] == 0 and ran[0] in (0, 1), ran
+
+
+def test_an_openrouter_free_variant_is_a_contestant_priced_at_zero(tmp_path):
+    """evalblink's benchmarks name OpenRouter's free variants (`…:free`): they are
+    contestants, priced at $0 without a row and said so, and the import's next line runs
+    as printed (they were listed, and a judge_model ending in :free left graded cases with
+    no judge)."""
+    PriceTable.objects.ensure_default()
+    source = tmp_path / "bench.yaml"
+    source.write_text(
+        'name: "Free only"\nmodels: ["poolside/laguna-xs-2.1:free"]\n'
+        'evaluation: {judge_model: "openai/gpt-oss-120b:free"}\n'
+        'prompts: [{id: v1, template: "Label {{ text }}"}]\n'
+        "test_cases:\n  - {id: a, variables: {text: hi}, expected_output: greeting}\n"
+        "  - {id: b, variables: {text: yo}, evaluation: llm_judge, criteria: polite}\n"
+    )
+    code, out, err = run_command("import", "evalblink", str(source), "--out", str(tmp_path))
+    assert code == 0, err
+    suite = tmp_path / "free-only.yaml"
+    assert _next_line(out) == f"evalsite validate {suite} && evalsite run {suite} --fake"
+    validated, ran = _run_as_printed(_next_line(out))
+    assert validated[0] == 0, validated
+    assert (
+        "note: openrouter/poolside/laguna-xs-2.1:free is priced at $0: OpenRouter's free "
+        "variant" in validated[1]
+    )
+    assert "openrouter/openai/gpt-oss-120b:free is priced at $0" in validated[1]
+    assert ran[0] in (0, 1), ran
 
 
 # --- evalpin's per-case table after a run with repeats ---------------------------------------

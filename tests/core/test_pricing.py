@@ -307,3 +307,28 @@ def test_an_unknown_price_key_is_offered_only_as_a_typo(key, hint):
         assert (
             "evalsite charges input_per_mtok, output_per_mtok and cached_input_per_mtok" in problem
         )
+
+
+def test_an_openrouter_free_variant_is_priced_at_zero_unless_it_has_a_row():
+    from decimal import Decimal
+
+    from evalsite.core.pricing import PriceRow, PriceRows, priced_as_notes, resolve_models
+
+    paid = PriceRow("openrouter/vendor/paid:free", Decimal("1"), Decimal("2"))
+    rows = PriceRows([paid])
+    free = rows["openrouter/google/gemma-4-31b-it:free"]
+    assert (free.input_per_mtok, free.output_per_mtok) == (Decimal(0), Decimal(0))
+    assert rows["openrouter/vendor/paid:free"] is paid  # a row of its own wins
+    assert "openai/gpt-4o:free" not in rows and "openrouter/free:free" not in rows
+    resolved = resolve_models(
+        ["openrouter/google/gemma-4-31b-it:free", "openrouter/vendor/paid:free", "openai/x:free"],
+        [paid.model],
+    )
+    assert resolved.aliases == {
+        "openrouter/google/gemma-4-31b-it:free": "openrouter/google/gemma-4-31b-it:free"
+    }
+    assert list(resolved.unknown) == ["openai/x:free"]
+    assert priced_as_notes(resolved.aliases) == [
+        "openrouter/google/gemma-4-31b-it:free is priced at $0: OpenRouter's free variant "
+        "(a rate-limited free tier); a row of its own would price it instead"
+    ]

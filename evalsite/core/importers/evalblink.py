@@ -120,7 +120,7 @@ def _models(value: Any, c: Collector) -> list[str]:
     for index, model in enumerate(value if isinstance(value, list) else []):
         contestant = f"openrouter/{model}"
         if not isinstance(model, str) or not _MODEL.fullmatch(contestant):
-            why = "evalsite's model strings take letters, digits, '.', '_', '-' and '/' only"
+            why = "evalsite's model strings take letters, digits, '.', '_', '-', ':' and '/' only"
             c.skip(("models", index), f"model {model!r}", why)
         elif contestant not in out:
             out.append(contestant)

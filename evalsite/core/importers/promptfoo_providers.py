@@ -212,7 +212,7 @@ def _endpoint_model(
         name, base_url = prefix, COMPATIBLE[prefix]
     model = f"{name}/{rest}"
     if not rest or not _MODEL.fullmatch(model):
-        why = f"{model} is not an evalsite model string (an Endpoint's model takes no ':')"
+        why = f"{model} is not an evalsite model string"
         c.skip(path, f"provider {provider}", why)
         return None
     if out.endpoints.setdefault(name, str(base_url)) != str(base_url):
