@@ -107,6 +107,9 @@ BASE, CAND, JUDGE = "scripted/base", "scripted/cand", "scripted/judge"
 def hostile_suite_text() -> str:
     """A suite with plain ids and hostile text everywhere else a suite can hold text."""
     corpus, prompt_corpus = corpus_text(), corpus_text(PROMPT_CORPUS)
+    # Rubrics are templates like prompts (case vars render in them, docs/checks.md): the
+    # whole corpus reaches each rubric through the case's var, and the rest of it as text.
+    rubric = "Judge the answer to: {{question}}\n" + prompt_corpus
     suite = {
         "suite": SUITE_NAME,
         "version": 1,
@@ -114,7 +117,7 @@ def hostile_suite_text() -> str:
         "models": [BASE, CAND],
         "judge": {
             "model": JUDGE,
-            "rubric": corpus,
+            "rubric": rubric,
             "calibration": {"min_kappa": 0.4, "min_labels": 10},
         },
         "tasks": [
@@ -123,9 +126,9 @@ def hostile_suite_text() -> str:
                 "kind": "rewrite",
                 "system": prompt_corpus,
                 "prompt": "Answer this: {{question}}\n" + prompt_corpus,
-                "rubric": corpus,
+                "rubric": rubric,
                 "checks": [{"contains": MARKER + " is never in an answer"}],
-                "grade": {"rubric": corpus, "threshold": 0.5},
+                "grade": {"rubric": rubric, "threshold": 0.5},
                 "cases": [
                     {"id": "judged", "vars": {"question": corpus}},
                     {"id": "unreadable", "vars": {"question": corpus}},
