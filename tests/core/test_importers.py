@@ -219,7 +219,11 @@ def test_promptfoo_config_maps_prompts_providers_tests_and_assertions():
     ]
     cases = {case["id"]: case for case in suite["tasks"][0]["cases"]}
     assert list(cases) == ["france", "japan", "italy", "peru", "egypt"]
-    assert cases["france"]["checks"][1:] == [{"equals": "Paris"}, {"regex": "Paris|paris"}]
+    assert cases["france"]["checks"][1:] == [
+        {"equals": "Paris"},
+        {"regex": "Paris|paris"},
+        {"max_chars": 19},  # javascript `output.length < 20`
+    ]
     assert cases["japan"]["grade"] == {
         "criteria": "Names Tokyo and nothing else.",
         "threshold": 0.75,
@@ -227,7 +231,7 @@ def test_promptfoo_config_maps_prompts_providers_tests_and_assertions():
     assert cases["peru"]["checks"][1:] == [{"contains": "Li"}, {"contains": "ma"}]
     assert cases["egypt"]["checks"][1:] == [{"equals": "Cairo"}]
     skipped = {(item.what, item.line) for item in result.untranslated}
-    assert ("assertion javascript", 21) in skipped
+    assert not any(what == "assertion javascript" for what, _ in skipped)
     assert ("assertion cost", 31) in skipped
     assert ("assertion latency", 18) in skipped
     assert not any("llama3" in what for what, _ in skipped)

@@ -305,7 +305,7 @@ class AddSuitePageTests(TestCase):
             "  - vars: {country: France}\n"
             "    assert:\n"
             "      - {type: icontains, value: paris}\n"
-            "      - {type: javascript, value: output.length < 9}\n"
+            "      - {type: javascript, value: output.split(' ').length < 9}\n"
         )
         upload = SimpleUploadedFile("promptfooconfig.yaml", config.encode())
         response = self.client.post(

@@ -44,7 +44,7 @@ def test_a_config_with_no_prompt_translated_exits_2_with_the_whole_list(tmp_path
         tmp_path,
         "prompts: [pf://team/greeting, file://prompt.py]\n"
         "providers: [openai:gpt-4.1-mini]\n"
-        "tests: [{vars: {x: a}, assert: [{type: javascript, value: output.length < 9}]}]\n",
+        "tests: [{vars: {x: a}, assert: [{type: javascript, value: \"output.split(' ').length < 9\"}]}]\n",
     )
     code, stdout, stderr = run_command(
         "import", "promptfoo", str(source), "--out", str(tmp_path / "x")
@@ -378,3 +378,83 @@ def test_a_refused_upload_lists_what_did_not_translate_on_the_page(client):
     assert "no prompt translated" in page
     assert "not translated: prompt pf://team/greeting: a prompt kept in pf://" in page
     assert not Suite.objects.exists()
+
+
+# --- the most used untranslated features of real configs (session 12's sample of 37) -----
+
+
+def _javascript_config(body: str) -> str:
+    """A one-test config whose only assertion is the javascript `body`."""
+    assertion = f"{{type: javascript, value: {json.dumps(body)}}}"
+    return (
+        "prompts: ['Answer {{q}}']\nproviders: [openai:gpt-4.1-mini]\n"
+        f"tests:\n  - vars: {{q: x}}\n    assert:\n      - {assertion}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "checks"),
+    [
+        ("output.length < 100", [{"max_chars": 99}]),
+        ("return output.length <= 100;", [{"max_chars": 100}]),
+        ("output.length > 20", [{"min_chars": 21}]),
+        ("output.includes('Paris')", [{"contains": "Paris"}]),
+        ('!output.includes("sorry")', [{"not_contains": "sorry"}]),
+        ("output.toLowerCase().includes('paris')", [{"contains": "paris", "case_sensitive": False}]),
+        ("output.startsWith(`Dear`)", [{"regex": r"\ADear"}]),
+        ("output.trim() === 'B'", [{"equals": "B"}]),
+        ("JSON.parse(output).category === 'billing'",
+         [{"json_path": {"path": "$.category", "equals": "billing"}}]),
+        ("JSON.parse(output).a.score == 3", [{"json_path": {"path": "$.a.score", "equals": 3}}]),
+        ("JSON.parse(output).ok === true", [{"json_path": {"path": "$.ok", "equals": True}}]),
+    ],
+)  # fmt: skip
+def test_a_one_line_javascript_assertion_is_the_evalsite_check_it_means(tmp_path, body, checks):
+    result = _valid(tmp_path, _javascript_config(body))
+    assert result.suite["tasks"][0]["cases"][0]["checks"] == checks
+    assert "assertion javascript" not in _skipped(result)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "output.toLowerCase().includes('Paris')",  # never true: listed, not translated
+        "output.includes(context.vars.city)",
+        "output.split(' ').length < 50",
+        "output.includes('a') && output.includes('b')",
+        "output.includes(`${x}`)",
+    ],
+)
+def test_javascript_with_no_evalsite_check_of_the_same_meaning_stays_listed(tmp_path, body):
+    result = _valid(tmp_path, _javascript_config(body))
+    assert "evalsite runs no JavaScript" in _skipped(result)["assertion javascript"]
+
+
+def test_the_prompt_map_form_gives_each_file_its_label(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts:\n  prompts/mistral.txt: mistral_prompt\n  file://prompts/llama.txt: llama\n"
+        "providers: [openai:gpt-4.1-mini]\ntests: [{vars: {q: x}}]\n",
+        **{"prompts/mistral.txt": "Mistral asks {{q}}", "prompts/llama.txt": "Llama asks {{q}}"},
+    )
+    assert result.suite["models"] == [
+        "openai/gpt-4.1-mini@mistral-prompt",
+        "openai/gpt-4.1-mini@llama",
+    ]
+    assert result.suite["variants"]["llama"]["prompt"] == "Llama asks {{q}}"
+
+
+def test_max_completion_tokens_num_predict_and_reasoning_effort_are_request_settings(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\ntests: [{vars: {}}]\nproviders:\n"
+        "  - {id: openai:o4-mini, config: {max_completion_tokens: 800, reasoning_effort: low}}\n",
+    )
+    assert result.suite["defaults"] == {"max_tokens": 800, "reasoning_effort": "low"}
+    assert not any(what.startswith("config.") for what in _skipped(result))
+    ollama = _valid(
+        tmp_path,
+        "prompts: [Hi]\ntests: [{vars: {}}]\n"
+        "providers: [{id: 'ollama:chat:llama3.2', config: {num_predict: 256}}]\n",
+    )
+    assert ollama.suite["defaults"] == {"max_tokens": 256}

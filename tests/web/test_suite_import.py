@@ -22,7 +22,7 @@ PROMPTFOO = (
     "  - vars: {country: France}\n"
     "    assert:\n"
     "      - {type: icontains, value: paris}\n"
-    "      - {type: javascript, value: output.length < 9}\n"
+    "      - {type: javascript, value: output.split(' ').length < 9}\n"
 )
 
 

@@ -22,6 +22,7 @@ from evalsite.core.importers.common import (
     unique,
     variant_specs,
 )
+from evalsite.core.importers.promptfoo_js import javascript_checks
 from evalsite.core.importers.promptfoo_prompts import (
     CODE,
     DATA,
@@ -155,10 +156,21 @@ def _evaluate_options(options: Any, c: Collector) -> None:
 # --- providers -------------------------------------------------------------------------------
 
 
+# A provider's config key that is an evalsite request setting under another name:
+# OpenAI's newer max_completion_tokens and Ollama's num_predict are evalsite's max_tokens.
+CONFIG_ALIASES = {"max_completion_tokens": "max_tokens", "num_predict": "max_tokens"}
+REASONING = {"none", "minimal", "low", "medium", "high", "xhigh"}
+
+
 def _shared_params(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any]:
     params: dict[str, Any] = {}
-    for key in ("temperature", "max_tokens", "top_p"):
+    configs = [_aliased(config) for config in configs]
+    for key in ("temperature", "max_tokens", "top_p", "reasoning_effort"):
         values = [config.get(key) for config in configs]
+        if key == "reasoning_effort" and any(v is not None and v not in REASONING for v in values):
+            why = f"one of {', '.join(sorted(REASONING))} in evalsite"
+            c.skip(("providers",), "config.reasoning_effort", why)
+            continue
         if values and all(v is not None and v == values[0] for v in values):
             params[key] = values[0]
         elif any(v is not None for v in values):
@@ -170,9 +182,18 @@ def _shared_params(configs: list[dict[str, Any]], c: Collector) -> dict[str, Any
             )
     for config in configs:
         for key in config:
-            if key not in KNOWN_CONFIG:
+            if key not in KNOWN_CONFIG | {"reasoning_effort"}:
                 c.skip(("providers",), f"config.{key}", "not a request setting evalsite has")
     return params
+
+
+def _aliased(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with CONFIG_ALIASES' keys under evalsite's name (its own name wins)."""
+    out = {key: value for key, value in config.items() if key not in CONFIG_ALIASES}
+    for key, name in CONFIG_ALIASES.items():
+        if key in config:
+            out.setdefault(name, config[key])
+    return out
 
 
 # --- tests -----------------------------------------------------------------------------------
@@ -580,6 +601,9 @@ def _check(kind: str, value: Any, context: _Context) -> tuple[list[Any] | None, 
             return None, "a schema given as a file or text is not translated; write it inline"
         return [{"json_valid": True}], ""
     if kind == "javascript":
+        checks = javascript_checks(value)
+        if checks is not None:
+            return checks, ""
         return None, "evalsite runs no JavaScript: rewrite it as a python check (module:function)"
     if kind == "python":
         return None, (

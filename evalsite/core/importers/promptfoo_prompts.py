@@ -41,6 +41,12 @@ DUMP_NOTE = (
 
 def prompts(value: Any, c: Collector) -> list[tuple[str, Any]]:
     """(variant name, prompt) of each prompt; a prompt is a text or a list of messages."""
+    if isinstance(value, dict) and value and not set(value) & PROMPT_KEYS:
+        # promptfoo's map form, {path or text: label}: each entry a prompt with its label
+        value = [
+            {"id" if _is_reference(str(key)) else "raw": key, "label": label}
+            for key, label in value.items()
+        ]
     items = value if isinstance(value, list) else [] if value is None else [value]
     out: list[tuple[str, Any]] = []
     taken = {"base"}
