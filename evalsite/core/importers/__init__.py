@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from typing import Any
 
 from evalsite.core.importers.common import (
     Translation,
@@ -48,12 +49,8 @@ def detect_text(text: str) -> str | None:
 def _kind(text: str) -> str | None:
     """The format of ``text``, ``evalsite`` for evalsite's own, or None."""
     from evalsite.core.importers.evalpin import kind_of
-    from evalsite.core.yamlsafe import load_yaml
 
-    try:
-        data = load_yaml(text.encode("utf-8", "surrogatepass"), filename="source").data
-    except SuiteError:
-        data = None  # evalpin's files are seldom YAML
+    data = _yaml_data(text)  # None for most of evalpin's files, which are seldom YAML
     if not isinstance(data, dict):
         return "evalpin" if kind_of(text) is not None else None
     keys = set(data)
@@ -66,6 +63,16 @@ def _kind(text: str) -> str | None:
     if keys & _EVALING and ("models" in keys or "variants" in keys or "prompt" in keys):
         return "evaling"
     return None
+
+
+def _yaml_data(text: str) -> Any:
+    """``text`` read as YAML, or None when it is not YAML."""
+    from evalsite.core.yamlsafe import load_yaml
+
+    try:
+        return load_yaml(text.encode("utf-8", "surrogatepass"), filename="source").data
+    except SuiteError:
+        return None
 
 
 # evalmine's documents that are not suites, by their first key: what each allows that
@@ -95,12 +102,7 @@ def unsupported(text: str) -> str | None:
     """Why ``text`` cannot be imported when it is another tool's document that is not an
     evaluation evalsite can run (evalmine's experiments, workflows, external artifacts);
     None otherwise."""
-    from evalsite.core.yamlsafe import load_yaml
-
-    try:
-        data = load_yaml(text.encode("utf-8", "surrogatepass"), filename="source").data
-    except SuiteError:
-        return None
+    data = _yaml_data(text)
     if not isinstance(data, dict):
         return None
     for key, why in _EVALMINE_ONLY.items():

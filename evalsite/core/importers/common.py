@@ -17,7 +17,7 @@ import re
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -26,11 +26,15 @@ from evalsite.core.problems import Problem, SuiteError, format_path
 from evalsite.core.suite_files import UnreadableFile, read_bounded, resolve_inside
 from evalsite.core.yamlsafe import YamlDocument, load_yaml
 
+if TYPE_CHECKING:
+    from evalsite.core.suites import Suite as CoreSuite
+
 __all__ = [
     "Refused",
     "Translation",
     "Untranslated",
     "check_translation",
+    "parse_translation",
     "identifier",
     "read_text",
     "read_yaml",
@@ -172,12 +176,23 @@ def unique(name: str, taken: set[str]) -> str:
 
 
 def check_translation(translation: Translation, *, origin: str = "file") -> list[Problem]:
-    """What ``parse_suite`` finds wrong with the translated suite, written to a temporary
-    folder with its files; an empty list when it validates."""
-    from evalsite.core.suites import parse_suite  # the heavy part, only when checking
-
+    """What ``parse_suite`` finds wrong with the translated suite (:func:`parse_translation`);
+    an empty list when it validates."""
     if translation.suite is None or translation.suite_file is None:
         return []
+    try:
+        parse_translation(translation, origin=origin)
+    except SuiteError as error:
+        return list(error.problems)
+    return []
+
+
+def parse_translation(translation: Translation, *, origin: str = "file") -> CoreSuite:
+    """The translated suite as evalsite loads it, written with its files to a temporary
+    folder first; SuiteError with its problems when it does not validate."""
+    from evalsite.core.suites import parse_suite  # the heavy part, only when checking
+
+    assert translation.suite is not None and translation.suite_file is not None
     rendered = translation.rendered()
     with tempfile.TemporaryDirectory(prefix="evalsite-import-") as folder:
         base = pathlib.Path(folder)
@@ -185,16 +200,12 @@ def check_translation(translation: Translation, *, origin: str = "file") -> list
             target = base / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-        try:
-            parse_suite(
-                rendered[translation.suite_file],
-                filename=translation.suite_file,
-                base_dir=base if origin == "file" else None,
-                origin=origin,
-            )
-        except SuiteError as error:
-            return list(error.problems)
-    return []
+        return parse_suite(
+            rendered[translation.suite_file],
+            filename=translation.suite_file,
+            base_dir=base if origin == "file" else None,
+            origin=origin,
+        )
 
 
 def has_system(prompt: Any) -> bool:

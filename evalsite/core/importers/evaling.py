@@ -12,7 +12,6 @@ import dataclasses
 import json
 import pathlib
 import re
-import tempfile
 from typing import Any
 
 from evalsite.core.importers.common import (
@@ -20,6 +19,7 @@ from evalsite.core.importers.common import (
     Collector,
     Translation,
     identifier,
+    parse_translation,
     read_yaml,
     suite_name,
     unique,
@@ -182,23 +182,15 @@ def _with_mock_replies(translation: Translation, mocks: dict[str, str | None]) -
     reports its problems)."""
     import yaml
 
-    from evalsite.core.suites import parse_contestant, parse_suite, render_messages
+    from evalsite.core.suites import parse_contestant, render_messages
 
-    assert translation.suite is not None and translation.suite_file is not None
+    assert translation.suite is not None
     suite = translation.suite
     replies_file = f"{suite['suite']}.replies.yaml"
-    rendered = translation.rendered()
-    with tempfile.TemporaryDirectory(prefix="evalsite-import-") as folder:
-        base = pathlib.Path(folder)
-        for name, content in rendered.items():
-            (base / name).parent.mkdir(parents=True, exist_ok=True)
-            (base / name).write_bytes(content)
-        try:
-            loaded = parse_suite(
-                rendered[translation.suite_file], filename=translation.suite_file, base_dir=base
-            )
-        except SuiteError:
-            return translation
+    try:
+        loaded = parse_translation(translation)
+    except SuiteError:
+        return translation
     replies: dict[str, dict[str, str]] = {}
     for text in suite["models"]:
         contestant = parse_contestant(text)
@@ -469,8 +461,8 @@ def _source(value: dict[str, Any], c: Collector) -> None:
     refused (an evalsite suite needs one)."""
     reference = str(value.get("source"))
     params = value.get("params") or {}
-    called = ", ".join(f"{key}={val!r}" for key, val in params.items()) if isinstance(
-        params, dict) else ""  # fmt: skip
+    params = params if isinstance(params, dict) else {}
+    called = ", ".join(f"{key}={val!r}" for key, val in params.items())
     module, _, function = reference.partition(":")
     dotted = module.removesuffix(".py").replace("/", ".")
     why = (
