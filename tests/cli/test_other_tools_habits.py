@@ -127,18 +127,26 @@ def test_evalblink_s_next_line_names_the_price_rows_then_works_once_they_are_add
     assert "simulated" in ran[1]
 
 
-def test_a_suite_with_no_model_translated_gets_a_next_line_naming_one(tmp_path):
+def _import_bench(tmp_path, models_and_evaluation: str, more_cases: str = "") -> tuple[str, Path]:
+    """An evalblink benchmark "Free only" of one exact-match case (and `more_cases`)
+    imported to `tmp_path`: the command's stdout and the suite it wrote."""
     PriceTable.objects.ensure_default()
     source = tmp_path / "bench.yaml"
     source.write_text(
-        'name: "Free only"\nmodels: ["poolside/laguna xs"]\n'  # no evalsite model string
-        'prompts: [{id: v1, template: "Label {{ text }}"}]\n'
-        "evaluation: exact_match\n"
+        'name: "Free only"\n' + models_and_evaluation
+        + 'prompts: [{id: v1, template: "Label {{ text }}"}]\n'
         "test_cases:\n  - {id: a, variables: {text: hi}, expected_output: greeting}\n"
-    )
+        + more_cases
+    )  # fmt: skip
     code, out, err = run_command("import", "evalblink", str(source), "--out", str(tmp_path))
     assert code == 0, err
-    suite = tmp_path / "free-only.yaml"
+    return out, tmp_path / "free-only.yaml"
+
+
+def test_a_suite_with_no_model_translated_gets_a_next_line_naming_one(tmp_path):
+    out, suite = _import_bench(  # no evalsite model string
+        tmp_path, 'models: ["poolside/laguna xs"]\nevaluation: exact_match\n'
+    )
     assert _next_line(out) == (
         f"evalsite validate {suite} && evalsite run {suite} --models fake/small --fake"
     )
@@ -151,18 +159,12 @@ def test_an_openrouter_free_variant_is_a_contestant_priced_at_zero(tmp_path):
     contestants, priced at $0 without a row and said so, and the import's next line runs
     as printed (they were listed, and a judge_model ending in :free left graded cases with
     no judge)."""
-    PriceTable.objects.ensure_default()
-    source = tmp_path / "bench.yaml"
-    source.write_text(
-        'name: "Free only"\nmodels: ["poolside/laguna-xs-2.1:free"]\n'
-        'evaluation: {judge_model: "openai/gpt-oss-120b:free"}\n'
-        'prompts: [{id: v1, template: "Label {{ text }}"}]\n'
-        "test_cases:\n  - {id: a, variables: {text: hi}, expected_output: greeting}\n"
-        "  - {id: b, variables: {text: yo}, evaluation: llm_judge, criteria: polite}\n"
+    out, suite = _import_bench(
+        tmp_path,
+        'models: ["poolside/laguna-xs-2.1:free"]\n'
+        'evaluation: {judge_model: "openai/gpt-oss-120b:free"}\n',
+        "  - {id: b, variables: {text: yo}, evaluation: llm_judge, criteria: polite}\n",
     )
-    code, out, err = run_command("import", "evalblink", str(source), "--out", str(tmp_path))
-    assert code == 0, err
-    suite = tmp_path / "free-only.yaml"
     assert _next_line(out) == f"evalsite validate {suite} && evalsite run {suite} --fake"
     validated, ran = _run_as_printed(_next_line(out))
     assert validated[0] == 0, validated
