@@ -235,15 +235,18 @@ def suggest_model(model: str, table_models: Iterable[str]) -> str | None:
 
 
 def priced_as_notes(aliases: Mapping[str, str]) -> list[str]:
-    """What validate, run and the report say once for each model priced by another's row."""
-    return [
-        f"{model} is priced at $0: OpenRouter's free variant (a rate-limited free tier); "
-        "a row of its own would price it instead"
-        if row == model
-        else f"{model} is priced as {row}: a dated snapshot or -latest alias of it "
-        f"({model} is sent)"
-        for model, row in aliases.items()
-    ]
+    """What validate, run and the report say once for each model priced by another's row,
+    or (a free variant, aliased to itself: :func:`resolve_models`) by :func:`free_row`."""
+    return [_priced_as_note(model, row) for model, row in aliases.items()]
+
+
+def _priced_as_note(model: str, row: str) -> str:
+    if row == model and free_variant(model):
+        return (
+            f"{model} is priced at $0: OpenRouter's free variant (a rate-limited free tier); "
+            "a row of its own would price it instead"
+        )
+    return f"{model} is priced as {row}: a dated snapshot or -latest alias of it ({model} is sent)"
 
 
 # The file a row is added in: a copy of the active table, since a table a run used is frozen.
