@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import cli_env
+
 ROOT = Path(__file__).resolve().parents[2]
 EVALSITE = Path(sys.executable).parent / "evalsite"
 DEMO = "examples/support-desk.yaml"
@@ -21,10 +23,13 @@ def data_dir(tmp_path_factory):
 
 
 def evalsite(data_dir, *args, cwd=ROOT):
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
-    env["EVALSITE_DATA_DIR"] = str(data_dir)
     return subprocess.run(
-        [str(EVALSITE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [str(EVALSITE), *args],
+        cwd=cwd,
+        env=cli_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

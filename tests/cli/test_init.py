@@ -19,6 +19,7 @@ from evalsite.core.pricing import PriceRow
 from evalsite.core.providers import ScriptedReplies
 from evalsite.core.starter import Judging, Starter, StarterError
 from evalsite.core.suites import load_suite
+from tests.helpers.cli import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
 EVALSITE = Path(sys.executable).parent / "evalsite"
@@ -191,8 +192,7 @@ def data_dir(tmp_path_factory):
 
 
 def _env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
-    env["EVALSITE_DATA_DIR"] = str(data_dir)
+    env = cli_env(data_dir)
     env["PYTHONPATH"] = str(ROOT)  # the checkout's apps, whichever folder init runs in
     return env
 

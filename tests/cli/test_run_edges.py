@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import cli_env
+
 ROOT = Path(__file__).resolve().parents[2]
 EVALSITE = Path(sys.executable).parent / "evalsite"
 DEMO = "examples/support-desk.yaml"
@@ -48,12 +50,7 @@ tasks:
 
 
 def env_for(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL", *KEY_NAMES}
-    }
-    env["EVALSITE_DATA_DIR"] = str(data_dir)
+    env = {k: v for k, v in cli_env(data_dir).items() if k not in KEY_NAMES}
     env["EVALSITE_COMMAND_SLOW_A"] = SLOW
     env["EVALSITE_COMMAND_SLOW_B"] = SLOW
     return env | extra

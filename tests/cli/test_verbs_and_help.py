@@ -67,9 +67,9 @@ def test_each_verbs_help_shows_its_own_options_only(name, capsys):
 
 
 def test_djangos_commands_are_behind_manage_and_still_answer_by_name(data_dir):
-    listed = evalsite(data_dir, "manage")
-    checked = evalsite(data_dir, "manage", "check")
-    migrated = evalsite(data_dir, "migrate")  # the README's direct spelling
+    listed = evalsite(data_dir, "manage", fresh=True)
+    checked = evalsite(data_dir, "manage", "check", fresh=True)
+    migrated = evalsite(data_dir, "migrate", fresh=True)  # the README's direct spelling
     settled = evalsite(data_dir, "manage", "migrate", "--check")
 
     assert listed.returncode == 0

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers.cli import cli_env
+
 RUN_JS = "window.__xss=1;alert(document.domain)"
 
 # Each item on its own; `corpus_text()` joins them. The first line is the marker the
@@ -348,9 +350,8 @@ def free_port() -> int:
 
 def server_env(data_dir: Path) -> dict[str, str]:
     """The environment of `evalsite` on the embedded default: SQLite in `data_dir`."""
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
+    env = cli_env(data_dir)
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    env["EVALSITE_DATA_DIR"] = str(data_dir)
     return env
 
 

@@ -56,7 +56,7 @@ def test_a_run_leaves_a_data_dir_with_nothing_others_can_read(tmp_path):
     suite = tmp_path / "modes.yaml"
     suite.write_text(SUITE)
 
-    result = evalsite(data, "run", str(suite))
+    result = evalsite(data, "run", str(suite), fresh=True)
 
     assert result.returncode == 0, result.stderr
     assert list(data.glob("reports/modes/*/report.html")), "the run wrote no report"
@@ -66,7 +66,7 @@ def test_a_run_leaves_a_data_dir_with_nothing_others_can_read(tmp_path):
 
 def test_the_database_and_its_wal_files_are_private_whatever_the_umask(tmp_path):
     data = tmp_path / "data"
-    assert evalsite(data, "migrate", "-v0").returncode == 0
+    assert evalsite(data, "migrate", "-v0", fresh=True).returncode == 0
     env = cli_env(data, DJANGO_SETTINGS_MODULE="evalsite.settings")
     result = subprocess.run(
         [sys.executable, "-c", OPEN_THE_DATABASE],
@@ -122,5 +122,5 @@ def test_a_shared_folder_keeps_its_mode_and_a_symlink_is_not_followed(tmp_path):
 
 def test_the_console_entry_point_sets_a_private_umask(tmp_path):
     code = "import os; print(oct(os.umask(0o077)))"
-    result = evalsite(tmp_path / "data", "shell", "-v0", "-c", code)
+    result = evalsite(tmp_path / "data", "shell", "-v0", "-c", code, fresh=True)
     assert result.stdout.splitlines()[-1] == "0o77", result.stderr

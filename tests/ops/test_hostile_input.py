@@ -18,6 +18,7 @@ from django.urls import reverse
 from evalsite.core.input_limits import MAX_INT_DIGITS
 from evalsite.core.yamlsafe import load_yaml
 from runs.models import PriceTable, Suite
+from tests.helpers.cli import cli_env
 from tests.helpers.factories import (
     make_price_table,
     make_suite_version,
@@ -90,12 +91,10 @@ def data_dir(tmp_path_factory):
 
 
 def evalsite(data_dir, *args, stdout=subprocess.PIPE):
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "EVALSITE_REDIS_URL"}}
-    env["EVALSITE_DATA_DIR"] = str(data_dir)
     return subprocess.run(
         [str(EVALSITE), *args],
         cwd=ROOT,
-        env=env,
+        env=cli_env(data_dir),
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,

@@ -212,7 +212,7 @@ def test_import_as_the_first_command_on_a_new_data_dir_succeeds(tmp_path: Path) 
 
     (tmp_path / "suite.txt").write_text("case greet\nprompt: Greet Ana.\nexpect contains: Ana\n")
     done = evalsite(tmp_path / "new-data", "import", "evalpin", str(tmp_path / "suite.txt"),
-                    "--out", str(tmp_path / "out"))  # fmt: skip
+                    "--out", str(tmp_path / "out"), fresh=True)  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
     assert "everything translated" in done.stdout
 
