@@ -39,6 +39,10 @@ from evalsite.core.importers.promptfoo_providers import (
     provider_text,
 )
 from evalsite.core.importers.promptfoo_providers import providers as read_providers
+from evalsite.core.importers.promptfoo_transform import NO_PLACE, SAME, Transform, compose
+from evalsite.core.importers.promptfoo_transform import apply as transformed
+from evalsite.core.importers.promptfoo_transform import read as read_transform
+from evalsite.core.importers.promptfoo_weights import Weighed, scorecard, weight_of
 
 __all__ = ["translate"]
 
@@ -54,7 +58,7 @@ TOP = {
     "assertionTemplates",  # read where a $ref names one
 }
 TEST = {"description", "vars", "assert", "options"}
-ASSERTION = {"type", "value", "threshold"}
+ASSERTION = {"type", "value", "threshold", "provider", "transform", "weight"}
 DEFAULT_GRADER = "openai/gpt-4.1"  # promptfoo grades with an OpenAI model by default
 VAR_FILE_CHARS = 200_000  # a var file read into the suite; a suite is at most 5 MiB
 NO_GATE = (
@@ -94,9 +98,11 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     params = _shared_params(contestants.configs, c)
     if params:
         suite["defaults"] = params
-    task, judge = _task(prompts, tests, default, c, data)
+    task, judge, weights = _task(prompts, tests, default, c, data)
     if judge:
         suite["judge"] = judge
+    if weights:
+        suite["scorecard"] = weights
     if len(prompts) > 1:
         suite["variants"] = variant_specs(dict(prompts))
     suite["tasks"] = [task]
@@ -279,16 +285,13 @@ def _task(
     default: dict[str, Any],
     c: Collector,
     data: dict[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]] | None]:
     base_prompt = prompts[0][1] if prompts else ""
     task: dict[str, Any] = {"id": "tests", "prompt": base_prompt}
-    context = _Context(data)
+    context = _Context(data, default.get("assert"))
     _grader(default.get("options"), ("defaultTest", "options"), c, context)
     if not data.get("tests"):  # promptfoo runs each prompt once, with defaultTest
         tests = [({"description": "default"}, c.at(("defaultTest",)))]
-    default_checks = _assertions(
-        default.get("assert"), ("defaultTest", "assert"), c.file, c, context, None
-    )
     c.unknown_keys(default, {"vars", "assert", "options"}, ("defaultTest",), "defaultTest.")
     taken: set[str] = set()
     placeholders = set()
@@ -305,7 +308,6 @@ def _task(
                 number,
                 at,
                 default_vars,
-                default_checks,
                 placeholders,
                 taken,
                 c,
@@ -329,19 +331,32 @@ def _task(
     elif judge:
         task["judge"] = False  # the judge grades; it compares in pairs only for select-best
     task["cases"] = cases
-    return task, judge
+    return task, judge, scorecard(context.weighed, c)
 
 
 class _Context:
     """What the assertions of every test add to the task and the judge."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, data: dict[str, Any], default_assert: Any) -> None:
         self.data = data  # the config, for assertion templates ($ref)
+        self.default_assert = default_assert
+        self.default_transform = SAME  # defaultTest.options.transform
+        self.weighed: list[Weighed] = []  # each translated assertion's verdict and weight
+        self._defaults: dict[str, tuple[list[Any], dict[str, Any] | None]] = {}
         self.grader: str | None = None
         self.asked: str | None = None  # the grader the file names, when none translated
         self.graded = False
         self.rubric: str | None = None
         self.schema: Any = None
+
+    def defaults(self, outer: Transform, c: Collector) -> tuple[list[Any], dict[str, Any] | None]:
+        """defaultTest's checks and grade under a test's transform ``outer`` (each outer
+        transform's once, so each untranslated default assertion is listed once)."""
+        if outer.written not in self._defaults:
+            where = ("defaultTest", "assert")
+            found = _assertions(self.default_assert, where, c.file, c, self, None, outer)
+            self._defaults[outer.written] = found
+        return self._defaults[outer.written]
 
 
 def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: _Context) -> None:
@@ -350,10 +365,14 @@ def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: _Context
     if not isinstance(options, dict):
         return
     for key in options:
-        if key != "provider":
+        if key not in {"provider", "transform"}:
             c.skip(
                 (*path, key), f"{path[0]}.options.{key}", "not an option this importer translates"
             )
+    context.default_transform = read_transform(options.get("transform"))
+    if context.default_transform.kind == "other":
+        why = f"{NO_PLACE}; every test's assertions are left out with it (a test's own "
+        c.skip((*path, "transform"), f"{path[0]}.options.transform", why + "transform replaces it)")
     if options.get("provider") is None:
         return
     written = provider_text(options["provider"])
@@ -387,7 +406,6 @@ def _case(
     number: int,
     at: At,
     default_vars: dict[str, Any],
-    default_checks: tuple[list[Any], dict[str, Any] | None],
     placeholders: set[str],
     taken: set[str],
     c: Collector,
@@ -399,43 +417,69 @@ def _case(
             c.skip_at(
                 line, f"test {number}: {key}", "not a key this importer translates", file=file
             )
-    options: Any = test.get("options") if isinstance(test.get("options"), dict) else {}
-    for key, value in options.items():
-        if key == "provider":
-            _other_grader(value, f"test {number}: options.provider", line, file, c, context)
-        else:
-            why = "not an option this importer translates"
-            c.skip_at(line, f"test {number}: options.{key}", why, file=file)
+    outer = _test_options(test, number, at, c, context)
     name = str(test.get("description") or "")
     case: dict[str, Any] = {
         "id": unique(identifier(name, f"test-{number}") if name else f"test-{number}", taken)
     }
     where = (file, line, f"{place}.vars" if place else "vars")
-    variables = {**default_vars, **_vars(test.get("vars"), where, c)}
-    vars_out = {}
-    for key, value in variables.items():
-        if isinstance(value, str | int | float | bool) or value is None:
-            vars_out[key] = value
-        else:
-            c.skip_at(
-                line,
-                f"test {number}: var {key}",
-                "evalsite's vars are text, numbers, "
-                "true/false or null (promptfoo expands a list into several tests)",
-                file=file,
-            )
+    vars_out = _case_vars({**default_vars, **_vars(test.get("vars"), where, c)}, number, at, c)
     for key in sorted(placeholders - set(vars_out)):
         vars_out[key] = ""  # promptfoo renders a missing var as nothing
     if vars_out:
         case["vars"] = vars_out
-    checks, grade = _assertions(test.get("assert"), (), file, c, context, line)
-    checks = default_checks[0] + checks
-    grade = grade or default_checks[1]
+    if outer.kind == "other":  # the checks would test the untransformed answer: listed
+        return case
+    checks, grade = _assertions(test.get("assert"), (), file, c, context, line, outer)
+    defaults = context.defaults(outer, c)
+    checks = defaults[0] + checks
+    grade = grade or defaults[1]
     if checks:
         case["checks"] = checks
     if grade:
         case["grade"] = grade
     return case
+
+
+def _test_options(
+    test: dict[str, Any], number: int, at: At, c: Collector, context: _Context
+) -> Transform:
+    """A test's ``options`` (its grading provider; the rest listed) and the transform its
+    assertions read the output through: its own, else defaultTest's. A transform evalsite
+    has no place for is listed, the test's assertions with it."""
+    file, line, _ = at
+    options: Any = test.get("options") if isinstance(test.get("options"), dict) else {}
+    for key, value in options.items():
+        if key == "provider":
+            _other_grader(value, f"test {number}: options.provider", line, file, c, context)
+        elif key != "transform":
+            why = "not an option this importer translates"
+            c.skip_at(line, f"test {number}: options.{key}", why, file=file)
+    if "transform" not in options:
+        return context.default_transform
+    outer = read_transform(options["transform"])
+    if outer.kind == "other":
+        asserted = len(test.get("assert") or []) if isinstance(test.get("assert"), list) else 0
+        why = f"{NO_PLACE}; the test's assertions ({asserted}, and defaultTest's) go with it"
+        c.skip_at(line, f"test {number}: options.transform {outer.written}", why, file=file)
+    return outer
+
+
+def _case_vars(variables: dict[str, Any], number: int, at: At, c: Collector) -> dict[str, Any]:
+    """The vars evalsite's case holds; any other value listed."""
+    out = {}
+    for key, value in variables.items():
+        if isinstance(value, str | int | float | bool) or value is None:
+            out[key] = value
+        else:
+            c.skip_at(
+                at[1],
+                f"test {number}: var {key}",
+                "evalsite's vars are text, numbers, "
+                "true/false or null (promptfoo expands a list into several tests)",
+                file=at[0],
+            )
+    return out
 
 
 def _vars(value: Any, at: At, c: Collector) -> dict[str, Any]:
@@ -490,8 +534,16 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
 
 
 def _assertions(
-    value: Any, path: tuple[Any, ...], file: str, c: Collector, context: _Context, line: int | None
+    value: Any,
+    path: tuple[Any, ...],
+    file: str,
+    c: Collector,
+    context: _Context,
+    line: int | None,
+    outer: Transform = SAME,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The checks and the grade of a list of assertions read through the test's transform
+    ``outer``; each assertion's verdict and weight recorded in ``context``."""
     checks: list[dict[str, Any]] = []
     criteria: list[str] = []
     threshold = None
@@ -502,43 +554,121 @@ def _assertions(
         if not isinstance(assertion, dict):
             continue
         kind = str(assertion.get("type", ""))
-        if assertion.get("provider") is not None:
-            _other_grader(assertion["provider"], f"{kind} provider", where, file, c, context)
-        for key in assertion:
-            if key not in ASSERTION and key != "provider":
-                c.skip_at(
-                    where,
-                    f"{kind} {key}",
-                    "not translated (evalsite checks all count "
-                    "alike; a scorecard weighs verdicts, not single checks)",
-                    file=file,
-                )
-        if kind == "llm-rubric" and assertion.get("value") in (None, ""):
-            why = "an llm-rubric with no rubric text: evalsite's grade needs its criteria"
-            c.skip_at(where, "assertion llm-rubric", why, file=file)
+        weight = _assertion_keys(assertion, kind, where, file, c, context)
+        transform = compose(outer, read_transform(assertion.get("transform")))
+        if weight is None or not _readable(kind, assertion, transform, where, file, c):
             continue
-        if kind == "llm-rubric":
+        verdict, mapped = _translated(kind, assertion, transform, where, file, c, context)
+        if verdict == "grade":
             criteria.append(str(assertion.get("value", "")))
             threshold = assertion.get("threshold", threshold)
-            context.graded = True
-            continue
-        if kind == "select-best":
-            context.rubric = str(assertion.get("value", ""))
-            c.notes.append(
-                "select-best is the pairwise judge: evalsite compares each "
-                "candidate with the baseline (judge.pairing: all for every pair)"
-            )
-            continue
-        mapped, why = _check(kind, assertion.get("value"), context)
-        if mapped is None:
-            c.skip_at(where, f"assertion {kind}", why, file=file)
-        checks += mapped or []
+        checks += mapped
+        if verdict is not None:
+            given = "weight" in assertion and weight_of(assertion)[0] is not None
+            what = f"assertion {kind}"
+            context.weighed.append(Weighed(verdict, weight, given, where, file, what))
     grade: dict[str, Any] | None = None
     if criteria:
         grade = {"criteria": "\n".join(criteria)}
         if isinstance(threshold, int | float):
             grade["threshold"] = threshold
     return checks, grade
+
+
+def _assertion_keys(
+    assertion: dict[str, Any],
+    kind: str,
+    where: int | None,
+    file: str,
+    c: Collector,
+    context: _Context,
+) -> float | None:
+    """The assertion's weight (1 unless given), its other keys listed or (a grading
+    provider) read; None, listed, for a weight-0 assertion, which promptfoo never fails."""
+    if assertion.get("provider") is not None:
+        _other_grader(assertion["provider"], f"{kind} provider", where, file, c, context)
+    for key in assertion:
+        if key not in ASSERTION:
+            c.skip_at(where, f"{kind} {key}", "not translated", file=file)
+    weight, why = weight_of(assertion)
+    if weight is None:
+        c.skip_at(where, f"{kind} weight {assertion.get('weight')!r}", why, file=file)
+        return 1.0
+    if weight == 0:
+        why = (
+            "promptfoo counts a weight-0 assertion as passed whatever the output (a metric "
+            "only); every evalsite check decides the verdict, so it is left out"
+        )
+        c.skip_at(where, f"assertion {kind} (weight 0)", why, file=file)
+        return None
+    return weight
+
+
+JUDGED = {"llm-rubric", "select-best"}
+JSON_KINDS = {"is-json", "contains-json"}
+
+
+def _readable(
+    kind: str,
+    assertion: dict[str, Any],
+    transform: Transform,
+    where: int | None,
+    file: str,
+    c: Collector,
+) -> bool:
+    """False, listed, for an assertion evalsite would read without its transform: the
+    judge's, and a schema's (evalsite's judge and schema read the answer as it is)."""
+    schema = kind in JSON_KINDS and isinstance(assertion.get("value"), dict)
+    if transform.kind == "same" or not (kind in JUDGED or schema):
+        return True
+    why = f"{'the judge' if kind in JUDGED else 'the schema'} reads the answer as it is; "
+    why += "the assertion goes with its transform"
+    c.skip_at(where, f"assertion {kind} transform {transform.written}", why, file=file)
+    return False
+
+
+def _translated(
+    kind: str,
+    assertion: dict[str, Any],
+    transform: Transform,
+    where: int | None,
+    file: str,
+    c: Collector,
+    context: _Context,
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """The verdict an assertion became (grade, schema or checks; None when it became none,
+    listed) and its checks, read through ``transform``."""
+    value = assertion.get("value")
+    if kind == "llm-rubric" and value in (None, ""):
+        why = "an llm-rubric with no rubric text: evalsite's grade needs its criteria"
+        c.skip_at(where, "assertion llm-rubric", why, file=file)
+        return None, []
+    if kind == "llm-rubric":
+        context.graded = True
+        return "grade", []
+    if kind == "select-best":
+        context.rubric = str(value or "")
+        c.notes.append(
+            "select-best is the pairwise judge: evalsite compares each "
+            "candidate with the baseline (judge.pairing: all for every pair)"
+        )
+        if "weight" in assertion:
+            why = "the pairwise judge ranks answers; it is no verdict a scorecard weighs"
+            c.skip_at(where, "select-best weight", why, file=file)
+        return None, []
+    mapped, why = _check(kind, value, context)
+    if mapped is not None and transform.kind != "same":
+        mapped, why = transformed(transform, kind, value, mapped)
+        if mapped is None:
+            why = f"{why}; the check goes with its transform"
+            what = f"assertion {kind} transform {transform.written}"
+            c.skip_at(where, what, why, file=file)
+            return None, []
+    if mapped is None:
+        c.skip_at(where, f"assertion {kind}", why, file=file)
+        return None, []
+    schema = kind in JSON_KINDS and isinstance(value, dict)
+    return ("schema" if schema else "checks" if mapped else None), mapped
 
 
 def _template(ref: Any, line: int | None, file: str, c: Collector, context: _Context) -> Any:
