@@ -56,8 +56,9 @@ def test_a_transform_evalsite_has_no_place_for_takes_its_check_with_it(tmp_path)
     )
     assert _checks(result) == [{"contains": "sunny"}]
     skipped = _skipped(result)
-    assert "the check goes with its transform" in (
-        skipped["assertion equals transform output[0].function.name"]
+    assert (
+        "the check goes with its transform"
+        in (skipped["assertion equals transform output[0].function.name"])
     )
     assert "capitals" in skipped["assertion contains transform output.toLowerCase()"]
 
@@ -79,8 +80,9 @@ def test_a_test_s_transform_applies_to_its_assertions_and_default_test_s(tmp_pat
     ]
     second = result.suite["tasks"][0]["cases"][1]
     assert "checks" not in second and "grade" not in second  # left out, listed once
-    assert "the test's assertions (2, and defaultTest's) go with it" in (
-        _skipped(result)["test 2: options.transform output.split(\",\")[0]"]
+    assert (
+        "the test's assertions (2, and defaultTest's) go with it"
+        in (_skipped(result)['test 2: options.transform output.split(",")[0]'])
     )
     assert _checks(result, 2) == [{"not_contains": "sorry"}, {"contains": "Oslo"}]
 
@@ -92,8 +94,9 @@ def test_a_default_transform_evalsite_cannot_read_leaves_every_test_unchecked(tm
         "tests: [{vars: {q: a}, assert: [{type: contains, value: x}]}]\n",
     )
     assert _checks(result) == []
-    assert "every test's assertions are left out with it" in (
-        _skipped(result)["defaultTest.options.transform"]
+    assert (
+        "every test's assertions are left out with it"
+        in (_skipped(result)["defaultTest.options.transform"])
     )
 
 
@@ -105,8 +108,9 @@ def test_a_graded_assertion_with_a_transform_is_listed_not_graded_on_the_raw_ans
         "      - {type: contains, value: hi}\n",
     )
     assert "grade" not in result.suite["tasks"][0]["cases"][0]
-    assert "the judge reads the answer as it is" in (
-        _skipped(result)["assertion llm-rubric transform JSON.parse(output).reply"]
+    assert (
+        "the judge reads the answer as it is"
+        in (_skipped(result)["assertion llm-rubric transform JSON.parse(output).reply"])
     )
 
 
@@ -175,3 +179,18 @@ def test_cost_and_latency_thresholds_are_listed_never_a_run_gate_or_cap(tmp_path
     for kind in ("latency", "cost"):
         assert f"no per-answer {kind} threshold" in skipped[f"assertion {kind}"]
     assert "gate" not in result.suite and "limits" not in result.suite
+
+
+def test_parsing_the_whole_output_keeps_the_json_checks_and_their_schema(tmp_path):
+    result = _valid(
+        tmp_path,
+        HEAD + "tests:\n  - vars: {q: a}\n    options: {transform: JSON.parse(output)}\n"
+        "    assert:\n"
+        "      - {type: is-json, value: {type: object, required: [color]}}\n"
+        "      - {type: contains-any, value: [Peru, Chile], transform: output.countries}\n",
+    )
+    assert result.suite["tasks"][0]["schema"] == {"type": "object", "required": ["color"]}
+    assert _checks(result) == []
+    assert "assertion contains-any transform JSON.parse(output) then output.countries" in (
+        _skipped(result)
+    )

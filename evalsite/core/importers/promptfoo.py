@@ -39,7 +39,13 @@ from evalsite.core.importers.promptfoo_providers import (
     provider_text,
 )
 from evalsite.core.importers.promptfoo_providers import providers as read_providers
-from evalsite.core.importers.promptfoo_transform import NO_PLACE, SAME, Transform, compose
+from evalsite.core.importers.promptfoo_transform import (
+    NO_PLACE,
+    SAME,
+    Transform,
+    compose,
+    parsed_whole,
+)
 from evalsite.core.importers.promptfoo_transform import apply as transformed
 from evalsite.core.importers.promptfoo_transform import read as read_transform
 from evalsite.core.importers.promptfoo_weights import Weighed, scorecard, weight_of
@@ -620,6 +626,8 @@ def _readable(
     judge's, and a schema's (evalsite's judge and schema read the answer as it is)."""
     schema = kind in JSON_KINDS and isinstance(assertion.get("value"), dict)
     if transform.kind == "same" or not (kind in JUDGED or schema):
+        return True
+    if schema and parsed_whole(transform):  # the schema reads the parsed answer too
         return True
     why = f"{'the judge' if kind in JUDGED else 'the schema'} reads the answer as it is; "
     why += "the assertion goes with its transform"

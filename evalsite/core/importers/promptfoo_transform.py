@@ -8,7 +8,9 @@ checks the answer as it is. Only the shapes whose meaning a check has exactly tr
 - ``output.toLowerCase()`` (with or without ``.trim()``): the text checks with
   ``case_sensitive: false``, when the value they compare is lower case (promptfoo compares
   it with the lower-cased output as written); length and JSON-validity checks unchanged;
-- ``JSON.parse(output).a.b``: an ``equals`` becomes ``json_path`` ``$.a.b`` equals the value.
+- ``JSON.parse(output).a.b``: an ``equals`` becomes ``json_path`` ``$.a.b`` equals the value;
+  ``JSON.parse(output)`` alone leaves ``is-json`` / ``contains-json`` (and their schema) as
+  they are, since evalsite's JSON checks parse the answer themselves.
 
 Anything else (``output[0].function.name``, a function body, a ``file://`` script) has no
 place in evalsite's checks: the checks it modifies are left out and listed with it, never
@@ -21,11 +23,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Transform", "apply", "compose", "read"]
+__all__ = ["Transform", "apply", "compose", "parsed_whole", "read"]
 
 _KEY = r"[A-Za-z_$][A-Za-z0-9_$]*"
 _LOWER = re.compile(r"output(?:\.trim\(\))?\.toLowerCase\(\)(?:\.trim\(\))?")
-_JSON = re.compile(r"JSON\.parse\(\s*output\s*\)(?P<path>(?:\." + _KEY + r")+)")
+_JSON = re.compile(r"JSON\.parse\(\s*output\s*\)(?P<path>(?:\." + _KEY + r")*)")
+JSON_KINDS = ("is-json", "contains-json")
 TEXT_KINDS = ("equals", "contains", "not_contains", "one_of", "regex")
 UNCHANGED_BY_CASE = ("max_chars", "min_chars", "json_valid")
 NO_PLACE = (
@@ -63,6 +66,12 @@ def read(value: Any) -> Transform:
     return Transform(written, "other")
 
 
+def parsed_whole(transform: Transform) -> bool:
+    """Whether ``transform`` is ``JSON.parse(output)``: the answer's JSON, as evalsite's
+    schema and JSON checks read it."""
+    return transform.kind == "json" and transform.path == "$"
+
+
 def compose(outer: Transform, inner: Transform) -> Transform:
     """``inner`` (an assertion's) applied after ``outer`` (its test's), as promptfoo does;
     ``other`` unless one of the two changes nothing or both lower-case."""
@@ -81,6 +90,8 @@ def apply(
     if transform.kind == "same":
         return checks, ""
     if transform.kind == "json":
+        if transform.path == "$" and kind in JSON_KINDS:
+            return checks, ""
         if kind == "equals" and _scalar(value):
             return [{"json_path": {"path": transform.path, "equals": value}}], ""
         return None, f"only an equals reads the value at {transform.path} as a json_path check"
