@@ -458,3 +458,15 @@ def test_max_completion_tokens_num_predict_and_reasoning_effort_are_request_sett
         "providers: [{id: 'ollama:chat:llama3.2', config: {num_predict: 256}}]\n",
     )
     assert ollama.suite["defaults"] == {"max_tokens": 256}
+
+
+def test_a_vendor_provider_that_is_no_chat_model_is_listed_not_a_model_string(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\nproviders:\n  - openai:assistant:asst_abc123\n"
+        "  - openai:realtime:gpt-realtime\n  - openai:ft:gpt-4o-mini:acme::x1\n",
+    )
+    assert result.suite["models"] == ["openai/ft:gpt-4o-mini:acme::x1"]
+    skipped = _skipped(result)
+    assert "no chat model" in skipped["provider openai:assistant:asst_abc123"]
+    assert "no chat model" in skipped["provider openai:realtime:gpt-realtime"]

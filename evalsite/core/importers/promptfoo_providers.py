@@ -46,6 +46,12 @@ COMPATIBLE = {
     "github": "https://models.github.ai/inference",
 }
 MODES = ("chat:", "completion:", "messages:", "responses:")
+# promptfoo's vendor providers that are no chat model: an Assistants API id, embeddings,
+# images, the realtime and audio APIs, agent SDKs (``openai:assistant:asst_…``).
+NOT_CHAT = {
+    "assistant", "embedding", "embeddings", "image", "realtime", "moderation",
+    "transcription", "speech", "video", "agents", "codex-sdk", "chatkit",
+}  # fmt: skip
 SETTINGS = {"temperature", "max_tokens", "top_p"}
 KNOWN_CONFIG = SETTINGS | {"apiBaseUrl", "apiHost", "baseUrl"}
 SPEC_KEYS = {"id", "label", "config", "prompts"}
@@ -177,6 +183,14 @@ def _model(
     base_url = config.get("apiBaseUrl") or config.get("apiHost") or config.get("baseUrl")
     if base_url or prefix in COMPATIBLE:
         return _endpoint_model(provider, prefix, rest, base_url, path, c, out)
+    kind = rest.partition(":")[0]
+    if prefix in PREFIXES and kind in NOT_CHAT and rest != kind:
+        why = (
+            f"promptfoo's {prefix}:{kind} provider is no chat model evalsite calls "
+            "(evalsite sends chat messages to a model)"
+        )
+        c.skip(path, f"provider {provider}", why)
+        return None
     if prefix not in PREFIXES or not rest:
         c.skip(
             path,
