@@ -470,3 +470,11 @@ def test_a_vendor_provider_that_is_no_chat_model_is_listed_not_a_model_string(tm
     skipped = _skipped(result)
     assert "no chat model" in skipped["provider openai:assistant:asst_abc123"]
     assert "no chat model" in skipped["provider openai:realtime:gpt-realtime"]
+
+
+def test_a_local_server_s_note_says_a_free_model_is_a_row_of_zero_rates(tmp_path):
+    result = _valid(tmp_path, "prompts: [Hi]\nproviders: [ollama:chat:llama3.2, groq:llama-3.3]\n")
+    (ollama,) = [note for note in result.notes if note.startswith("ollama:")]
+    (groq,) = [note for note in result.notes if note.startswith("groq:")]
+    assert "a server on this machine that costs you nothing: rates of 0" in ollama
+    assert "rates of 0" not in groq  # a hosted API is priced by its vendor

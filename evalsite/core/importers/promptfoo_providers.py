@@ -108,9 +108,11 @@ def providers(value: Any, c: Collector) -> Contestants:
         for spec in _specs(item, path, c):
             _provider(spec, index, out, c)
     for name, url in out.endpoints.items():
+        local = _host(url).partition(":")[0] == "localhost"
+        free = " (a server on this machine that costs you nothing: rates of 0)" if local else ""
         c.notes.append(
             f"{name}: add an Endpoint in the admin (name {name}, base URL {url}) and a price "
-            f"row for each of its models; then its contestants run as {name}/<model>"
+            f"row for each of its models{free}; then its contestants run as {name}/<model>"
         )
     return out
 
