@@ -22,7 +22,12 @@ from evalsite.core.importers.common import (
     unique,
     variant_specs,
 )
-from evalsite.core.importers.promptfoo_js import javascript_checks
+from evalsite.core.importers.promptfoo_assertions import (
+    DEFAULT_GRADER,
+    Context,
+    assertions,
+    other_grader,
+)
 from evalsite.core.importers.promptfoo_prompts import (
     CODE,
     DATA,
@@ -41,14 +46,10 @@ from evalsite.core.importers.promptfoo_providers import (
 from evalsite.core.importers.promptfoo_providers import providers as read_providers
 from evalsite.core.importers.promptfoo_transform import (
     NO_PLACE,
-    SAME,
     Transform,
-    compose,
-    parsed_whole,
 )
-from evalsite.core.importers.promptfoo_transform import apply as transformed
 from evalsite.core.importers.promptfoo_transform import read as read_transform
-from evalsite.core.importers.promptfoo_weights import Weighed, scorecard, weight_of
+from evalsite.core.importers.promptfoo_weights import scorecard
 
 __all__ = ["translate"]
 
@@ -64,13 +65,7 @@ TOP = {
     "assertionTemplates",  # read where a $ref names one
 }
 TEST = {"description", "vars", "assert", "options"}
-ASSERTION = {"type", "value", "threshold", "provider", "transform", "weight"}
-DEFAULT_GRADER = "openai/gpt-4.1"  # promptfoo grades with an OpenAI model by default
 VAR_FILE_CHARS = 200_000  # a var file read into the suite; a suite is at most 5 MiB
-NO_GATE = (
-    "evalsite's gates have no per-answer {what} threshold (limits.max_cost_usd caps a whole "
-    "run's spend; the report shows latency p50)"
-)
 
 
 def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
@@ -294,7 +289,7 @@ def _task(
 ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]] | None]:
     base_prompt = prompts[0][1] if prompts else ""
     task: dict[str, Any] = {"id": "tests", "prompt": base_prompt}
-    context = _Context(data, default.get("assert"))
+    context = Context(data, default.get("assert"))
     _grader(default.get("options"), ("defaultTest", "options"), c, context)
     if not data.get("tests"):  # promptfoo runs each prompt once, with defaultTest
         tests = [({"description": "default"}, c.at(("defaultTest",)))]
@@ -340,32 +335,7 @@ def _task(
     return task, judge, scorecard(context.weighed, c)
 
 
-class _Context:
-    """What the assertions of every test add to the task and the judge."""
-
-    def __init__(self, data: dict[str, Any], default_assert: Any) -> None:
-        self.data = data  # the config, for assertion templates ($ref)
-        self.default_assert = default_assert
-        self.default_transform = SAME  # defaultTest.options.transform
-        self.weighed: list[Weighed] = []  # each translated assertion's verdict and weight
-        self._defaults: dict[str, tuple[list[Any], dict[str, Any] | None]] = {}
-        self.grader: str | None = None
-        self.asked: str | None = None  # the grader the file names, when none translated
-        self.graded = False
-        self.rubric: str | None = None
-        self.schema: Any = None
-
-    def defaults(self, outer: Transform, c: Collector) -> tuple[list[Any], dict[str, Any] | None]:
-        """defaultTest's checks and grade under a test's transform ``outer`` (each outer
-        transform's once, so each untranslated default assertion is listed once)."""
-        if outer.written not in self._defaults:
-            where = ("defaultTest", "assert")
-            found = _assertions(self.default_assert, where, c.file, c, self, None, outer)
-            self._defaults[outer.written] = found
-        return self._defaults[outer.written]
-
-
-def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: _Context) -> None:
+def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: Context) -> None:
     """defaultTest's ``options``: its ``provider`` is the judge when evalsite calls it (a
     text or an object with an ``id``); it and every other option listed otherwise."""
     if not isinstance(options, dict):
@@ -395,18 +365,6 @@ def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: _Context
         c.skip((*path, "provider"), f"{path[0]}.options.provider {written}", why)
 
 
-def _other_grader(
-    provider: Any, what: str, line: int | None, file: str, c: Collector, context: _Context
-) -> None:
-    """A test's or an assertion's own grading provider: the judge's model when it is the
-    same, else listed (evalsite's suite has one judge)."""
-    model = grader(provider)
-    if model is not None and model == context.grader:
-        return
-    why = f"evalsite's suite has one judge ({context.grader or DEFAULT_GRADER}); it grades this too"
-    c.skip_at(line, f"{what} {provider_text(provider)}", why, file=file)
-
-
 def _case(
     test: dict[str, Any],
     number: int,
@@ -415,7 +373,7 @@ def _case(
     placeholders: set[str],
     taken: set[str],
     c: Collector,
-    context: _Context,
+    context: Context,
 ) -> dict[str, Any]:
     file, line, place = at
     for key in test:
@@ -436,7 +394,7 @@ def _case(
         case["vars"] = vars_out
     if outer.kind == "other":  # the checks would test the untransformed answer: listed
         return case
-    checks, grade = _assertions(test.get("assert"), (), file, c, context, line, outer)
+    checks, grade = assertions(test.get("assert"), (), file, c, context, line, outer)
     defaults = context.defaults(outer, c)
     checks = defaults[0] + checks
     grade = grade or defaults[1]
@@ -448,7 +406,7 @@ def _case(
 
 
 def _test_options(
-    test: dict[str, Any], number: int, at: At, c: Collector, context: _Context
+    test: dict[str, Any], number: int, at: At, c: Collector, context: Context
 ) -> Transform:
     """A test's ``options`` (its grading provider; the rest listed) and the transform its
     assertions read the output through: its own, else defaultTest's. A transform evalsite
@@ -457,7 +415,7 @@ def _test_options(
     options: Any = test.get("options") if isinstance(test.get("options"), dict) else {}
     for key, value in options.items():
         if key == "provider":
-            _other_grader(value, f"test {number}: options.provider", line, file, c, context)
+            other_grader(value, f"test {number}: options.provider", line, file, c, context)
         elif key != "transform":
             why = "not an option this importer translates"
             c.skip_at(line, f"test {number}: options.{key}", why, file=file)
@@ -537,217 +495,3 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
         c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
         return None
     return None if found is None else found[0]
-
-
-def _assertions(
-    value: Any,
-    path: tuple[Any, ...],
-    file: str,
-    c: Collector,
-    context: _Context,
-    line: int | None,
-    outer: Transform = SAME,
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The checks and the grade of a list of assertions read through the test's transform
-    ``outer``; each assertion's verdict and weight recorded in ``context``."""
-    checks: list[dict[str, Any]] = []
-    criteria: list[str] = []
-    threshold = None
-    for index, assertion in enumerate(value if isinstance(value, list) else []):
-        where = c.at((*path, index))[1] if path else line
-        if isinstance(assertion, dict) and "$ref" in assertion:
-            assertion = _template(assertion["$ref"], where, file, c, context)
-        if not isinstance(assertion, dict):
-            continue
-        kind = str(assertion.get("type", ""))
-        weight = _assertion_keys(assertion, kind, where, file, c, context)
-        transform = compose(outer, read_transform(assertion.get("transform")))
-        if weight is None or not _readable(kind, assertion, transform, where, file, c):
-            continue
-        verdict, mapped = _translated(kind, assertion, transform, where, file, c, context)
-        if verdict == "grade":
-            criteria.append(str(assertion.get("value", "")))
-            threshold = assertion.get("threshold", threshold)
-        checks += mapped
-        if verdict is not None:
-            given = "weight" in assertion and weight_of(assertion)[0] is not None
-            what = f"assertion {kind}"
-            context.weighed.append(Weighed(verdict, weight, given, where, file, what))
-    grade: dict[str, Any] | None = None
-    if criteria:
-        grade = {"criteria": "\n".join(criteria)}
-        if isinstance(threshold, int | float):
-            grade["threshold"] = threshold
-    return checks, grade
-
-
-def _assertion_keys(
-    assertion: dict[str, Any],
-    kind: str,
-    where: int | None,
-    file: str,
-    c: Collector,
-    context: _Context,
-) -> float | None:
-    """The assertion's weight (1 unless given), its other keys listed or (a grading
-    provider) read; None, listed, for a weight-0 assertion, which promptfoo never fails."""
-    if assertion.get("provider") is not None:
-        _other_grader(assertion["provider"], f"{kind} provider", where, file, c, context)
-    for key in assertion:
-        if key not in ASSERTION:
-            c.skip_at(where, f"{kind} {key}", "not translated", file=file)
-    weight, why = weight_of(assertion)
-    if weight is None:
-        c.skip_at(where, f"{kind} weight {assertion.get('weight')!r}", why, file=file)
-        return 1.0
-    if weight == 0:
-        why = (
-            "promptfoo counts a weight-0 assertion as passed whatever the output (a metric "
-            "only); every evalsite check decides the verdict, so it is left out"
-        )
-        c.skip_at(where, f"assertion {kind} (weight 0)", why, file=file)
-        return None
-    return weight
-
-
-JUDGED = {"llm-rubric", "select-best"}
-JSON_KINDS = {"is-json", "contains-json"}
-
-
-def _readable(
-    kind: str,
-    assertion: dict[str, Any],
-    transform: Transform,
-    where: int | None,
-    file: str,
-    c: Collector,
-) -> bool:
-    """False, listed, for an assertion evalsite would read without its transform: the
-    judge's, and a schema's (evalsite's judge and schema read the answer as it is)."""
-    schema = kind in JSON_KINDS and isinstance(assertion.get("value"), dict)
-    if transform.kind == "same" or not (kind in JUDGED or schema):
-        return True
-    if schema and parsed_whole(transform):  # the schema reads the parsed answer too
-        return True
-    why = f"{'the judge' if kind in JUDGED else 'the schema'} reads the answer as it is; "
-    why += "the assertion goes with its transform"
-    c.skip_at(where, f"assertion {kind} transform {transform.written}", why, file=file)
-    return False
-
-
-def _translated(
-    kind: str,
-    assertion: dict[str, Any],
-    transform: Transform,
-    where: int | None,
-    file: str,
-    c: Collector,
-    context: _Context,
-) -> tuple[str | None, list[dict[str, Any]]]:
-    """The verdict an assertion became (grade, schema or checks; None when it became none,
-    listed) and its checks, read through ``transform``."""
-    value = assertion.get("value")
-    if kind == "llm-rubric" and value in (None, ""):
-        why = "an llm-rubric with no rubric text: evalsite's grade needs its criteria"
-        c.skip_at(where, "assertion llm-rubric", why, file=file)
-        return None, []
-    if kind == "llm-rubric":
-        context.graded = True
-        return "grade", []
-    if kind == "select-best":
-        context.rubric = str(value or "")
-        c.notes.append(
-            "select-best is the pairwise judge: evalsite compares each "
-            "candidate with the baseline (judge.pairing: all for every pair)"
-        )
-        if "weight" in assertion:
-            why = "the pairwise judge ranks answers; it is no verdict a scorecard weighs"
-            c.skip_at(where, "select-best weight", why, file=file)
-        return None, []
-    mapped, why = _check(kind, value, context)
-    if mapped is not None and transform.kind != "same":
-        mapped, why = transformed(transform, kind, value, mapped)
-        if mapped is None:
-            why = f"{why}; the check goes with its transform"
-            what = f"assertion {kind} transform {transform.written}"
-            c.skip_at(where, what, why, file=file)
-            return None, []
-    if mapped is None:
-        c.skip_at(where, f"assertion {kind}", why, file=file)
-        return None, []
-    schema = kind in JSON_KINDS and isinstance(value, dict)
-    return ("schema" if schema else "checks" if mapped else None), mapped
-
-
-def _template(ref: Any, line: int | None, file: str, c: Collector, context: _Context) -> Any:
-    """The assertion a ``$ref: '#/assertionTemplates/NAME'`` names in the config, or None
-    (listed) when it names none there."""
-    found: Any = context.data if isinstance(ref, str) and ref.startswith("#/") else None
-    for part in str(ref).removeprefix("#/").split("/") if found is not None else []:
-        found = found.get(part) if isinstance(found, dict) else None
-    if not isinstance(found, dict) or "$ref" in found:
-        why = "names no assertion of this file (only '#/assertionTemplates/NAME' refs resolve)"
-        c.skip_at(line, f"assertion $ref {ref}", why, file=file)
-        return None
-    return found
-
-
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, list):
-        return [str(item) for item in value]
-    return [part.strip() for part in str(value).split(",")] if value is not None else []
-
-
-def _check(kind: str, value: Any, context: _Context) -> tuple[list[Any] | None, str]:
-    """The checks for one assertion, or None and why it does not translate."""
-    folded = {"case_sensitive": False}
-    if kind in {
-        "equals",
-        "contains",
-        "not-contains",
-        "icontains",
-        "not-icontains",
-        "starts-with",
-        "regex",
-    }:
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            return None, f"{kind} with a non-text value is not translated"
-        value = str(value)
-    simple = {
-        "equals": [{"equals": value}],
-        "contains": [{"contains": value}],
-        "icontains": [{"contains": value, **folded}],
-        "not-contains": [{"not_contains": value}],
-        "not-icontains": [{"not_contains": value, **folded}],
-        "starts-with": [{"regex": r"\A" + re.escape(str(value))}],
-        "regex": [{"regex": value}],
-        "contains-any": [{"regex": "|".join(re.escape(t) for t in _texts(value))}],
-        "icontains-any": [{"regex": "|".join(re.escape(t) for t in _texts(value)), **folded}],
-        "contains-all": [{"contains": t} for t in _texts(value)],
-        "icontains-all": [{"contains": t, **folded} for t in _texts(value)],
-        "not-contains-any": [{"not_contains": t} for t in _texts(value)],
-    }
-    if kind in simple:
-        return simple[kind], ""
-    if kind in {"is-json", "contains-json"}:
-        if isinstance(value, dict):
-            if context.schema not in (None, value):
-                return None, "a second, different schema: evalsite's schema is the task's, one"
-            context.schema = value
-            return [], ""
-        if value is not None:
-            return None, "a schema given as a file or text is not translated; write it inline"
-        return [{"json_valid": True}], ""
-    if kind == "javascript":
-        checks = javascript_checks(value)
-        if checks is not None:
-            return checks, ""
-        return None, "evalsite runs no JavaScript: rewrite it as a python check (module:function)"
-    if kind == "python":
-        return None, (
-            "rewrite it as a python check: a module next to the suite with "
-            "function(answer, vars) -> bool or (bool, note)"
-        )
-    if kind in {"cost", "latency"}:
-        return None, NO_GATE.format(what=kind)
-    return None, "no evalsite check does this"
