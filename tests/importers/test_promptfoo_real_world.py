@@ -298,7 +298,7 @@ def test_an_assertion_s_own_grader_is_listed_unless_it_is_the_judge(tmp_path):
     )
     assert "llm-rubric provider openai:gpt-4.1" not in skipped
     assert "test 1: options.provider xai:grok-3" in skipped
-    assert "test 1: options.transform" in skipped
+    assert not any("transform" in what for what in skipped)  # output.trim(): evalsite trims
 
 
 def test_yaml_scalars_keep_their_text_as_promptfoo_reads_them(tmp_path):
@@ -458,3 +458,23 @@ def test_max_completion_tokens_num_predict_and_reasoning_effort_are_request_sett
         "providers: [{id: 'ollama:chat:llama3.2', config: {num_predict: 256}}]\n",
     )
     assert ollama.suite["defaults"] == {"max_tokens": 256}
+
+
+def test_a_vendor_provider_that_is_no_chat_model_is_listed_not_a_model_string(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\nproviders:\n  - openai:assistant:asst_abc123\n"
+        "  - openai:realtime:gpt-realtime\n  - openai:ft:gpt-4o-mini:acme::x1\n",
+    )
+    assert result.suite["models"] == ["openai/ft:gpt-4o-mini:acme::x1"]
+    skipped = _skipped(result)
+    assert "no chat model" in skipped["provider openai:assistant:asst_abc123"]
+    assert "no chat model" in skipped["provider openai:realtime:gpt-realtime"]
+
+
+def test_a_local_server_s_note_says_a_free_model_is_a_row_of_zero_rates(tmp_path):
+    result = _valid(tmp_path, "prompts: [Hi]\nproviders: [ollama:chat:llama3.2, groq:llama-3.3]\n")
+    (ollama,) = [note for note in result.notes if note.startswith("ollama:")]
+    (groq,) = [note for note in result.notes if note.startswith("groq:")]
+    assert "a server on this machine that costs you nothing: rates of 0" in ollama
+    assert "rates of 0" not in groq  # a hosted API is priced by its vendor

@@ -1,3 +1,4 @@
+from datetime import date
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -7,7 +8,7 @@ from django.core.management import call_command
 from django.db import IntegrityError
 from django.test import TestCase
 
-from evalsite.core.pricing import parse_price_yaml
+from evalsite.core.pricing import PriceRows, parse_price_yaml
 from runs.models import FrozenPriceTable, Price, PriceTable
 from runs.models.pricing import default_sheet
 from tests.helpers.factories import make_price_table, make_run
@@ -30,6 +31,20 @@ class DefaultTableTests(TestCase):
         sheet = default_sheet()
         assert sheet.pinned.year >= 2026
         assert all(row.source for row in sheet.rows if row.provider != "fake")
+
+    def test_the_shipped_table_prices_older_models_and_their_dated_snapshots(self):
+        rows = PriceRows(default_sheet().rows)
+        assert rows["openai/gpt-3.5-turbo"].output_per_mtok == Decimal("1.50")
+        assert rows["openai/gpt-4-turbo-2024-04-09"].model == "openai/gpt-4-turbo"
+        assert rows["anthropic/claude-sonnet-4-20250514"].model == "anthropic/claude-sonnet-4"
+        assert rows["anthropic/claude-3-5-haiku-latest"].cached_input_per_mtok == Decimal("0.08")
+        added = [row for row in default_sheet().rows if row.read_on == date(2026, 12, 4)]
+        assert len(added) == 11 and all(row.source.startswith("https://") for row in added)
+
+    def test_the_shipped_table_leaves_out_what_no_provider_page_confirmed(self):
+        rows = PriceRows(default_sheet().rows)
+        for model in ("anthropic/claude-3-5-sonnet-20241022", "openai/o1", "openai/o3-mini"):
+            assert model not in rows
 
 
 class ActiveTableTests(TestCase):

@@ -22,7 +22,12 @@ from evalsite.core.importers.common import (
     unique,
     variant_specs,
 )
-from evalsite.core.importers.promptfoo_js import javascript_checks
+from evalsite.core.importers.promptfoo_assertions import (
+    DEFAULT_GRADER,
+    Context,
+    assertions,
+    other_grader,
+)
 from evalsite.core.importers.promptfoo_prompts import (
     CODE,
     DATA,
@@ -39,6 +44,12 @@ from evalsite.core.importers.promptfoo_providers import (
     provider_text,
 )
 from evalsite.core.importers.promptfoo_providers import providers as read_providers
+from evalsite.core.importers.promptfoo_transform import (
+    NO_PLACE,
+    Transform,
+)
+from evalsite.core.importers.promptfoo_transform import read as read_transform
+from evalsite.core.importers.promptfoo_weights import scorecard
 
 __all__ = ["translate"]
 
@@ -54,13 +65,7 @@ TOP = {
     "assertionTemplates",  # read where a $ref names one
 }
 TEST = {"description", "vars", "assert", "options"}
-ASSERTION = {"type", "value", "threshold"}
-DEFAULT_GRADER = "openai/gpt-4.1"  # promptfoo grades with an OpenAI model by default
 VAR_FILE_CHARS = 200_000  # a var file read into the suite; a suite is at most 5 MiB
-NO_GATE = (
-    "evalsite's gates have no per-answer {what} threshold (limits.max_cost_usd caps a whole "
-    "run's spend; the report shows latency p50)"
-)
 
 
 def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
@@ -94,9 +99,11 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     params = _shared_params(contestants.configs, c)
     if params:
         suite["defaults"] = params
-    task, judge = _task(prompts, tests, default, c, data)
+    task, judge, weights = _task(prompts, tests, default, c, data)
     if judge:
         suite["judge"] = judge
+    if weights:
+        suite["scorecard"] = weights
     if len(prompts) > 1:
         suite["variants"] = variant_specs(dict(prompts))
     suite["tasks"] = [task]
@@ -279,16 +286,13 @@ def _task(
     default: dict[str, Any],
     c: Collector,
     data: dict[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]] | None]:
     base_prompt = prompts[0][1] if prompts else ""
     task: dict[str, Any] = {"id": "tests", "prompt": base_prompt}
-    context = _Context(data)
+    context = Context(data, default.get("assert"))
     _grader(default.get("options"), ("defaultTest", "options"), c, context)
     if not data.get("tests"):  # promptfoo runs each prompt once, with defaultTest
         tests = [({"description": "default"}, c.at(("defaultTest",)))]
-    default_checks = _assertions(
-        default.get("assert"), ("defaultTest", "assert"), c.file, c, context, None
-    )
     c.unknown_keys(default, {"vars", "assert", "options"}, ("defaultTest",), "defaultTest.")
     taken: set[str] = set()
     placeholders = set()
@@ -305,7 +309,6 @@ def _task(
                 number,
                 at,
                 default_vars,
-                default_checks,
                 placeholders,
                 taken,
                 c,
@@ -329,31 +332,23 @@ def _task(
     elif judge:
         task["judge"] = False  # the judge grades; it compares in pairs only for select-best
     task["cases"] = cases
-    return task, judge
+    return task, judge, scorecard(context.weighed, c)
 
 
-class _Context:
-    """What the assertions of every test add to the task and the judge."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data  # the config, for assertion templates ($ref)
-        self.grader: str | None = None
-        self.asked: str | None = None  # the grader the file names, when none translated
-        self.graded = False
-        self.rubric: str | None = None
-        self.schema: Any = None
-
-
-def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: _Context) -> None:
+def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: Context) -> None:
     """defaultTest's ``options``: its ``provider`` is the judge when evalsite calls it (a
     text or an object with an ``id``); it and every other option listed otherwise."""
     if not isinstance(options, dict):
         return
     for key in options:
-        if key != "provider":
+        if key not in {"provider", "transform"}:
             c.skip(
                 (*path, key), f"{path[0]}.options.{key}", "not an option this importer translates"
             )
+    context.default_transform = read_transform(options.get("transform"))
+    if context.default_transform.kind == "other":
+        why = f"{NO_PLACE}; every test's assertions are left out with it (a test's own "
+        c.skip((*path, "transform"), f"{path[0]}.options.transform", why + "transform replaces it)")
     if options.get("provider") is None:
         return
     written = provider_text(options["provider"])
@@ -370,28 +365,15 @@ def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: _Context
         c.skip((*path, "provider"), f"{path[0]}.options.provider {written}", why)
 
 
-def _other_grader(
-    provider: Any, what: str, line: int | None, file: str, c: Collector, context: _Context
-) -> None:
-    """A test's or an assertion's own grading provider: the judge's model when it is the
-    same, else listed (evalsite's suite has one judge)."""
-    model = grader(provider)
-    if model is not None and model == context.grader:
-        return
-    why = f"evalsite's suite has one judge ({context.grader or DEFAULT_GRADER}); it grades this too"
-    c.skip_at(line, f"{what} {provider_text(provider)}", why, file=file)
-
-
 def _case(
     test: dict[str, Any],
     number: int,
     at: At,
     default_vars: dict[str, Any],
-    default_checks: tuple[list[Any], dict[str, Any] | None],
     placeholders: set[str],
     taken: set[str],
     c: Collector,
-    context: _Context,
+    context: Context,
 ) -> dict[str, Any]:
     file, line, place = at
     for key in test:
@@ -399,43 +381,69 @@ def _case(
             c.skip_at(
                 line, f"test {number}: {key}", "not a key this importer translates", file=file
             )
-    options: Any = test.get("options") if isinstance(test.get("options"), dict) else {}
-    for key, value in options.items():
-        if key == "provider":
-            _other_grader(value, f"test {number}: options.provider", line, file, c, context)
-        else:
-            why = "not an option this importer translates"
-            c.skip_at(line, f"test {number}: options.{key}", why, file=file)
+    outer = _test_options(test, number, at, c, context)
     name = str(test.get("description") or "")
     case: dict[str, Any] = {
         "id": unique(identifier(name, f"test-{number}") if name else f"test-{number}", taken)
     }
     where = (file, line, f"{place}.vars" if place else "vars")
-    variables = {**default_vars, **_vars(test.get("vars"), where, c)}
-    vars_out = {}
-    for key, value in variables.items():
-        if isinstance(value, str | int | float | bool) or value is None:
-            vars_out[key] = value
-        else:
-            c.skip_at(
-                line,
-                f"test {number}: var {key}",
-                "evalsite's vars are text, numbers, "
-                "true/false or null (promptfoo expands a list into several tests)",
-                file=file,
-            )
+    vars_out = _case_vars({**default_vars, **_vars(test.get("vars"), where, c)}, number, at, c)
     for key in sorted(placeholders - set(vars_out)):
         vars_out[key] = ""  # promptfoo renders a missing var as nothing
     if vars_out:
         case["vars"] = vars_out
-    checks, grade = _assertions(test.get("assert"), (), file, c, context, line)
-    checks = default_checks[0] + checks
-    grade = grade or default_checks[1]
+    if outer.kind == "other":  # the checks would test the untransformed answer: listed
+        return case
+    checks, grade = assertions(test.get("assert"), (), file, c, context, line, outer)
+    defaults = context.defaults(outer, c)
+    checks = defaults[0] + checks
+    grade = grade or defaults[1]
     if checks:
         case["checks"] = checks
     if grade:
         case["grade"] = grade
     return case
+
+
+def _test_options(
+    test: dict[str, Any], number: int, at: At, c: Collector, context: Context
+) -> Transform:
+    """A test's ``options`` (its grading provider; the rest listed) and the transform its
+    assertions read the output through: its own, else defaultTest's. A transform evalsite
+    has no place for is listed, the test's assertions with it."""
+    file, line, _ = at
+    options: Any = test.get("options") if isinstance(test.get("options"), dict) else {}
+    for key, value in options.items():
+        if key == "provider":
+            other_grader(value, f"test {number}: options.provider", line, file, c, context)
+        elif key != "transform":
+            why = "not an option this importer translates"
+            c.skip_at(line, f"test {number}: options.{key}", why, file=file)
+    if "transform" not in options:
+        return context.default_transform
+    outer = read_transform(options["transform"])
+    if outer.kind == "other":
+        asserted = len(test.get("assert") or []) if isinstance(test.get("assert"), list) else 0
+        why = f"{NO_PLACE}; the test's assertions ({asserted}, and defaultTest's) go with it"
+        c.skip_at(line, f"test {number}: options.transform {outer.written}", why, file=file)
+    return outer
+
+
+def _case_vars(variables: dict[str, Any], number: int, at: At, c: Collector) -> dict[str, Any]:
+    """The vars evalsite's case holds; any other value listed."""
+    out = {}
+    for key, value in variables.items():
+        if isinstance(value, str | int | float | bool) or value is None:
+            out[key] = value
+        else:
+            c.skip_at(
+                at[1],
+                f"test {number}: var {key}",
+                "evalsite's vars are text, numbers, "
+                "true/false or null (promptfoo expands a list into several tests)",
+                file=at[0],
+            )
+    return out
 
 
 def _vars(value: Any, at: At, c: Collector) -> dict[str, Any]:
@@ -487,129 +495,3 @@ def _var_file(written: str, at: At, c: Collector) -> Any:
         c.skip_at(at[1], f"{at[2]} {written}", why, file=at[0])
         return None
     return None if found is None else found[0]
-
-
-def _assertions(
-    value: Any, path: tuple[Any, ...], file: str, c: Collector, context: _Context, line: int | None
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    checks: list[dict[str, Any]] = []
-    criteria: list[str] = []
-    threshold = None
-    for index, assertion in enumerate(value if isinstance(value, list) else []):
-        where = c.at((*path, index))[1] if path else line
-        if isinstance(assertion, dict) and "$ref" in assertion:
-            assertion = _template(assertion["$ref"], where, file, c, context)
-        if not isinstance(assertion, dict):
-            continue
-        kind = str(assertion.get("type", ""))
-        if assertion.get("provider") is not None:
-            _other_grader(assertion["provider"], f"{kind} provider", where, file, c, context)
-        for key in assertion:
-            if key not in ASSERTION and key != "provider":
-                c.skip_at(
-                    where,
-                    f"{kind} {key}",
-                    "not translated (evalsite checks all count "
-                    "alike; a scorecard weighs verdicts, not single checks)",
-                    file=file,
-                )
-        if kind == "llm-rubric" and assertion.get("value") in (None, ""):
-            why = "an llm-rubric with no rubric text: evalsite's grade needs its criteria"
-            c.skip_at(where, "assertion llm-rubric", why, file=file)
-            continue
-        if kind == "llm-rubric":
-            criteria.append(str(assertion.get("value", "")))
-            threshold = assertion.get("threshold", threshold)
-            context.graded = True
-            continue
-        if kind == "select-best":
-            context.rubric = str(assertion.get("value", ""))
-            c.notes.append(
-                "select-best is the pairwise judge: evalsite compares each "
-                "candidate with the baseline (judge.pairing: all for every pair)"
-            )
-            continue
-        mapped, why = _check(kind, assertion.get("value"), context)
-        if mapped is None:
-            c.skip_at(where, f"assertion {kind}", why, file=file)
-        checks += mapped or []
-    grade: dict[str, Any] | None = None
-    if criteria:
-        grade = {"criteria": "\n".join(criteria)}
-        if isinstance(threshold, int | float):
-            grade["threshold"] = threshold
-    return checks, grade
-
-
-def _template(ref: Any, line: int | None, file: str, c: Collector, context: _Context) -> Any:
-    """The assertion a ``$ref: '#/assertionTemplates/NAME'`` names in the config, or None
-    (listed) when it names none there."""
-    found: Any = context.data if isinstance(ref, str) and ref.startswith("#/") else None
-    for part in str(ref).removeprefix("#/").split("/") if found is not None else []:
-        found = found.get(part) if isinstance(found, dict) else None
-    if not isinstance(found, dict) or "$ref" in found:
-        why = "names no assertion of this file (only '#/assertionTemplates/NAME' refs resolve)"
-        c.skip_at(line, f"assertion $ref {ref}", why, file=file)
-        return None
-    return found
-
-
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, list):
-        return [str(item) for item in value]
-    return [part.strip() for part in str(value).split(",")] if value is not None else []
-
-
-def _check(kind: str, value: Any, context: _Context) -> tuple[list[Any] | None, str]:
-    """The checks for one assertion, or None and why it does not translate."""
-    folded = {"case_sensitive": False}
-    if kind in {
-        "equals",
-        "contains",
-        "not-contains",
-        "icontains",
-        "not-icontains",
-        "starts-with",
-        "regex",
-    }:
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            return None, f"{kind} with a non-text value is not translated"
-        value = str(value)
-    simple = {
-        "equals": [{"equals": value}],
-        "contains": [{"contains": value}],
-        "icontains": [{"contains": value, **folded}],
-        "not-contains": [{"not_contains": value}],
-        "not-icontains": [{"not_contains": value, **folded}],
-        "starts-with": [{"regex": r"\A" + re.escape(str(value))}],
-        "regex": [{"regex": value}],
-        "contains-any": [{"regex": "|".join(re.escape(t) for t in _texts(value))}],
-        "icontains-any": [{"regex": "|".join(re.escape(t) for t in _texts(value)), **folded}],
-        "contains-all": [{"contains": t} for t in _texts(value)],
-        "icontains-all": [{"contains": t, **folded} for t in _texts(value)],
-        "not-contains-any": [{"not_contains": t} for t in _texts(value)],
-    }
-    if kind in simple:
-        return simple[kind], ""
-    if kind in {"is-json", "contains-json"}:
-        if isinstance(value, dict):
-            if context.schema not in (None, value):
-                return None, "a second, different schema: evalsite's schema is the task's, one"
-            context.schema = value
-            return [], ""
-        if value is not None:
-            return None, "a schema given as a file or text is not translated; write it inline"
-        return [{"json_valid": True}], ""
-    if kind == "javascript":
-        checks = javascript_checks(value)
-        if checks is not None:
-            return checks, ""
-        return None, "evalsite runs no JavaScript: rewrite it as a python check (module:function)"
-    if kind == "python":
-        return None, (
-            "rewrite it as a python check: a module next to the suite with "
-            "function(answer, vars) -> bool or (bool, note)"
-        )
-    if kind in {"cost", "latency"}:
-        return None, NO_GATE.format(what=kind)
-    return None, "no evalsite check does this"

@@ -46,6 +46,12 @@ COMPATIBLE = {
     "github": "https://models.github.ai/inference",
 }
 MODES = ("chat:", "completion:", "messages:", "responses:")
+# promptfoo's vendor providers that are no chat model: an Assistants API id, embeddings,
+# images, the realtime and audio APIs, agent SDKs (``openai:assistant:asst_…``).
+NOT_CHAT = {
+    "assistant", "embedding", "embeddings", "image", "realtime", "moderation",
+    "transcription", "speech", "video", "agents", "codex-sdk", "chatkit",
+}  # fmt: skip
 SETTINGS = {"temperature", "max_tokens", "top_p"}
 KNOWN_CONFIG = SETTINGS | {"apiBaseUrl", "apiHost", "baseUrl"}
 SPEC_KEYS = {"id", "label", "config", "prompts"}
@@ -102,9 +108,11 @@ def providers(value: Any, c: Collector) -> Contestants:
         for spec in _specs(item, path, c):
             _provider(spec, index, out, c)
     for name, url in out.endpoints.items():
+        local = _host(url).partition(":")[0] == "localhost"
+        free = " (a server on this machine that costs you nothing: rates of 0)" if local else ""
         c.notes.append(
             f"{name}: add an Endpoint in the admin (name {name}, base URL {url}) and a price "
-            f"row for each of its models; then its contestants run as {name}/<model>"
+            f"row for each of its models{free}; then its contestants run as {name}/<model>"
         )
     return out
 
@@ -177,6 +185,14 @@ def _model(
     base_url = config.get("apiBaseUrl") or config.get("apiHost") or config.get("baseUrl")
     if base_url or prefix in COMPATIBLE:
         return _endpoint_model(provider, prefix, rest, base_url, path, c, out)
+    kind = rest.partition(":")[0]
+    if prefix in PREFIXES and kind in NOT_CHAT and rest != kind:
+        why = (
+            f"promptfoo's {prefix}:{kind} provider is no chat model evalsite calls "
+            "(evalsite sends chat messages to a model)"
+        )
+        c.skip(path, f"provider {provider}", why)
+        return None
     if prefix not in PREFIXES or not rest:
         c.skip(
             path,
