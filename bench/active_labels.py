@@ -167,6 +167,7 @@ class Row:
     width: tuple[float, float, float]  # mean: uniform, uniform weighted (all π 1), active
     active_labels: tuple[float | None, float | None]  # for uniform's two widths
     agreement: tuple[float, float]  # share of labelled pairs where judge and human agree
+    error: tuple[float, float]  # mean estimate − truth: uniform, active
 
 
 SCHEMES = ("uniform", "uniform weighted", "active")
@@ -184,6 +185,7 @@ def simulate(
     hits = {scheme: dict.fromkeys(counts, 0) for scheme in SCHEMES}
     widths = {scheme: dict.fromkeys(counts, 0.0) for scheme in SCHEMES}
     agree = dict.fromkeys(SCHEMES, 0.0)
+    error = {scheme: dict.fromkeys(counts, 0.0) for scheme in SCHEMES}
     for number in range(runs):
         rng = np.random.default_rng([seed, number])
         run = draw_run(rng, human_given)
@@ -197,8 +199,10 @@ def simulate(
                 schemes += [("uniform", run.order[:n], None),
                             ("uniform weighted", run.order[:n], ones)]  # fmt: skip
             for scheme, labelled, weights in schemes:
-                low, high = corrected(run, labelled, weights).ci
+                figure = corrected(run, labelled, weights)
+                low, high = figure.ci
                 hits[scheme][n] += low <= target <= high
+                error[scheme][n] += (figure.win_rate - target) / runs
                 widths[scheme][n] += (high - low) / runs
         middle = labels[len(labels) // 2]
         agree["uniform"] += _agreement(run, run.order[:middle]) / runs
@@ -208,7 +212,7 @@ def simulate(
             (widths["uniform"][n], widths["uniform weighted"][n], widths["active"][n]),
             (_labels_for(widths["uniform"][n], widths["active"]),
              _labels_for(widths["uniform weighted"][n], widths["active"])),
-            (agree["uniform"], agree["active"]))
+            (agree["uniform"], agree["active"]), (error["uniform"][n], error["active"][n]))
         for n in labels
     ]  # fmt: skip
 
@@ -254,8 +258,10 @@ def print_table(judge: str, rows: list[Row], out=print) -> list[str]:
             f"{_share(None if alone is None else 1 - alone / row.labels)} | "
             f"coverage {verdicts[-2]}, saving ≥ {SAVING_TARGET:.0%} {verdicts[-1]} |"
         )
+    errors = ", ".join(f"{row.error[0]:+.4f} / {row.error[1]:+.4f} at {row.labels}" for row in rows)
+    out(f"\nmean error of the estimate (uniform / active): {errors}")
     uniform, active = rows[0].agreement
-    out(f"\njudge-human agreement on the labels at {LABELS[len(LABELS) // 2]}: uniform "
+    out(f"judge-human agreement on the labels at {LABELS[len(LABELS) // 2]}: uniform "
         f"{uniform:.1%}, active {active:.1%} (unweighted, as kappa counts them)")  # fmt: skip
     return verdicts
 

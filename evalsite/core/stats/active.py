@@ -16,19 +16,22 @@ estimate) and is raised on small runs so the queue holds at least :data:`MIN_QUE
 
 from __future__ import annotations
 
-# bench/active_labels.py: on a judge with the human-vs-judge disagreement of the two real
-# pair sets (/work/shared/data/pairsets), an agreed verdict is wrong often enough (13-19%)
-# that sampling it much less costs more than it saves: at a floor of 0.2 active sampling
-# needed more labels than uniform; from 0.5 up it is never worse by more than a few percent
-# and saves where a judge's errors do sit on its flips. 0.5 also keeps the queue at least
-# half the run, so a team is not left without pairs to label.
+# `bench/active_labels.py --tune` (150 runs): the labels active sampling needs for the
+# width uniform sampling has at 120. Judged like the real pair sets (an agreed verdict
+# wrong 13%): floor 0.2 needs 150, 0.3 126-132, 0.5 111-116, 0.7 109-110 (uniform sampling
+# read by the same estimator ≈ 111). A judge whose agreed verdicts are wrong 1%: floor 0.2
+# needs 81-110, 0.5 89-100, 0.7 100-105. 0.5 costs at most a few percent where a judge's
+# errors are not on its flips and saves about a fifth where they are; and the queue holds
+# at least half the run, so labellers do not run out of pairs.
 FLOOR = 0.5
-# the real judges' ties and splits disagree with humans about as much as their agreed
-# verdicts (E(y − f)² 0.18-0.22 against 0.13-0.23), so they are sampled like them, a little
-# above: flips (E(y − f)² 0.25, every one half wrong) carry the uncertainty
+# ties and splits: the real judges' ties are about as far from the humans in squared error
+# as their agreed verdicts (E(y − f)² 0.18-0.22 against 0.13-0.23); a sure judge's splits
+# and ties are nearly as unsure as its flips (middle 1 needs 89 labels, 0.5 92, 0 100).
+# Between the two; on the pair-set judge the middle changes little (111-116).
 MIDDLE = 0.5
-# a run of 40 pairs (e.g. 20 cases × 2 repeats) is labelled in full: below MIN_QUEUE / FLOOR
-# pairs the floor rises so the queue keeps MIN_QUEUE pairs at the least
+# at 60 labels the corrected interval is about ±0.12 (bench: width 0.243 on 900 pairs):
+# fewer says little, so a run under MIN_QUEUE / FLOOR = 120 pairs gets a higher floor and
+# one of at most 60 pairs is labelled in full. A judgement, not tuned further.
 MIN_QUEUE = 60
 
 

@@ -28,6 +28,7 @@ from evalsite.core.stats.student import t_quantile
 CORRECTED_HALF_WIDTH = 0.05
 KAPPA_HALF_WIDTH = HALF_WIDTH  # 0.10, the calibration page's "labels for ±0.10"
 _MOST = 10**9  # labels: beyond this a projection is "unreachable"
+_NORMAL_FROM = 300  # degrees of freedom from which z stands for t (1.968 against 1.960)
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,14 @@ def labels_for_variance(
 ) -> int | None:
     """The fewest labels in all (at least ``labels``) whose interval t·√(fixed +
     shrinking·labels/N) is at most ``half_width``, t on round(N·cases_per_label) − 1
-    degrees of freedom; None when none is (the fixed part alone is too wide)."""
+    degrees of freedom (z from 300); None when none is (the fixed part alone is too wide)."""
     if labels < 1 or half_width <= 0:
         raise ValueError("a projection needs a label and a positive half-width")
 
     def half(total: int) -> float:
         df = max(1, round(total * cases_per_label) - 1)
-        return t_quantile(LEVEL, df) * math.sqrt(max(fixed + shrinking * labels / total, 0.0))
+        factor = t_quantile(LEVEL, df) if df < _NORMAL_FROM else Z_95  # t's cost grows with df
+        return factor * math.sqrt(max(fixed + shrinking * labels / total, 0.0))
 
     if fixed >= (half_width / Z_95) ** 2 or half(_MOST) > half_width:
         return None
