@@ -35,6 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from evalsite.core.stats.active import sampling_probability
 from labels.models import Assignment
 from runs.models import Label, Pair, Run, Suite
 from runs.models.label import CONTENT_FIELDS, PAIR_CONTENT_FIELDS, content_of
@@ -97,11 +98,13 @@ def candidates(run: Run, mode: str) -> QuerySet[Pair]:
 
 @dataclass(frozen=True)
 class Offered:
-    """The pairs a queue offers: each pair's content key, the queue order, the keys."""
+    """The pairs a queue offers: each pair's content key, the queue order, the keys, and in
+    the sample queue each offered pair's probability of being asked (docs/judging.md)."""
 
     keys: dict[int, tuple[str, ...]]
     order: list[int]
     present: frozenset[tuple[str, ...]]
+    chances: dict[int, float] | None = None
 
 
 _OFFERED: FinishedRunMemo[Offered] = FinishedRunMemo()
@@ -111,16 +114,29 @@ def offered(run: Run, mode: str) -> Offered:
     """The pairs the queue offers in `mode`: a finished run's judged pairs worked out once
     per process; the targeted ones (they move with the labels) every time."""
     if mode == SAMPLE:
-        return _OFFERED.get(run, lambda: _offered(run, _judged_rows(run)))
+        return _OFFERED.get(run, lambda: _sampled(run))
     return _offered(run, list(candidates(run, mode).values_list("pk", *PAIR_CONTENT_FIELDS)))
 
 
-def _judged_rows(run: Run) -> list[tuple]:
-    return [
-        (row["pk"], *(row[name] for name in PAIR_CONTENT_FIELDS))
-        for row in pair_rows(run)
-        if not row["excluded_reason"] and row["score"] is not None
+def _sampled(run: Run) -> Offered:
+    """The sample queue: the run's judged pairs in its stratified random order, each asked
+    for when its keyed coin falls under its probability (the judge's uncertainty over a
+    floor: :func:`~evalsite.core.stats.active.sampling_probability`)."""
+    judged = [
+        row for row in pair_rows(run) if not row["excluded_reason"] and row["score"] is not None
     ]
+    chances = {
+        row["pk"]: sampling_probability(row["score"], row["flip"], pairs=len(judged))
+        for row in judged
+    }
+    asked = [
+        row
+        for row in judged
+        if _keyed_fraction("ask", *(row[name] for name in PAIR_CONTENT_FIELDS)) < chances[row["pk"]]
+    ]
+    rows = [(row["pk"], *(row[name] for name in PAIR_CONTENT_FIELDS)) for row in asked]
+    offered = _offered(run, rows)
+    return Offered(offered.keys, offered.order, offered.present, chances)
 
 
 def _offered(run: Run, rows: list[tuple]) -> Offered:
@@ -151,7 +167,8 @@ def next_offer(
 ) -> Offer | None:
     """The next pair this member should label, or None when the queue is empty for them."""
     for pk in _waiting(suite, user, mode, run, labels):
-        return offer(suite, user, Pair.objects.get(pk=pk), mode)
+        pairs = Pair.objects.select_related("run").defer("run__report", "run__estimate")
+        return offer(suite, user, pairs.get(pk=pk), mode)
     return None
 
 
@@ -223,9 +240,13 @@ def _waiting(
 
 
 def offer(suite: Suite, user, pair: Pair, mode: str = SAMPLE) -> Offer:
-    """Show `pair` to `user`: note the assignment and sign its token."""
+    """Show `pair` to `user`: note the assignment and sign its token, which carries the
+    probability the sample queue asked for the pair with (its label records it)."""
     assignment = _assignment(suite, user, pair)
-    token = signing.dumps({"a": assignment.pk, "m": mode}, salt=_SIGNING_NAMESPACE, compress=True)
+    data: dict[str, Any] = {"a": assignment.pk, "m": mode}
+    if mode == SAMPLE:
+        data["p"] = (offered(pair.run, SAMPLE).chances or {}).get(pair.pk)
+    token = signing.dumps(data, salt=_SIGNING_NAMESPACE, compress=True)
     return Offer(assignment, pair, token, baseline_on_left(user, pair.content_key))
 
 
@@ -248,21 +269,34 @@ class BadToken(Exception):
     """A token that is not this member's, or was tampered with."""
 
 
-def from_token(token: str, user) -> tuple[Assignment, str]:
+@dataclass(frozen=True)
+class Ticket:
+    """What a signed token says: the assignment, the queue's mode and, in the sample queue,
+    the probability the pair was asked for with (None: a token from before it was kept)."""
+
+    assignment: Assignment
+    mode: str
+    probability: float | None = None
+
+
+def from_token(token: str, user) -> Ticket:
     try:
         data = signing.loads(token, salt=_SIGNING_NAMESPACE)
         assignment = Assignment.objects.select_related("suite").get(pk=data["a"], labeller=user)
     except (signing.BadSignature, Assignment.DoesNotExist, KeyError, TypeError):
         raise BadToken("this pair is not in your queue (the link is stale or not yours)") from None
     mode = data.get("m") if data.get("m") in (SAMPLE, TARGETED) else SAMPLE
-    return assignment, mode
+    chance = data.get("p") if mode == SAMPLE else None
+    return Ticket(assignment, mode, float(chance) if isinstance(chance, int | float) else None)
 
 
 def pair_for(assignment: Assignment) -> Pair | None:
     """The pair of the suite's calibration run with the assignment's content (any repeat)."""
     run = Run.objects.calibration_run(assignment.suite)
-    pairs = Pair.objects.with_content(content_of(assignment)).select_related(
-        "baseline", "candidate"
+    pairs = (
+        Pair.objects.with_content(content_of(assignment))
+        .select_related("run", "baseline", "candidate")
+        .defer("run__report", "run__estimate")
     )
     if run is not None:
         return pairs.filter(run=run).first() or pairs.order_by("-pk").first()
@@ -293,8 +327,16 @@ def seen_as(prefer: str, baseline_left: bool) -> str:
     return "left" if (prefer == Label.Prefer.BASELINE) == baseline_left else "right"
 
 
-def record(user, assignment: Assignment, choice: str, note: str, mode: str) -> Label:
-    """This member's label on the assignment's pair; a second submit updates it (idempotent)."""
+def record(
+    user,
+    assignment: Assignment,
+    choice: str,
+    note: str,
+    mode: str,
+    probability: float | None = None,
+) -> Label:
+    """This member's label on the assignment's pair, with the probability the sample queue
+    asked for it with; a second submit updates it (idempotent)."""
     content = content_of(assignment)
     values = {
         "labeller": user,
@@ -302,6 +344,7 @@ def record(user, assignment: Assignment, choice: str, note: str, mode: str) -> L
         "note": note.strip()[:4000],
         "mode": mode,
         "source": Label.Source.BROWSER,
+        "probability": probability if mode == SAMPLE else None,
     }
     for _ in range(2):
         try:

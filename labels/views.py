@@ -95,21 +95,23 @@ def _act(request: HttpRequest, suite: Suite, mode: str):
         pair = queue.pair_for(undone.assignment) if undone.assignment else None
         return queue.offer(suite, request.user, pair, mode) if pair else None
     try:
-        assignment, token_mode = queue.from_token(request.POST.get("token", ""), request.user)
+        ticket = queue.from_token(request.POST.get("token", ""), request.user)
     except queue.BadToken as error:
         messages.error(request, str(error))
         return None
+    assignment = ticket.assignment
     if assignment.suite_id != suite.pk:
         raise PermissionDenied("That pair belongs to another suite.")
     if action == "skip":
         queue.skip(assignment)
     elif request.POST.get("choice") in queue.CHOICES:
         choice = request.POST["choice"]
-        queue.record(request.user, assignment, choice, request.POST.get("note", ""), token_mode)
+        note = request.POST.get("note", "")
+        queue.record(request.user, assignment, choice, note, ticket.mode, ticket.probability)
         messages.success(request, f"stored: {SAID[queue.CHOICES[choice]]} · u to undo")
     else:
         messages.error(request, "Choose Left (1), Tie (2) or Right (3).")
-        return _offer_again(request, assignment, token_mode)
+        return _offer_again(request, assignment, ticket.mode)
     return None
 
 
@@ -120,11 +122,11 @@ def _offer_again(request, assignment, mode):
 
 def _offer_from_token(request: HttpRequest, token: str):
     try:
-        assignment, mode = queue.from_token(token, request.user)
+        ticket = queue.from_token(token, request.user)
     except queue.BadToken as error:
         messages.error(request, str(error))
         return None
-    return _offer_again(request, assignment, mode)
+    return _offer_again(request, ticket.assignment, ticket.mode)
 
 
 def _workspace(

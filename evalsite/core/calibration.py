@@ -97,6 +97,7 @@ class LabelView:
     candidate_sha: str = ""
     mode: str = "sample"
     at: str = ""  # ISO time: labels are matched, and the kappa curve drawn, in this order
+    probability: float | None = None  # the sample queue's chance of asking (None: counts as 1)
 
     @property
     def content_key(self) -> tuple[str, ...]:
@@ -121,10 +122,20 @@ class Item:
     votes: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # labeller → label source
     case: str = ""  # its case: the unit kappa's interval resamples (repeats share a prompt)
+    chances: list[float | None] = field(default_factory=list)  # each label's probability
 
     @property
     def human(self) -> str | None:
         return strict_majority(self.votes.values())
+
+    @property
+    def probability(self) -> float | None:
+        """The chance the sample queue gave it of being asked, for the corrected win-rate's
+        weights: None when no label recorded one; else the largest, a label without one
+        counting as 1 (given outside the weighted queue, it was asked for certain)."""
+        if all(chance is None for chance in self.chances):
+            return None
+        return max(1.0 if chance is None else chance for chance in self.chances)
 
 
 @dataclass
@@ -261,6 +272,7 @@ def match_labels(pairs: Sequence[PairView] | PairIndex, labels: Iterable[LabelVi
         mirrored = matches[0][1]  # a run orients every pair of two contestants one way
         item.votes[label.labeller] = _MIRROR[label.prefer] if mirrored else label.prefer
         item.sources[label.labeller] = label.source
+        item.chances.append(label.probability)
     for key, item in items.items():  # the judge over every repeat the item's labels cover
         judged = sorted(covered[key].values(), key=_order)
         item.pair, item.pairs, item.judge = (

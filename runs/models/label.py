@@ -69,6 +69,15 @@ class Label(models.Model):
     note = models.TextField(blank=True)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.BROWSER)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.SAMPLE)
+    probability = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=(
+            "The chance the sample queue gave this pair of being asked (0 to 1, from the "
+            "judge's uncertainty: docs/judging.md); empty for a label given before the queue "
+            "sampled by uncertainty, or imported without one: it counts as 1."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -24,6 +24,7 @@ from evalsite.core.calibration import (
     match_labels,
 )
 from evalsite.core.judging import judge_config
+from evalsite.core.report.corrections import corrected_figure
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suite_parts import NO_JUDGE
@@ -104,7 +105,7 @@ def run_labels(run: Run, suite: CoreSuite) -> list[LabelView]:
         suite=run.suite, baseline__in=contestants, candidate__in=contestants
     ).values(
         "source", "labeller_name", "task_id", "case_id", "baseline", "candidate", "prefer",
-        "baseline_sha", "candidate_sha", "mode", "created_at",
+        "baseline_sha", "candidate_sha", "mode", "created_at", "probability",
     )  # fmt: skip
     labels.extend(
         LabelView(
@@ -119,6 +120,7 @@ def run_labels(run: Run, suite: CoreSuite) -> list[LabelView]:
             candidate_sha=row["candidate_sha"],
             mode=row["mode"],
             at=row["created_at"].isoformat(),
+            probability=row["probability"],
         )
         for row in rows.iterator(chunk_size=2000)
     )
@@ -182,13 +184,32 @@ def calibration_of(
     """The calibration section of `run` with every label given so far (the report's own,
     recomputed), with the judge configuration it measures."""
     core = run.suite_version.core_suite()
+    matched = run_calibration(run, core, keep=keep)
     summary = calibration_summary(
-        run_calibration(run, core, keep=keep),
-        **calibration_gate(core),
-        seed=seed_from(run.suite_version.sha256),
-        brief=brief,
+        matched, **calibration_gate(core), seed=seed_from(run.suite_version.sha256), brief=brief
     )
-    return jsonable(summary) | {"judge_config": run.judge_config}
+    extra: dict[str, Any] = {"judge_config": run.judge_config}
+    if not brief:
+        extra["corrected"] = corrected_of(run, matched)
+    return jsonable(summary) | extra
+
+
+def corrected_of(run: Run, matched: Calibration) -> dict[str, dict[str, Any]]:
+    """Each candidate's label-corrected win-rate against the run's baseline (its first
+    contestant), as the report has it, from the labels given so far: for the calibration
+    page and MCP, where a team reads how many more labels it needs."""
+    views = [pair_view(row) for row in pair_rows(run)]
+    baseline = run.contestants[0] if run.contestants else None
+    figures = {}
+    for candidate in run.contestants[1:]:
+        pairs = {
+            view.key: view
+            for view in views
+            if view.baseline == baseline and view.candidate == candidate and view.score is not None
+        }
+        if pairs:
+            figures[candidate] = jsonable(corrected_figure(pairs, matched.judged))
+    return figures
 
 
 def calibration_gate(suite: CoreSuite) -> dict[str, Any]:

@@ -21,9 +21,10 @@ from evalsite.core.calibration import Item
 from evalsite.core.stats.bootstrap import seed_from
 from evalsite.core.stats.consistency import self_consistency
 from evalsite.core.stats.length import length_bias, length_preference
+from evalsite.core.stats.more_labels import labels_for_corrected, labels_to_decide
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
 
-__all__ = ["LENGTH_UNIT", "judge_figures", "length_warnings"]
+__all__ = ["LENGTH_UNIT", "corrected_figure", "judge_figures", "length_warnings"]
 
 LENGTH_UNIT = "output tokens"
 _HUMAN_SCORE = {"candidate": 1.0, "tie": 0.5, "baseline": 0.0}
@@ -51,7 +52,7 @@ def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
         if not pairs:  # the win-rate line says "no judged pairs"; nothing to correct
             continue
         items = _labelled_items(data.calibration.judged, pairs)
-        corrected = corrected_win_rate(_strata(pairs, items)).to_dict()
+        corrected = corrected_figure(pairs, data.calibration.judged)
         corrected["headline"] = eligible and corrected["win_rate"] is not None
         figures[candidate] = {
             "corrected": corrected,
@@ -66,6 +67,24 @@ def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
                 seed=seed_from(data.suite_hash),
             ).to_dict()
     return figures
+
+
+def corrected_figure(pairs: Mapping[int, Any], judged: Sequence[Item]) -> dict[str, Any]:
+    """One candidate's label-corrected win-rate over its judged ``pairs`` (key → a pair
+    with ``task``, ``case`` and ``score``), from the calibration's ``judged`` items, with
+    ``more``: the labels that would bring its interval to ±0.05, and those that would make
+    it leave 0.5 (0: it already does, and ``better`` names the side)."""
+    corrected = corrected_win_rate(_strata(pairs, _labelled_items(judged, pairs)))
+    figure = corrected.to_dict()
+    better = None
+    if corrected.win_rate is not None and corrected.win_rate != 0.5:
+        better = "candidate" if corrected.win_rate > 0.5 else "baseline"
+    figure["more"] = {
+        "half_width": labels_for_corrected(corrected).to_dict(),
+        "decide": labels_to_decide(corrected).to_dict(),
+        "better": better,
+    }
+    return figure
 
 
 def _labelled_items(judged: Sequence[Item], pairs: Mapping[int, Any]) -> list[tuple[Item, str]]:
@@ -91,10 +110,13 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
     human: dict[str, list[float]] = defaultdict(list)
     judge: dict[str, list[float]] = defaultdict(list)
     label_cases: dict[str, list[str]] = defaultdict(list)
+    chances: dict[str, list[float | None]] = defaultdict(list)
     for item, consensus in items:
         human[item.task].append(_HUMAN_SCORE[consensus])
         judge[item.task].append(_mean_score(item, pairs))
         label_cases[item.task].append(pairs[item.pairs[0]].case)
+        chances[item.task].append(item.probability)
+    weighted = any(chance is not None for task in chances.values() for chance in task)
     rest: dict[str, list[float]] = defaultdict(list)
     cases: dict[str, list[str]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
@@ -105,7 +127,13 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
             cases[pair.task].append(pair.case)  # its repeats are one cluster
     return {
         task: Stratum(
-            human[task], judge[task], rest[task], counts[task], cases[task], label_cases[task]
+            human[task],
+            judge[task],
+            rest[task],
+            counts[task],
+            cases[task],
+            label_cases[task],
+            chances[task] if weighted else None,  # weighted in every task, or in none
         )
         for task in sorted(counts)
     }

@@ -12,7 +12,7 @@ from evalsite.core.report.text import visible
 
 __all__ = [
     "consistency_text", "corrected_text", "judge_figure_blocks", "judge_figure_lines",
-    "length_text",
+    "length_text", "more_labels_text",
 ]  # fmt: skip
 
 
@@ -26,11 +26,30 @@ def corrected_text(row: Mapping[str, Any], eligible: bool) -> str:
     if corrected.get("win_rate") is None:
         return f"corrected win-rate: suppressed - {corrected.get('suppressed')} ({counts})"
     flag = "" if eligible else " (UNCALIBRATED)"
-    return (
+    text = (
         f"corrected win-rate {num.rate(corrected['win_rate'])}{flag} "
         f"{num.interval_or_reason(corrected)} ({counts}; judge bias "
         f"{-corrected['rectifier']:+.3f})"
     )
+    more = more_labels_text(corrected)
+    return f"{text}; {more}" if more else text
+
+
+def more_labels_text(corrected: Mapping[str, Any]) -> str:
+    """When to stop labelling: ``enough to decide: the candidate is better`` once the
+    corrected interval leaves 0.5, else the labels for ±0.05 (``about 140 more labels for
+    ±0.05``) or why labels cannot get there; "" for a figure without them."""
+    more = corrected.get("more") or {}
+    decide, narrow = more.get("decide") or {}, more.get("half_width") or {}
+    if decide.get("more") == 0 and more.get("better"):
+        return f"enough to decide: the {more['better']} is better"
+    if narrow.get("more") == 0:
+        return "interval within ±0.05"
+    if narrow.get("more") is not None:
+        return f"about {num.count(narrow['more'])} more labels for ±0.05"
+    if narrow.get("why") and corrected.get("win_rate") is not None:
+        return f"±0.05 out of reach: {narrow['why']}"
+    return ""
 
 
 def length_text(row: Mapping[str, Any]) -> str:

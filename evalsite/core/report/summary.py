@@ -128,6 +128,10 @@ def _calibration_line(ctx: Context) -> str:
     else:
         kappa = num.kappa(cal["kappa"], cal.get("kappa_band"))
         measured = f"kappa {kappa} over {num.count(cal.get('n', 0))} labels"
+        wanted = (cal.get("labels_for_half_width") or 0) - cal.get("n", 0)
+        if wanted > 0:
+            half = f"\u00b1{cal.get('half_width', 0.1):g}"
+            measured += f" (about {num.count(wanted)} more for {half})"
     eligible = "true" if ctx.eligible else "false"
     return f"  calibration: {visible(status)} - {measured} - headline eligible: {eligible}"
 
