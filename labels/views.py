@@ -23,6 +23,7 @@ from evalsite.core.calibration import SUITE_FILE
 from evalsite.core.judging import pair_rubric, task_text
 from evalsite.core.no_look import NO_LABELS
 from evalsite.core.report.charts import confusion_svg, kappa_curve_svg
+from evalsite.core.report.judge_text import corrected_text, kappa_more_text
 from evalsite.htmx import AuthenticatedHtmxRequest, AuthenticatedHttpRequest
 from lab.judges import LabError
 from lab.transfer import import_suite_pairs
@@ -223,6 +224,7 @@ def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
     context = {
         "suite": suite,
         "calibration": calibration,
+        "stopping": _stopping(calibration) if calibration else None,
         "curve_svg": kappa_curve_svg(charts),
         "confusion_svg": confusion_svg(charts),
         "labels_yaml": export_yaml(suite, viewer=request.user, hidden=hidden),
@@ -232,6 +234,19 @@ def calibration_page(request: HttpRequest, name: str) -> HttpResponse:
         "choices": _choices(suite),
     }
     return render(request, "labels/calibration.html", context)
+
+
+def _stopping(calibration: dict) -> dict:
+    """When to stop labelling, in the report's words: the labels kappa's interval and each
+    candidate's corrected win-rate still need, or that there are enough to decide."""
+    calibrated = calibration.get("status") == "ok"
+    return {
+        "kappa": kappa_more_text(calibration),
+        "corrected": [
+            (candidate, corrected_text({"corrected": figure}, calibrated))
+            for candidate, figure in (calibration.get("corrected") or {}).items()
+        ],
+    }
 
 
 def _still_to_label(request: HttpRequest, suite: Suite, run: Run | None) -> frozenset:

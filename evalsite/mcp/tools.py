@@ -204,7 +204,18 @@ def suite_calibration_status(suite: Suite) -> dict[str, Any]:
     calibration = suite_calibration(suite, brief=True)
     if calibration is None:
         return {"status": "none", "run_id": None, "stale": False}
-    keys = ("status", "reason", "kappa", "kappa_band", "n", "run_id", "stale", "judge_config")
+    keys = (
+        "status",
+        "reason",
+        "kappa",
+        "kappa_band",
+        "n",
+        "labels_for_half_width",
+        "half_width",
+        "run_id",
+        "stale",
+        "judge_config",
+    )
     return {key: calibration.get(key) for key in keys}
 
 

@@ -24,6 +24,7 @@ HELPERS = (
     "cli",
     "engine",
     "factories",
+    "labelling",
     "providers",
     "report",
     "sandbox",

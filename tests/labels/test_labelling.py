@@ -12,74 +12,29 @@ from django.db import close_old_connections, connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
-from evalsite.core.judging import judge_config
 from evalsite.core.suites import parse_suite
 from labels.queue import baseline_on_left
 from runs.models import Answer, Decision, Judgement, Label, Pair, PriceTable, Run
 from runs.results.reporting import write_report
 from tests.helpers.factories import make_pair, make_run, make_suite_version, make_user
+from tests.helpers.labelling import blind_run, member_client, page_token
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
-CASES = [f"c{i:02d}" for i in range(12)]
-SUITE = """\
-suite: blind
-version: 1
-models: [scripted/base, scripted/cand]
-judge: {{model: scripted/judge, calibration: {{min_kappa: 0.4, min_labels: 4}}}}
-tasks:
-  - id: alpha
-    prompt: "Question {{{{q}}}}"
-    cases: [{cases}]
-  - id: beta
-    prompt: "Other question {{{{q}}}}"
-    cases: [{cases}]
-"""
-
-
-VERDICTS = {  # the judge's sides in order 1 and order 2
-    "candidate": ("candidate", "candidate"),
-    "baseline": ("baseline", "baseline"),
-    "flip": ("baseline", "candidate"),
-}
 
 
 @pytest.fixture
 def run() -> Run:
-    """A finished, judged run of the suite, made from rows (no engine): in each task the
-    cases go candidate wins, baseline wins, a flip, in turn."""
-    PriceTable.objects.ensure_default()
-    cases = ", ".join(f"{{id: {c}, vars: {{q: '{c}'}}}}" for c in CASES)
-    version = make_suite_version(SUITE.format(cases=cases))
-    loaded = parse_suite(version.yaml_text.encode(), filename="blind.yaml", origin="upload")
-    run = make_run(
-        suite_version=version, contestants=["scripted/base", "scripted/cand"],
-        judge=judge_config(loaded, "scripted/judge"), status=Run.Status.DONE,
-        report={"headline_eligible": False},
-    )  # fmt: skip
-    for t in ("alpha", "beta"):
-        for i, c in enumerate(CASES):
-            kind = ("candidate", "baseline", "flip")[i % 3]
-            texts = (f"base says {t} {c}", f"cand says {t} {c}")
-            make_pair(run, t, c, texts=texts, sides=VERDICTS[kind])
-    return run
-
-
-def _client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def _token(html: str) -> str:
-    return re.search(r'name="token" value="([^"]+)"', html).group(1)
+    """A finished, judged run of the suite `blind`, made from rows (no engine): in each task
+    the cases go candidate wins, baseline wins, a flip, in turn."""
+    return blind_run()
 
 
 def _label(client: Client, choice: str = "left", note: str = "", **extra) -> str:
     """Label the pair on screen; returns the next page's HTML."""
     page = client.get("/label/blind/").content.decode()
     response = client.post(
-        "/label/blind/", {"token": _token(page), "choice": choice, "note": note}, **extra
+        "/label/blind/", {"token": page_token(page), "choice": choice, "note": note}, **extra
     )
     return response.content.decode()
 
@@ -94,7 +49,7 @@ def test_the_page_reveals_no_model_verdict_cost_or_id_and_not_which_side_is_the_
     answer_ids |= set(Pair.objects.filter(run=run).values_list("pk", flat=True))
     shapes, left_is_baseline = set(), Counter()
     for member in members:
-        client = _client(member)
+        client = member_client(member)
         for pair in Pair.objects.filter(run=run).judged():
             from labels.queue import offer
 
@@ -115,6 +70,8 @@ def test_the_page_reveals_no_model_verdict_cost_or_id_and_not_which_side_is_the_
             assert not set(re.findall(r"\d{8}T\d{6}Z_\w+", chooser.group(0))) - {run.id}
             assert not any(word in chooser.group(0) for word in forbidden)
             body = body.replace(chooser.group(0), "RUN")
+            # the run's id (in full or cut short) names the run, never a side or an answer
+            body = re.sub(r"\d{8}T\d{6}Z_\w+…?", "RUN", body)
             for word in forbidden:
                 assert word not in body, word
             numbers = {int(n) for n in re.findall(r"\d+", body)}
@@ -130,11 +87,11 @@ def test_the_page_reveals_no_model_verdict_cost_or_id_and_not_which_side_is_the_
 
 def test_the_token_is_opaque_and_only_its_member_can_use_it(run):
     ann, bob = make_user(username="ann"), make_user(username="bob")
-    page = _client(ann).get("/label/blind/").content.decode()
-    token = _token(page)
+    page = member_client(ann).get("/label/blind/").content.decode()
+    token = page_token(page)
 
     assert "blind" not in token and "scripted" not in token
-    stolen = _client(bob).post("/label/blind/", {"token": token, "choice": "left"}, **HTMX)
+    stolen = member_client(bob).post("/label/blind/", {"token": token, "choice": "left"}, **HTMX)
     assert "not in your queue" in stolen.content.decode()
     assert not Label.objects.exists()
 
@@ -144,9 +101,9 @@ def test_the_token_is_opaque_and_only_its_member_can_use_it(run):
 
 def test_a_label_is_stored_as_baseline_or_candidate_from_the_members_sides(run):
     ann = make_user(username="ann")
-    client = _client(ann)
+    client = member_client(ann)
     page = client.get("/label/blind/").content.decode()
-    token = _token(page)
+    token = page_token(page)
 
     client.post("/label/blind/", {"token": token, "choice": "left", "note": "clearer"}, **HTMX)
 
@@ -159,13 +116,13 @@ def test_a_label_is_stored_as_baseline_or_candidate_from_the_members_sides(run):
 
 
 def test_one_response_brings_the_next_pair_the_progress_and_the_moving_calibration(run):
-    client = _client(make_user())
+    client = member_client(make_user())
     first = client.get("/label/blind/").content.decode()
     after = _label(client, "tie", **HTMX)
 
     assert after.strip().startswith('<div id="label-workspace"')
     assert "1 of 24 pairs labelled · 1 by you" in after
-    assert _token(after) != _token(first)
+    assert page_token(after) != page_token(first)
     assert "n = 1" in after and 'id="calibration-panel"' in after
 
 
@@ -173,18 +130,18 @@ def test_a_label_submit_never_reads_a_runs_stored_report(run):
     """The report of a big run is megabytes of JSON: the submit that records a label and
     brings the next pair reads runs without it (the page bench's label submit went from
     p95 106 ms to 37 ms on a 10,000-pair run when two reads of it went)."""
-    client = _client(make_user())
+    client = member_client(make_user())
     page = client.get("/label/blind/").content.decode()
     with CaptureQueriesContext(connection) as queries:
-        client.post("/label/blind/", {"token": _token(page), "choice": "left"}, **HTMX)
+        client.post("/label/blind/", {"token": page_token(page), "choice": "left"}, **HTMX)
     selected = [q["sql"].split(" FROM ")[0] for q in queries.captured_queries]
     assert Label.objects.count() == 1
     assert [s for s in selected if '"runs_run"."report"' in s] == []
 
 
 def test_a_double_submit_stores_one_label_and_a_member_can_change_it(run):
-    client = _client(make_user(username="ann"))
-    token = _token(client.get("/label/blind/").content.decode())
+    client = member_client(make_user(username="ann"))
+    token = page_token(client.get("/label/blind/").content.decode())
 
     for _ in range(2):
         client.post("/label/blind/", {"token": token, "choice": "left"}, **HTMX)
@@ -199,14 +156,14 @@ def test_a_double_submit_stores_one_label_and_a_member_can_change_it(run):
 
 
 def test_skip_and_undo(run):
-    client = _client(make_user())
+    client = member_client(make_user())
     first = client.get("/label/blind/").content.decode()
 
-    skipped = client.post("/label/blind/", {"token": _token(first), "action": "skip"}, **HTMX)
+    skipped = client.post("/label/blind/", {"token": page_token(first), "action": "skip"}, **HTMX)
     labelled = _label(client, "left", **HTMX)
     undone = client.post("/label/blind/", {"action": "undo"}, **HTMX).content.decode()
 
-    assert _token(skipped.content.decode()) != _token(first)
+    assert page_token(skipped.content.decode()) != page_token(first)
     assert not Label.objects.exists()  # undo removed the one label
     assert "0 of 24 pairs labelled" in undone and labelled
 
@@ -216,8 +173,8 @@ def test_other_members_labels_are_never_shown_while_labelling(run):
     # can spell "ann" by chance, but never "ann.other".
     ann, bob = make_user(username="ann.other"), make_user(username="bob")
     with override_settings(EVALSITE_LABEL_OVERLAP=1.0):
-        _label(_client(ann), "left", note="ann-secret-note")
-        page = _client(bob).get("/label/blind/").content.decode()
+        _label(member_client(ann), "left", note="ann-secret-note")
+        page = member_client(bob).get("/label/blind/").content.decode()
     assert "ann-secret-note" not in page
     assert "ann.other" not in page.split("<main>", 1)[1]
 
@@ -226,10 +183,10 @@ def test_the_overlap_share_goes_to_a_second_labeller_and_gives_human_human_kappa
     ann, bob = make_user(username="ann"), make_user(username="bob")
     with override_settings(EVALSITE_LABEL_OVERLAP=1.0):
         for member in (ann, bob):
-            client = _client(member)
+            client = member_client(member)
             for i in range(24):
                 _label(client, ("left", "right", "tie")[i % 3])
-        calibration = _client(ann).get("/suites/blind/calibration/").content.decode()
+        calibration = member_client(ann).get("/suites/blind/calibration/").content.decode()
     assert Label.objects.filter(labeller=ann).count() == 24
     assert Label.objects.filter(labeller=bob).count() == 24
     assert "ann~bob" in calibration and "Fleiss" in calibration
@@ -239,8 +196,8 @@ def test_without_overlap_a_pair_goes_to_one_labeller(run):
     ann, bob = make_user(username="ann"), make_user(username="bob")
     with override_settings(EVALSITE_LABEL_OVERLAP=0.0):
         for _ in range(12):
-            _label(_client(ann))
-            _label(_client(bob))
+            _label(member_client(ann))
+            _label(member_client(bob))
     keys = Counter(Label.objects.values_list("task_id", "case_id", "baseline_sha", "candidate_sha"))
     assert sum(keys.values()) == 24 and max(keys.values()) == 1
 
@@ -252,13 +209,13 @@ def test_members_labelling_at_once_lose_nothing_and_duplicate_nothing(run):
 
     def work(member):
         try:
-            client = _client(member)
+            client = member_client(member)
             # 4 members × 4 labels + 4 pairs open at once leave slack in the 24 pairs for
             # two members racing to the same pair (both may label it; the overlap share the
             # secret key picks can be small): at 5 each the queue could run dry
             for _ in range(4):
                 page = client.get("/label/blind/").content.decode()
-                token = _token(page)
+                token = page_token(page)
                 for _ in range(2):  # and a double submit each time
                     client.post("/label/blind/", {"token": token, "choice": "tie"}, **HTMX)
         except Exception as error:  # noqa: BLE001 - reported below
@@ -286,9 +243,9 @@ def test_members_labelling_at_once_lose_nothing_and_duplicate_nothing(run):
 
 
 def test_targeted_review_offers_flips_and_its_labels_stay_out_of_the_headline_kappa(run):
-    client = _client(make_user())
+    client = member_client(make_user())
     page = client.get("/label/blind/?mode=targeted").content.decode()
-    token = _token(page)
+    token = page_token(page)
     client.post("/label/blind/", {"token": token, "choice": "tie", "mode": "targeted"}, **HTMX)
 
     label = Label.objects.get()
@@ -300,7 +257,7 @@ def test_targeted_review_offers_flips_and_its_labels_stay_out_of_the_headline_ka
 
 
 def test_a_report_built_after_labelling_uses_the_browser_labels(run):
-    client = _client(make_user())
+    client = member_client(make_user())
     for _ in range(6):
         _label(client, "left")
 
@@ -312,7 +269,7 @@ def test_a_report_built_after_labelling_uses_the_browser_labels(run):
 
 
 def test_the_dashboard_counts_the_members_queue(run):
-    client = _client(make_user())
+    client = member_client(make_user())
     assert "24</strong> pairs waiting" in client.get("/").content.decode()
     _label(client)
     assert "23</strong> pairs waiting" in client.get("/").content.decode()
@@ -322,7 +279,7 @@ def test_the_dashboard_counts_the_members_queue(run):
 
 
 def test_labels_export_as_suite_file_yaml_that_validates_and_import_back(run, tmp_path):
-    client = _client(make_user(username="ann"))
+    client = member_client(make_user(username="ann"))
     for choice in ("left", "right", "tie"):
         _label(client, choice, note="why")
     exported = client.get("/suites/blind/labels.yaml").content.decode()
@@ -339,7 +296,7 @@ def test_labels_export_as_suite_file_yaml_that_validates_and_import_back(run, tm
 
 
 def test_a_bad_labels_file_names_every_problem_and_stores_nothing(run):
-    client = _client(make_user())
+    client = member_client(make_user())
     bad = (
         "labels:\n"
         "  - {task: alpha, case: c00, baseline: scripted/base, candidate: scripted/cand, prefer: maybe}\n"
@@ -357,7 +314,7 @@ def test_a_bad_labels_file_names_every_problem_and_stores_nothing(run):
 def test_labels_cli_export_and_import(run, tmp_path):
     from django.core.management import call_command
 
-    client = _client(make_user(username="ann"))
+    client = member_client(make_user(username="ann"))
     _label(client, "left")
     out = tmp_path / "labels.yaml"
     call_command("labels", "export", "blind", "--out", str(out))
@@ -376,7 +333,7 @@ def test_a_suites_labelled_pairs_become_a_pair_set_whose_figures_match_the_runs_
     ann, bob = make_user(username="ann"), make_user(username="bob")
     with override_settings(EVALSITE_LABEL_OVERLAP=1.0):
         for member, choices in ((ann, "lrtlrlrr"), (bob, "lrtrrltl")):
-            client = _client(member)
+            client = member_client(member)
             for letter in choices:
                 _label(client, {"l": "left", "r": "right", "t": "tie"}[letter])
     report = write_report(Run.objects.get(pk=run.pk))
@@ -397,7 +354,7 @@ def test_a_suites_labelled_pairs_become_a_pair_set_whose_figures_match_the_runs_
 
 
 def test_the_calibration_page_opens_the_labelled_pairs_in_the_judge_lab(run):
-    client = _client(make_user(username="ann"))
+    client = member_client(make_user(username="ann"))
     for _ in range(3):
         _label(client, "left")
 
@@ -432,7 +389,7 @@ def test_a_pair_of_two_prompts_shows_the_labeller_each_sides_prompt_above_its_an
         status=Run.Status.DONE, report={"headline_eligible": False},
     )  # fmt: skip
     make_pair(run, "hello", "ana", texts=("Hello Ana", "Bonjour Ana"))
-    html = _client(make_user(username="ann")).get("/label/blindv/").content.decode()
+    html = member_client(make_user(username="ann")).get("/label/blindv/").content.decode()
     body = html.split("<main>", 1)[1]
     assert "The two answers were sent different prompts" in body
     english, french = body.index("in English."), body.index("in French.")

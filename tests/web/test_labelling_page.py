@@ -10,12 +10,10 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import override_settings
 
-from evalsite.core.judging import judge_config
-from evalsite.core.suites import parse_suite
 from labels import queue
-from runs.models import Pair, PriceTable, Run, Suite
-from tests.helpers.factories import make_pair, make_run, make_suite_version, make_user
-from tests.labels.test_labelling import CASES, SUITE, VERDICTS, _client, _token
+from runs.models import Pair, Run, Suite
+from tests.helpers.factories import make_user
+from tests.helpers.labelling import blind_run, member_client, page_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -24,31 +22,18 @@ RUBRIC = "Correctness first, then tone."
 
 
 def judged_run(guidelines: str = GUIDELINES, rubric: str = RUBRIC) -> Run:
-    """tests.labels.test_labelling's judged run of 24 pairs, its judge with a rubric, and the
-    suite's labelling guidelines (none: the suite is `rubric-only`)."""
-    PriceTable.objects.ensure_default()
-    cases = ", ".join(f"{{id: {c}, vars: {{q: '{c}'}}}}" for c in CASES)
-    text = SUITE.format(cases=cases).replace("judge: {", f"judge: {{rubric: '{rubric}', ")
-    if not guidelines:
-        text = text.replace("suite: blind", "suite: rubric-only")
-    else:
-        text = text.replace(
+    """The labelling tests' judged run of 24 pairs (tests/helpers/labelling.py), its judge
+    with a rubric, and the suite's labelling guidelines (none: the suite is `rubric-only`)."""
+
+    def edit(text: str) -> str:
+        text = text.replace("judge: {", f"judge: {{rubric: '{rubric}', ")
+        if not guidelines:
+            return text.replace("suite: blind", "suite: rubric-only")
+        return text.replace(
             "version: 1\n", f"version: 1\nlabelling: {{guidelines: '{guidelines}'}}\n"
         )
-    version = make_suite_version(text)
-    loaded = parse_suite(text.encode(), filename="blind.yaml", origin="upload")
-    run = make_run(
-        suite_version=version, contestants=["scripted/base", "scripted/cand"],
-        judge=judge_config(loaded, "scripted/judge"), status=Run.Status.DONE,
-        report={"headline_eligible": False},
-    )  # fmt: skip
-    for t in ("alpha", "beta"):
-        for i, c in enumerate(CASES):
-            texts = (f"base says {t} {c}", f"cand says {t} {c}")
-            make_pair(
-                run, t, c, texts=texts, sides=VERDICTS[("candidate", "baseline", "flip")[i % 3]]
-            )
-    return run
+
+    return blind_run(edit=edit)
 
 
 @pytest.fixture
@@ -57,42 +42,44 @@ def guided_run() -> Run:
 
 
 def test_a_label_says_what_was_stored_and_undo_what_was_undone(guided_run):
-    client = _client(make_user())
+    client = member_client(make_user())
     page = client.get("/label/blind/").content.decode()
-    stored = client.post("/label/blind/", {"token": _token(page), "choice": "3"}, **HTMX)
+    stored = client.post("/label/blind/", {"token": page_token(page), "choice": "3"}, **HTMX)
     assert "stored: right better · u to undo" in stored.content.decode()
     undone = client.post("/label/blind/", {"action": "undo"}, **HTMX).content.decode()
     assert "undone: right better" in undone
-    tie = client.post("/label/blind/", {"token": _token(undone), "choice": "tie"}, **HTMX)
+    tie = client.post("/label/blind/", {"token": page_token(undone), "choice": "tie"}, **HTMX)
     assert "stored: tie · u to undo" in tie.content.decode()
     # without JavaScript the same words come after the redirect
     page = client.get("/label/blind/").content.decode()
-    followed = client.post("/label/blind/", {"token": _token(page), "choice": "left"}, follow=True)
+    followed = client.post(
+        "/label/blind/", {"token": page_token(page), "choice": "left"}, follow=True
+    )
     assert followed.content.decode().count("stored: left better · u to undo") == 1
 
 
 def test_the_guidelines_are_beside_the_pair_else_the_judges_rubric(guided_run):
-    html = _client(make_user()).get("/label/blind/").content.decode()
+    html = member_client(make_user()).get("/label/blind/").content.decode()
     guide = html.split('id="label-guide"')[1].split("</details>")[0]
     assert "Labelling guidelines" in guide and GUIDELINES in guide
     assert RUBRIC not in html
 
     judged_run(guidelines="")
-    html = _client(make_user()).get("/label/rubric-only/").content.decode()
+    html = member_client(make_user()).get("/label/rubric-only/").content.decode()
     guide = html.split('id="label-guide"')[1].split("</details>")[0]
     assert "The judge&#x27;s rubric" in guide and RUBRIC in guide
 
 
 def test_the_judges_rubric_beside_the_pair_is_rendered_with_its_cases_vars():
     judged_run(guidelines="", rubric="Judge question {{q}} on its facts.")
-    html = _client(make_user()).get("/label/rubric-only/").content.decode()
+    html = member_client(make_user()).get("/label/rubric-only/").content.decode()
     guide = html.split('id="label-guide"')[1].split("</details>")[0]
     assert re.search(r"Judge question c\d\d on its facts\.", guide)
     assert "{{" not in guide
 
 
 def test_the_run_picker_is_folded_away_above_the_pair(guided_run):
-    html = _client(make_user()).get("/label/blind/").content.decode()
+    html = member_client(make_user()).get("/label/blind/").content.decode()
     picker = html.split('<details id="label-run"')[1].split("</details>")[0]
     assert guided_run.id in picker
     assert html.index('id="label-run"') < html.index('id="label-pair"')
@@ -128,7 +115,7 @@ def _offer_all(suite: Suite, user, keep_open: int = 0, skip: int = 0) -> None:
 
 
 def _empty_reason(user) -> str:
-    html = _client(user).get("/label/blind/").content.decode()
+    html = member_client(user).get("/label/blind/").content.decode()
     found = re.search(r"Nothing waiting for you in this suite: ([^<]+)\.</p>", html)
     assert found, html
     return found.group(1)

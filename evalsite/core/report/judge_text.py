@@ -12,7 +12,7 @@ from evalsite.core.report.text import visible
 
 __all__ = [
     "consistency_text", "corrected_text", "judge_figure_blocks", "judge_figure_lines",
-    "length_text", "more_labels_text",
+    "kappa_more_text", "length_text", "more_labels_text",
 ]  # fmt: skip
 
 
@@ -50,6 +50,19 @@ def more_labels_text(corrected: Mapping[str, Any]) -> str:
     if narrow.get("why") and corrected.get("win_rate") is not None:
         return f"±0.05 out of reach: {narrow['why']}"
     return ""
+
+
+def kappa_more_text(calibration: Mapping[str, Any]) -> str:
+    """``about 42 more labels for ±0.1`` (kappa's interval over cases, at the current
+    agreement), ``interval within ±0.1``, or "" without a kappa to project from."""
+    needed = calibration.get("labels_for_half_width")
+    if needed is None or calibration.get("kappa") is None:
+        return ""
+    half = f"\u00b1{calibration.get('half_width', 0.1):g}"
+    wanted = needed - calibration.get("n", 0)
+    if wanted <= 0:
+        return f"interval within {half}"
+    return f"about {num.count(wanted)} more labels for {half}"
 
 
 def length_text(row: Mapping[str, Any]) -> str:

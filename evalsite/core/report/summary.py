@@ -17,7 +17,7 @@ from typing import Any
 from evalsite.core.report import numbers as num
 from evalsite.core.report.card import group_warnings
 from evalsite.core.report.document import Context
-from evalsite.core.report.judge_text import judge_figure_lines
+from evalsite.core.report.judge_text import judge_figure_lines, kappa_more_text
 from evalsite.core.report.matrix import matrix_of, variant_label
 from evalsite.core.report.matrix_section import (
     CELL_HEAD,
@@ -128,10 +128,8 @@ def _calibration_line(ctx: Context) -> str:
     else:
         kappa = num.kappa(cal["kappa"], cal.get("kappa_band"))
         measured = f"kappa {kappa} over {num.count(cal.get('n', 0))} labels"
-        wanted = (cal.get("labels_for_half_width") or 0) - cal.get("n", 0)
-        if wanted > 0:
-            half = f"\u00b1{cal.get('half_width', 0.1):g}"
-            measured += f" (about {num.count(wanted)} more for {half})"
+        if more := kappa_more_text(cal):
+            measured += f" ({more})"
     eligible = "true" if ctx.eligible else "false"
     return f"  calibration: {visible(status)} - {measured} - headline eligible: {eligible}"
 

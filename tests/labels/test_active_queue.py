@@ -1,0 +1,133 @@
+"""The sample queue asks where the judge was unsure (issue 33): each judged pair is asked for
+with a probability from the judge's uncertainty over a floor, the label records it, the
+corrected win-rate weights each label by its inverse, and the calibration page, the
+terminal and MCP say how many more labels a team needs."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.test import Client
+
+from evalsite.core.report.judge_text import more_labels_text
+from evalsite.core.report.summary import summary_lines
+from evalsite.core.stats.ppi import ESTIMATOR, ESTIMATOR_WEIGHTED
+from evalsite.mcp.tools import run_reply
+from labels.queue import SAMPLE, offered
+from runs.models import Label, Pair, Run
+from runs.results.calibration import suite_calibration
+from runs.results.reporting import write_report
+from tests.helpers.factories import make_user
+from tests.helpers.labelling import blind_run, member_client, page_token
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def run() -> Run:
+    """200 judged pairs (the floor is 0.5): in each task every fourth case a flip, the
+    others a verdict both orders agreed on."""
+    return blind_run(100, kinds=("candidate", "baseline", "candidate", "flip"))
+
+
+def _label_next(client: Client, choice: str = "left") -> None:
+    page = client.get("/label/blind/").content.decode()
+    client.post("/label/blind/", {"token": page_token(page), "choice": choice}, **HTMX)
+
+
+def test_the_sample_queue_asks_every_flip_and_about_half_of_the_pairs_the_judge_was_sure_of(
+    run,
+):
+    queue = offered(run, SAMPLE)
+    pairs = list(Pair.objects.filter(run=run))
+    flips = [p for p in pairs if p.flip]
+    sure = [p for p in pairs if not p.flip]
+
+    assert {queue.chances[p.pk] for p in flips} == {1.0}
+    assert {queue.chances[p.pk] for p in sure} == {0.5}
+    assert all(p.content_key in queue.present for p in flips)
+    asked = sum(1 for p in sure if p.content_key in queue.present)
+    assert 0.35 * len(sure) < asked < 0.65 * len(sure)  # a keyed coin per pair at 0.5
+    assert len(queue.order) == len(queue.present) == len(flips) + asked
+
+
+def test_a_small_run_asks_for_every_pair():
+    small = blind_run(15)  # 30 judged pairs, fewer than the queue's least size
+    queue = offered(small, SAMPLE)
+    assert set(queue.chances.values()) == {1.0}
+    assert len(queue.present) == 30
+
+
+def test_each_label_records_the_probability_its_pair_was_asked_with(run):
+    client = member_client(make_user(username="ann"))
+    for _ in range(16):
+        _label_next(client)
+
+    chances = offered(run, SAMPLE).chances
+    by_content = {p.content_key: chances[p.pk] for p in Pair.objects.filter(run=run)}
+    labels = list(Label.objects.all())
+    assert len(labels) == 16
+    for label in labels:
+        key = (label.task_id, label.case_id, label.baseline, label.candidate,
+               label.baseline_sha, label.candidate_sha)  # fmt: skip
+        assert label.probability == by_content[key]
+    assert {label.probability for label in labels} == {0.5, 1.0}
+
+
+def test_the_corrected_win_rate_weights_each_label_by_its_probability(run):
+    client = member_client(make_user(username="ann"))
+    for i in range(24):
+        _label_next(client, ("left", "right", "tie")[i % 3])
+    weighted = write_report(Run.objects.get(pk=run.pk))["win_rates"]["scripted/cand"]["corrected"]
+
+    Label.objects.update(probability=None)  # the same labels as the uniform queue gave them
+    uniform = write_report(Run.objects.get(pk=run.pk))["win_rates"]["scripted/cand"]["corrected"]
+
+    assert weighted["estimator"] == ESTIMATOR_WEIGHTED and uniform["estimator"] == ESTIMATOR
+    assert weighted["n_labelled"] == uniform["n_labelled"] == 24
+    assert weighted["win_rate"] != pytest.approx(uniform["win_rate"], abs=1e-9)
+
+
+def test_the_calibration_page_the_terminal_and_mcp_say_how_many_more_labels(run):
+    client = member_client(make_user(username="ann"))
+    for i in range(12):
+        _label_next(client, ("left", "right")[i % 2])
+    calibration = suite_calibration(run.suite, run)
+    corrected = calibration["corrected"]["scripted/cand"]
+    # 12 labels of 200 pairs: ±0.05 would take more labels than the run has pairs
+    assert corrected["n_labelled"] == 12
+    wanted = corrected["more"]["half_width"]
+    assert wanted["more"] is None
+    assert re.fullmatch(r"about \d+ labels in all, more than the 200 judged pairs", wanted["why"])
+    said = f"±0.05 out of reach: {wanted['why']}"
+    assert more_labels_text(corrected) == said
+    kappa_more = calibration["labels_for_half_width"] - calibration["n"]
+    assert kappa_more > 0
+
+    page = client.get("/suites/blind/calibration/").content.decode()
+    enough = html.unescape(page.split('id="enough"', 1)[1].split("</section>", 1)[0])
+    assert f"about {kappa_more} more labels for ±0.1" in enough
+    assert "scripted/cand" in enough and said in enough
+
+    report = write_report(Run.objects.get(pk=run.pk))
+    text = "\n".join(summary_lines(report))
+    assert f"about {kappa_more} more labels for ±0.1" in text and said in text
+
+    reply = run_reply(run.id)  # MCP's get_run
+    assert reply["win_rates"]["scripted/cand"]["corrected"]["more"] == corrected["more"]
+    status = reply["suite_calibration"]
+    assert status["labels_for_half_width"] - status["n"] == kappa_more
+
+
+def test_a_corrected_interval_that_leaves_half_says_it_is_enough_to_decide():
+    corrected = {
+        "win_rate": 0.7, "ci": [0.62, 0.78], "n_labelled": 40, "n_judged": 400,
+        "more": {"half_width": {"more": 30, "why": None}, "decide": {"more": 0, "why": None},
+                 "better": "candidate"},
+    }  # fmt: skip
+    assert more_labels_text(corrected) == "enough to decide: the candidate is better"
+    corrected["more"]["decide"] = {"more": 12, "why": None}
+    assert more_labels_text(corrected) == "about 30 more labels for ±0.05"
