@@ -428,6 +428,13 @@ def why_empty(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) ->
     passed = sum(1 for key in skipped if tuple(key) in queue.present)
     if passed:
         return f"you skipped the {_count(passed, 'pair')} left"
+    judged = len(queue.chances or {})
+    if mode == SAMPLE and judged > len(queue.present):
+        return (
+            f"every pair the sample asks for has the labels it needs: the queue asks for "
+            f"{len(queue.present)} of the run's {judged} judged pairs, more where the judge was "
+            "unsure"
+        )
     return "every pair has the labels it needs"
 
 

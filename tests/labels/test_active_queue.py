@@ -15,11 +15,11 @@ from evalsite.core.report.judge_text import more_labels_text
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.stats.ppi import ESTIMATOR, ESTIMATOR_WEIGHTED
 from evalsite.mcp.tools import run_reply
-from labels.queue import SAMPLE, offered
+from labels.queue import SAMPLE, is_overlap, offered, why_empty
 from runs.models import Label, Pair, Run
 from runs.results.calibration import suite_calibration
 from runs.results.reporting import write_report
-from tests.helpers.factories import make_user
+from tests.helpers.factories import make_label, make_user
 from tests.helpers.labelling import blind_run, member_client, page_token
 
 pytestmark = pytest.mark.django_db
@@ -131,3 +131,18 @@ def test_a_corrected_interval_that_leaves_half_says_it_is_enough_to_decide():
     assert more_labels_text(corrected) == "enough to decide: the candidate is better"
     corrected["more"]["decide"] = {"more": 12, "why": None}
     assert more_labels_text(corrected) == "about 30 more labels for ±0.05"
+
+
+def test_an_exhausted_sample_says_it_asked_for_part_of_the_run(run):
+    queue = offered(run, SAMPLE)
+    ann, bob = make_user(username="ann"), make_user(username="bob")
+    for pair in Pair.objects.filter(run=run):
+        if pair.content_key in queue.present:
+            make_label(pair, "tie", labeller=ann)
+            if is_overlap(pair.content_key):  # the share a second labeller also gets
+                make_label(pair, "tie", labeller=bob)
+    said = why_empty(run.suite, make_user(username="late"), SAMPLE, run)
+    assert said == (
+        f"every pair the sample asks for has the labels it needs: the queue asks for "
+        f"{len(queue.present)} of the run's 200 judged pairs, more where the judge was unsure"
+    )
