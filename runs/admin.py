@@ -23,6 +23,7 @@ PRICE_FIELDS = (
     "cached_input_per_mtok",
     "source_url",
     "read_on",
+    "legacy",
 )
 
 
@@ -69,6 +70,7 @@ class PriceAdmin(admin.ModelAdmin):
         "output_per_mtok",
         "cached_input_per_mtok",
         "read_on",
+        "legacy",
     ]
     list_editable = ["input_per_mtok", "output_per_mtok", "cached_input_per_mtok", "read_on"]
     list_filter = [ProviderFilter, "table"]

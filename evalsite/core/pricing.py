@@ -47,6 +47,9 @@ class PriceRow:
     cached_input_per_mtok: Decimal | None = None
     source: str = ""
     read_on: dt.date | None = None
+    # an older model, retired or on its way out: kept to price older runs and imported
+    # suites, never offered as a default (`evalsite init`)
+    legacy: bool = False
 
     @property
     def provider(self) -> str:
@@ -287,6 +290,7 @@ ROW_KEYS = {
     "cached_input_per_mtok",
     "source",
     "read_on",
+    "legacy",
     "verified",  # folded into the table's: one row not verified makes the table unverified
     "notes",  # folded into the table's notes, "model: note"
 }
@@ -405,6 +409,7 @@ def _parse_row(
     verified = item.get("verified")
     if verified is not None:
         verified = problems.read(_bool, verified, f"{where}.verified")
+    legacy = problems.read(_bool, item.get("legacy", False), f"{where}.legacy")
     for key in UNCHARGED_KEYS:
         if key in item and problems.read(_uncharged, item[key], f"{where}.{key}") is not None:
             uncharged.setdefault(key, []).append(index)
@@ -417,6 +422,7 @@ def _parse_row(
         cached_input_per_mtok=cached,
         source=str(item.get("source") or ""),
         read_on=read_on,
+        legacy=bool(legacy),
     )
     return row, verified, str(item.get("notes") or "").strip()
 
@@ -504,6 +510,8 @@ def _row_dict(row: PriceRow) -> dict[str, Any]:
         out["source"] = row.source
     if row.read_on is not None:
         out["read_on"] = row.read_on.isoformat()
+    if row.legacy:
+        out["legacy"] = True
     return out
 
 

@@ -245,7 +245,7 @@ def _template(name: str) -> str:
 
 
 def _offered(rows: Iterable[PriceRow]) -> list[PriceRow]:
-    return [row for row in rows if row.provider not in NOT_OFFERED]
+    return [row for row in rows if row.provider not in NOT_OFFERED and not row.legacy]
 
 
 def _price(row: PriceRow) -> tuple[Any, ...]:

@@ -216,6 +216,11 @@ class Price(models.Model):
     )
     source_url = models.URLField(max_length=500, blank=True)
     read_on = models.DateField(null=True, blank=True)
+    legacy = models.BooleanField(
+        default=False,
+        help_text="An older model, retired or on its way out: the row prices older runs and "
+        "imported suites, and `evalsite init` never offers it.",
+    )
 
     class Meta:
         ordering = ["model"]
@@ -281,6 +286,7 @@ class Price(models.Model):
             cached_input_per_mtok=self.cached_input_per_mtok,
             source=self.source_url,
             read_on=self.read_on,
+            legacy=self.legacy,
         )
 
     @classmethod
@@ -293,6 +299,7 @@ class Price(models.Model):
             cached_input_per_mtok=row.cached_input_per_mtok,
             source_url=row.source,
             read_on=row.read_on,
+            legacy=row.legacy,
         )
 
 

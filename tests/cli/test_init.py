@@ -46,6 +46,17 @@ def test_the_default_judge_comes_from_a_provider_no_contestant_uses():
     assert "from a provider none of the contestants use" in note
 
 
+def test_a_legacy_row_is_never_offered_even_when_it_is_the_cheapest():
+    """The table prices older models for older runs and imported suites (claude-3-haiku at
+    $0.25/$1.25 made `init` pick it as the judge): init offers current models only."""
+    rows = [*ROWS, PriceRow("anthropic/claude-3-haiku", Decimal("0.25"), Decimal("1.25"),
+                            legacy=True),
+            PriceRow("openai/gpt-3.5-turbo", Decimal("0.01"), Decimal("0.01"), legacy=True)]  # fmt: skip
+    models = starter.default_models(rows)
+    assert models == ("openai/gpt-5-nano", "google/gemini-2.5-flash-lite")
+    assert starter.default_judge(models, rows)[0] == "anthropic/claude-haiku-4-5"
+
+
 def test_without_an_unused_provider_the_judge_is_the_cheapest_other_model():
     models = ["openai/gpt-5-nano", "google/gemini-2.5-flash-lite", "anthropic/claude-haiku-4-5"]
     assert starter.default_judge(models, ROWS)[0] == "openai/gpt-4o-mini"

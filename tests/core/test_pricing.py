@@ -28,6 +28,7 @@ models:
   - {model: anthropic/claude-haiku-4-5, input_per_mtok: 1.00, output_per_mtok: 5.00, cached_input_per_mtok: 0.10, source: https://example.test/a, read_on: 2026-11-29}
   - {model: openai/gpt-4o-mini, input_per_mtok: 0.15, output_per_mtok: 0.6}
   - {model: fake/small, input_per_mtok: 0.075, output_per_mtok: 0.3}
+  - {model: openai/gpt-3.5-turbo, input_per_mtok: 0.5, output_per_mtok: 1.5, legacy: true}
 """
 
 
@@ -55,6 +56,7 @@ def test_price_yaml_reads_every_field():
     assert haiku.cached_input_per_mtok == Decimal("0.1")
     assert haiku.read_on == dt.date(2026, 11, 29)
     assert sheet.rows[1].cached_input_per_mtok is None
+    assert [row.legacy for row in sheet.rows] == [False, False, False, True]
 
 
 def test_price_yaml_round_trips_through_dump_and_parse():
