@@ -270,7 +270,7 @@ def print_table(judge: str, rows: list[Row], out=print) -> list[str]:
     out(f"\nmean error of the estimate (uniform / active): {errors}")
     uniform, active = rows[0].agreement
     out(f"judge-human agreement on the labels at {LABELS[len(LABELS) // 2]}: uniform "
-        f"{uniform:.1%}, active {active:.1%} (unweighted, as kappa counts them)")  # fmt: skip
+        f"{uniform:.1%}, active {active:.1%} (unweighted; kappa weights them by 1/π)")  # fmt: skip
     return verdicts
 
 

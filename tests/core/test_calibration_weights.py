@@ -129,3 +129,16 @@ def test_without_any_probability_every_figure_is_as_before():
     assert {
         k: v for k, v in ones.items() if k != "kappa_weighted" and k != "kappa_n_effective"
     } == {k: v for k, v in cal.items() if k != "kappa_weighted" and k != "kappa_n_effective"}
+
+
+def test_the_reports_kappa_line_says_it_is_weighted():
+    from evalsite.core.report.overview import _kappa_line
+
+    _, labels = pairs_and_labels(1)
+    _, cal = summary(labels)
+    line = _kappa_line(cal)
+    assert (
+        "n=39 labels, each weighted by 1/\u03c0 (the queue's chance of asking for it), worth "
+        in line
+    )
+    assert "weighted" not in _kappa_line(cal | {"kappa_weighted": False})
