@@ -27,6 +27,12 @@ labels; the weighted estimator. The truth is the expected human win-rate of the 
 "labels for uniform's width": the labels active sampling needs for the mean width uniform
 sampling has at L, interpolated over active runs at 0.4-1.3 × L (width² linear in 1/L).
 
+Kappa (the same runs): the population kappa is that of the expected human × judge table
+over every pair; each scheme's mean kappa of its L labels (a label a pair, categories by
+the side of ½), active sampling's unweighted and weighted by 1/π, and how often each one's
+95% case interval (:func:`~evalsite.core.stats.kappa.case_interval`) covers the population
+kappa. Uniform sampling's π is 1, so its weighted kappa is its unweighted one.
+
     PYTHONPATH=. .venv/bin/python bench/active_labels.py [--runs 500] [--seed 33] [--strict]
 """
 
@@ -36,10 +42,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from evalsite.core.stats.active import sampling_probability
+from evalsite.core.stats.kappa import case_interval, cohen_kappa
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
 
 COVERAGE_TARGET = 0.93
@@ -262,7 +270,7 @@ def print_table(judge: str, rows: list[Row], out=print) -> list[str]:
     out(f"\nmean error of the estimate (uniform / active): {errors}")
     uniform, active = rows[0].agreement
     out(f"judge-human agreement on the labels at {LABELS[len(LABELS) // 2]}: uniform "
-        f"{uniform:.1%}, active {active:.1%} (unweighted, as kappa counts them)")  # fmt: skip
+        f"{uniform:.1%}, active {active:.1%} (unweighted; kappa weights them by 1/π)")  # fmt: skip
     return verdicts
 
 
@@ -272,6 +280,74 @@ def _count(value: float | None) -> str:
 
 def _share(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
+
+
+@dataclass(frozen=True)
+class KappaRow:
+    labels: int
+    mean: tuple[float, float, float]  # mean kappa: uniform, active unweighted, active weighted
+    coverage: tuple[float, float, float]  # of the population kappa by their case intervals
+
+
+CATEGORY = np.array(["baseline", "tie", "candidate"])  # by the side of ½ a score is on
+
+
+def _categories(scores: np.ndarray) -> list[str]:
+    return CATEGORY[(np.sign(scores - 0.5) + 1).astype(int)].tolist()
+
+
+def population_kappa(human_given: np.ndarray) -> float:
+    """Kappa of the expected human × judge table over every pair of a run: each (outcome,
+    human score) weighted by its expected count."""
+    judge = _categories(np.array([score for score, _ in OUTCOMES]))
+    mass = sum(task.cases * np.asarray(task.shares)[:, None] * human_given for task in TASKS)
+    cells = [(h, judge[o], mass[o, i]) for o in range(len(OUTCOMES))
+             for i, h in enumerate(_categories(HUMAN_SCORES)) if mass[o, i] > 0]  # fmt: skip
+    humans, judges, weights = zip(*cells, strict=True)
+    return cast(float, cohen_kappa(humans, judges, weights=weights).kappa)
+
+
+def simulate_kappa(
+    judge: str, *, runs: int, seed: int, labels: Sequence[int] = LABELS
+) -> list[KappaRow]:
+    """Per label count, over the runs :func:`simulate` draws: each scheme's mean kappa of
+    its labels and its case interval's coverage of :func:`population_kappa`."""
+    human_given = JUDGES[judge]
+    target, score = population_kappa(human_given), np.array([s for s, _ in OUTCOMES])
+    means = {n: np.zeros(3) for n in labels}
+    hits = {n: np.zeros(3) for n in labels}
+    for number in range(runs):
+        rng = np.random.default_rng([seed, number])
+        run = draw_run(rng, human_given)
+        asked, probability = active_scan(rng, run)
+        humans, judges = np.array(_categories(run.human)), np.array(_categories(score[run.outcome]))
+        for n in labels:
+            schemes = ((run.order[:n], None), (asked[:n], None),
+                       (asked[:n], (1 / probability[asked[:n]]).tolist()))  # fmt: skip
+            for at, (labelled, weights) in enumerate(schemes):
+                h, j = humans[labelled].tolist(), judges[labelled].tolist()
+                means[n][at] += cast(float, cohen_kappa(h, j, weights=weights).kappa) / runs
+                ci = case_interval(
+                    h, j, run.case[labelled].astype(str).tolist(), weights=weights
+                ).ci
+                hits[n][at] += ci is not None and ci[0] <= target <= ci[1]
+    return [KappaRow(n, _three(means[n]), _three(hits[n] / runs)) for n in labels]
+
+
+def _three(values: np.ndarray) -> tuple[float, float, float]:
+    first, second, third = (float(value) for value in values)
+    return first, second, third
+
+
+def print_kappa(judge: str, rows: list[KappaRow], out=print) -> None:
+    """The kappa table for one judge."""
+    out(f"\n{judge}: kappa (population {population_kappa(JUDGES[judge]):.3f})\n")
+    out("| labels | mean uniform | mean active, unweighted | mean active, weighted 1/π | "
+        "coverage uniform | coverage active, unweighted | coverage active, weighted |")  # fmt: skip
+    out("|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        out(f"| {row.labels} | " + " | ".join(f"{m:.3f}" for m in row.mean) + " | "
+            + " | ".join(f"{c:.1%}" for c in row.coverage) + " |")  # fmt: skip
 
 
 def tune(runs: int, seed: int, labels: int = 120) -> None:
@@ -302,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdicts = []
     for judge in JUDGES:
         verdicts += print_table(judge, simulate(judge, runs=args.runs, seed=args.seed))
+        print_kappa(judge, simulate_kappa(judge, runs=args.runs, seed=args.seed))
     return 1 if args.strict and "MISS" in verdicts else 0
 
 

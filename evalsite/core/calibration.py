@@ -51,7 +51,7 @@ from evalsite.core.stats import (
     strict_majority,
 )
 from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
-from evalsite.core.stats.kappa import case_interval
+from evalsite.core.stats.kappa import case_interval, effective_size
 
 __all__ = [
     "REPEATS_RULE", "SUITE_FILE", "UNNAMED", "Calibration", "Item", "LabelView", "PairIndex",
@@ -166,6 +166,16 @@ class Calibration:
         return [f"{item.task}\x00{item.case}" for item in self.judged if item.human is not None]
 
     @property
+    def item_weights(self) -> list[float] | None:
+        """The weight 1/π of each of :attr:`items`, in its order, π its
+        :attr:`Item.probability` (none recorded: 1); None when no item has a probability,
+        so kappa is read unweighted, as before active sampling."""
+        chances = [item.probability for item in self.judged if item.human is not None]
+        if all(chance is None for chance in chances):
+            return None
+        return [1 / (chance or 1.0) for chance in chances]
+
+    @property
     def no_majority(self) -> int:
         return sum(1 for item in self.judged if item.human is None)
 
@@ -185,12 +195,14 @@ class Calibration:
         return out
 
     @property
-    def by_labeller(self) -> dict[str, list[tuple[str, str]]]:
-        """Each labeller's own (preference, judge category) on the items they labelled."""
-        out: dict[str, list[tuple[str, str]]] = {}
+    def by_labeller(self) -> dict[str, list[tuple[str, str, float]]]:
+        """Each labeller's own (preference, judge category, weight) on the items they
+        labelled, the weight 1/π as in :attr:`item_weights`."""
+        out: dict[str, list[tuple[str, str, float]]] = {}
         for item in self.judged:
+            weight = 1 / (item.probability or 1.0)
             for who, prefer in item.votes.items():
-                out.setdefault(who, []).append((prefer, item.judge))
+                out.setdefault(who, []).append((prefer, item.judge, weight))
         return out
 
     @property
@@ -325,12 +337,19 @@ def calibration_summary(
     the confusion matrix, per task, the human-human ceiling and the kappa curve. The report,
     the live panel of the labelling page and the calibration page all use this; `brief`
     (the live panel, after every label) leaves out the bootstrap interval, the per-task,
-    per-labeller and human-human tables and the curve."""
+    per-labeller and human-human tables and the curve.
+
+    When any label recorded the sample queue's probability π (active sampling, issue 33),
+    kappa, its intervals, per task, per labeller and the curve weight each item by 1/π
+    (:attr:`Calibration.item_weights`): the queue over-asks where the judge was unsure, and
+    unweighted those labels understate its agreement. ``n`` still counts labels, and so does
+    the gate's ``min_labels``. The human-human ceiling stays unweighted (docs/judging.md)."""
     humans = [human for _, _, human, _ in matched.items]
     judges = [judge for _, _, _, judge in matched.items]
-    kappa = cohen_kappa(humans, judges)
+    weights = matched.item_weights  # None: no label has a π, kappa as before
+    kappa = cohen_kappa(humans, judges, weights=weights)
     cases = matched.item_cases
-    interval = case_interval(humans, judges, cases)
+    interval = case_interval(humans, judges, cases, weights=weights)
     gate = headline_gate(
         kappa,
         min_labels=min_labels,
@@ -350,6 +369,9 @@ def calibration_summary(
         "kappa_ci_asymptotic": kappa.ci,  # labels as independent (Fleiss–Cohen–Everitt)
         "agreement": kappa.agreement,
         "n": kappa.n,
+        # weighted by 1/π: the labels the sample queue asked for by the judge's uncertainty
+        "kappa_weighted": weights is not None,
+        "kappa_n_effective": None if weights is None else effective_size(weights),
         "min_kappa": min_kappa,
         "min_kappa_lower_bound": min_lower_bound,
         "min_labels": min_labels,
@@ -364,10 +386,16 @@ def calibration_summary(
     per_task = per_task_kappa(
         ((task, h, j, case) for (_, task, h, j), case in zip(matched.items, cases, strict=True)),
         floor=min_kappa,
+        weights=weights,
     )
     return figures | {
         "kappa_ci_bootstrap": bootstrap_kappa_ci(
-            humans, judges, seed=seed, resamples=KAPPA_BOOTSTRAP_RESAMPLES, cases=cases
+            humans,
+            judges,
+            seed=seed,
+            resamples=KAPPA_BOOTSTRAP_RESAMPLES,
+            cases=cases,
+            weights=weights,
         ),
         "confusion": kappa.confusion,
         "per_task": [task.to_dict() for task in per_task],
@@ -381,7 +409,7 @@ def calibration_summary(
         "labels_targeted": matched.targeted,
         "labels_on_excluded_pairs": matched.on_excluded,
         "humans": _humans(matched),
-        "curve": _curve(humans, judges),
+        "curve": _curve(humans, judges, weights),
         "labellers": _labellers(matched),
     }
 
@@ -397,10 +425,13 @@ def _humans(matched: Calibration) -> dict[str, Any]:
 
 
 def _labellers(matched: Calibration) -> list[dict[str, Any]]:
-    """Each labeller's own agreement with the judge, over the pairs they labelled."""
+    """Each labeller's own agreement with the judge, over the pairs they labelled, weighted
+    as the headline kappa is."""
     rows = []
+    weighted = matched.item_weights is not None
     for labeller, votes in sorted(matched.by_labeller.items()):
-        kappa = cohen_kappa([human for human, _ in votes], [judge for _, judge in votes])
+        humans, judges, weights = (list(column) for column in zip(*votes, strict=True))
+        kappa = cohen_kappa(humans, judges, weights=weights if weighted else None)
         rows.append(
             {
                 "labeller": labeller,
@@ -413,14 +444,19 @@ def _labellers(matched: Calibration) -> list[dict[str, Any]]:
     return rows
 
 
-def _curve(humans: list[str], judges: list[str]) -> list[dict[str, Any]]:
-    """Kappa as the labels grew (in the order they were given), at up to 20 sizes."""
+def _curve(
+    humans: list[str], judges: list[str], weights: list[float] | None
+) -> list[dict[str, Any]]:
+    """Kappa as the labels grew (in the order they were given), at up to 20 sizes, each
+    point weighted as the headline kappa is."""
     n = len(humans)
     if n == 0:
         return []
     sizes = sorted({max(1, round(n * (i + 1) / CURVE_POINTS)) for i in range(CURVE_POINTS)})
     points = []
     for size in sizes:
-        kappa = cohen_kappa(humans[:size], judges[:size])
+        kappa = cohen_kappa(
+            humans[:size], judges[:size], weights=None if weights is None else weights[:size]
+        )
         points.append({"n": size, "kappa": kappa.kappa, "ci": kappa.ci})
     return points

@@ -156,7 +156,17 @@ def _kappa_line(cal: Mapping[str, Any]) -> str:
     return (
         f"Kappa: {num.kappa(cal.get('kappa'), cal.get('kappa_band'))}, 95% interval {ci}, "
         f"{boot} (case bootstrap); agreement {num.rate(cal.get('agreement'))}; "
-        f"n={num.count(cal.get('n', 0))} labels"
+        f"n={num.count(cal.get('n', 0))} labels" + _weighted(cal)
+    )
+
+
+def _weighted(cal: Mapping[str, Any]) -> str:
+    """Under active sampling: that kappa weights each label by 1/π, and what they are worth."""
+    if not cal.get("kappa_weighted"):
+        return ""
+    worth = cal.get("kappa_n_effective")
+    return ", each weighted by 1/\u03c0 (the queue's chance of asking for it)" + (
+        f", worth {worth:.0f} unweighted" if worth is not None else ""
     )
 
 

@@ -15,15 +15,12 @@ from evalsite.core.stats.agreement import (
 from evalsite.core.stats.bootstrap import percentile_interval, resample_counts, seed_from
 from evalsite.core.stats.gate import GATE_STATUSES, Gate, headline_gate, labels_needed
 from evalsite.core.stats.kappa import (
-    MIN_N_PER_TASK,
     Z_95,
     Kappa,
-    TaskKappa,
     bootstrap_kappa_ci,
     cohen_kappa,
     confusion_matrix,
     kappa_band,
-    per_task_kappa,
 )
 from evalsite.core.stats.latency import Latency, latency_percentiles, nearest_rank
 from evalsite.core.stats.pairs import (
@@ -39,6 +36,7 @@ from evalsite.core.stats.pairs import (
 )
 from evalsite.core.stats.ranking import BTScore, bradley_terry
 from evalsite.core.stats.record import Record, jsonable
+from evalsite.core.stats.task_kappa import MIN_N_PER_TASK, TaskKappa, per_task_kappa
 
 __all__ = [
     "BTScore", "CATEGORIES", "FLIP_WARNING_RATE", "GATE_STATUSES", "Gate", "Kappa", "Latency",

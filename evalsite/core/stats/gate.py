@@ -89,7 +89,8 @@ def labels_needed(kappa: Kappa, *, min_kappa: float, min_labels: int) -> int | N
     At the current agreement kappa stays κ and se·√n stays s, so over N labels the lower
     bound is κ − z·s/√N, above the floor m once N > (z·s / (κ − m))². The answer is
     max(min_labels, ⌊(z·s / (κ − m))²⌋ + 1) − n. None when κ is undefined or κ ≤ m: no
-    number of labels lifts the bound above the floor at that agreement.
+    number of labels lifts the bound above the floor at that agreement. Weighted kappa's se
+    (1/π, active sampling) projects alike: n counts labels drawn with the same mix of π.
     """
     if kappa.kappa is None or kappa.se is None or kappa.ci is None or kappa.kappa <= min_kappa:
         return None
@@ -104,7 +105,10 @@ def labels_for_half_width(kappa: Kappa, interval: CaseInterval | None) -> int | 
     """Labels, in all, for kappa's 95% interval to be ±HALF_WIDTH at the current agreement,
     marginals and clustering: the case interval's se·√n stays s, so N labels give a half-width
     of z·s/√N, at most HALF_WIDTH once N ≥ (z·s / HALF_WIDTH)². Without a case interval, the
-    Fleiss–Cohen–Everitt se. None when kappa has no standard error."""
+    Fleiss–Cohen–Everitt se. Weighted by 1/π (active sampling) it holds as it is: n counts
+    labels, and more labels drawn with the same mix of π keep the weighted se·√n. The
+    one projection of kappa's labels: the report, the calibration page and the terminal read
+    it. None when kappa has no standard error."""
     se = interval.se if interval is not None and interval.ci is not None else kappa.se
     if kappa.kappa is None or not se or kappa.n == 0:
         return None

@@ -1,16 +1,16 @@
-"""How many more labels a figure needs (issue 33): for the corrected win-rate's interval to
-be ±:data:`CORRECTED_HALF_WIDTH`, for kappa's to be ±:data:`KAPPA_HALF_WIDTH`, and for the
-corrected interval to leave 0.5 (enough to say which side is better).
+"""How many more labels the corrected win-rate needs (issue 33): for its interval to be
+±:data:`CORRECTED_HALF_WIDTH`, and for it to leave 0.5 (enough to say which side is
+better). Kappa's count, for its interval to be ±0.10, is one rule of its own:
+:func:`~evalsite.core.stats.gate.labels_for_half_width`.
 
 Each is a projection at the current figures: more labels drawn as the present ones were
-keep the spread of the human-minus-judge differences (or kappa's se·√n) as it is. A
-corrected win-rate's se² has a part labels shrink, as 1/labels (the rectifier's), and a
-part they do not (the judge's mean over the judged pairs, with its covariance with the
-rectifier): ``Corrected.variance_labels`` and ``Corrected.variance_judge``. With N labels
-in all the half-width is t·√(judge + labels_part·n/N); when the judge's part alone is wider
-than the target no number of labels reaches it, and the answer says so. t is Student's at
-the degrees of freedom N labels would give (labels − 1 for the corrected win-rate, cases −
-1 for kappa, the cases growing with the labels).
+keep the spread of the human-minus-judge differences as it is. A corrected win-rate's se²
+has a part labels shrink, as 1/labels (the rectifier's), and a part they do not (the
+judge's mean over the judged pairs, with its covariance with the rectifier):
+``Corrected.variance_labels`` and ``Corrected.variance_judge``. With N labels in all the
+half-width is t·√(judge + labels_part·n/N); when the judge's part alone is wider than the
+target no number of labels reaches it, and the answer says so. t is Student's on the
+labels − 1 degrees of freedom N labels would give.
 """
 
 from __future__ import annotations
@@ -19,14 +19,12 @@ import math
 from dataclasses import dataclass
 
 from evalsite.core.stats.bootstrap import LEVEL
-from evalsite.core.stats.gate import HALF_WIDTH
-from evalsite.core.stats.kappa import Z_95, CaseInterval, Kappa
+from evalsite.core.stats.kappa import Z_95
 from evalsite.core.stats.ppi import Corrected
 from evalsite.core.stats.record import Record
 from evalsite.core.stats.student import t_quantile
 
 CORRECTED_HALF_WIDTH = 0.05
-KAPPA_HALF_WIDTH = HALF_WIDTH  # 0.10, the calibration page's "labels for ±0.10"
 _MOST = 10**9  # labels: beyond this a projection is "unreachable"
 _NORMAL_FROM = 300  # degrees of freedom from which z stands for t (1.968 against 1.960)
 
@@ -37,30 +35,17 @@ class Wanted(Record):
     why: str | None  # why there is no count (unreachable, or no figure to project from)
 
 
-@dataclass(frozen=True)
-class MoreLabels(Record):
-    corrected: Wanted  # for the corrected win-rate's interval to be ±0.05
-    kappa: Wanted  # for kappa's interval to be ±0.10
-    decide: Wanted  # for the corrected interval to exclude 0.5
-    better: str | None  # "candidate" or "baseline": the side the corrected estimate is on
-
-
 def labels_for_variance(
-    labels: int,
-    *,
-    fixed: float,
-    shrinking: float,
-    half_width: float,
-    cases_per_label: float = 1.0,
+    labels: int, *, fixed: float, shrinking: float, half_width: float
 ) -> int | None:
     """The fewest labels in all (at least ``labels``) whose interval t·√(fixed +
-    shrinking·labels/N) is at most ``half_width``, t on round(N·cases_per_label) − 1
-    degrees of freedom (z from 300); None when none is (the fixed part alone is too wide)."""
+    shrinking·labels/N) is at most ``half_width``, t on N − 1 degrees of freedom (z from
+    300); None when none is (the fixed part alone is too wide)."""
     if labels < 1 or half_width <= 0:
         raise ValueError("a projection needs a label and a positive half-width")
 
     def half(total: int) -> float:
-        df = max(1, round(total * cases_per_label) - 1)
+        df = max(1, total - 1)
         factor = t_quantile(LEVEL, df) if df < _NORMAL_FROM else Z_95  # t's cost grows with df
         return factor * math.sqrt(max(fixed + shrinking * labels / total, 0.0))
 
@@ -92,42 +77,6 @@ def labels_to_decide(corrected: Corrected) -> Wanted:
     if distance == 0:
         return Wanted(None, "the corrected estimate is 0.5: at it no number of labels decides")
     return _corrected_to(corrected, distance, f"{distance:.3f} from 0.5 (the estimate's distance)")
-
-
-def labels_for_kappa(
-    kappa: Kappa, interval: CaseInterval | None, half_width: float = KAPPA_HALF_WIDTH
-) -> Wanted:
-    """More labels for kappa's 95% interval over cases (:func:`~evalsite.core.stats.kappa.
-    case_interval`, t on cases − 1) to be ±``half_width`` at the current agreement,
-    marginals and clustering; without a case interval, the Fleiss–Cohen–Everitt se."""
-    if kappa.kappa is None:
-        return Wanted(None, "kappa is undefined")
-    use_cases = interval is not None and interval.se is not None and interval.cases >= 2
-    se = interval.se if use_cases and interval is not None else kappa.se
-    cases = interval.cases if use_cases and interval is not None else kappa.n
-    if not se:
-        why = interval.why_none if interval is not None and interval.why_none else None
-        return Wanted(None, why or "kappa has no spread to project from")
-    total = labels_for_variance(kappa.n, fixed=0.0, shrinking=se**2, half_width=half_width,
-                                cases_per_label=cases / kappa.n)  # fmt: skip
-    if total is None:
-        return Wanted(None, f"no number of labels brings kappa's interval to ±{half_width:g}")
-    return Wanted(total - kappa.n, None)
-
-
-def more_labels(
-    corrected: Corrected, kappa: Kappa | None, interval: CaseInterval | None
-) -> MoreLabels:
-    """All three counts for one candidate, and the side its corrected estimate is on."""
-    better = None
-    if corrected.win_rate is not None and corrected.win_rate != 0.5:
-        better = "candidate" if corrected.win_rate > 0.5 else "baseline"
-    return MoreLabels(
-        labels_for_corrected(corrected),
-        labels_for_kappa(kappa, interval) if kappa is not None else Wanted(None, "no kappa"),
-        labels_to_decide(corrected),
-        better,
-    )
 
 
 def _corrected_to(corrected: Corrected, half_width: float, target: str) -> Wanted:

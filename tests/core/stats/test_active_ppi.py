@@ -21,13 +21,10 @@ import pytest
 
 from evalsite.core.stats import active
 from evalsite.core.stats.active import FLOOR, MIDDLE, MIN_QUEUE, sampling_probability
-from evalsite.core.stats.kappa import case_interval, cohen_kappa
 from evalsite.core.stats.more_labels import (
     labels_for_corrected,
-    labels_for_kappa,
     labels_for_variance,
     labels_to_decide,
-    more_labels,
 )
 from evalsite.core.stats.ppi import (
     ESTIMATOR,
@@ -252,7 +249,6 @@ def test_enough_to_decide_is_zero_once_the_interval_leaves_one_half():
                                               [1.0] * 100, 135)})  # fmt: skip
     assert strong.ci[0] > 0.5
     assert labels_to_decide(strong).more == 0
-    assert more_labels(strong, None, None).better == "candidate"
     close = corrected_win_rate({"t": Stratum([1.0, 0.0] * 8 + [1.0], [0.5] * 17,
                                              [0.5] * 2000, 2017)})  # fmt: skip
     assert close.ci[0] < 0.5 < close.ci[1]
@@ -265,23 +261,6 @@ def test_a_suppressed_figure_says_why_there_is_no_count():
     figure = corrected_win_rate({"t": Stratum([1.0] * 4, [0.5] * 4, [0.5] * 50, 54)})
     assert labels_for_corrected(figure).why == (
         "no corrected win-rate yet: 4 labelled pairs; the corrected win-rate needs 10"
-    )
-
-
-def test_more_labels_for_kappa_reads_its_case_interval():
-    rng = np.random.default_rng(2)
-    humans = rng.choice(["candidate", "baseline", "tie"], 60, p=[0.45, 0.45, 0.1])
-    judges = np.where(rng.random(60) < 0.75, humans, rng.choice(["candidate", "baseline"], 60))
-    humans, judges = humans.tolist(), judges.tolist()
-    ids = [f"c{i // 2}" for i in range(60)]
-    kappa, interval = cohen_kappa(humans, judges), case_interval(humans, judges, ids)
-    wanted = labels_for_kappa(kappa, interval)
-    total = 60 + wanted.more
-    # the se shrinks as 1/√labels; t on the cases − 1 those labels would have (half as many)
-    assert t_quantile(0.95, total // 2 - 1) * interval.se * math.sqrt(60 / total) <= 0.10
-    assert t_quantile(0.95, total // 2 - 2) * interval.se * math.sqrt(60 / (total - 2)) > 0.10
-    assert labels_for_kappa(cohen_kappa(["tie"] * 5, ["tie"] * 5), None).why == (
-        "kappa is undefined"
     )
 
 
