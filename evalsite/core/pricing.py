@@ -106,18 +106,26 @@ def from_nano(nano: int | Decimal) -> Decimal:
 
 
 # A dated snapshot or the moving `-latest` alias of a model, at the end of its id:
-# `-20241022`, `-2024-11-20`, `-latest` (docs/prices.md#dated-snapshots-and-latest-aliases).
-_SNAPSHOT = re.compile(r"-(?:(?P<compact>\d{8})|(?P<iso>\d{4}-\d{2}-\d{2})|latest)$")
+# `-20241022`, `-2024-11-20`, `-latest`, and the month-and-day form `-0613` of the models
+# OpenAI named that way, gpt-3.5-turbo and gpt-4
+# (docs/prices.md#dated-snapshots-and-latest-aliases).
+_SNAPSHOT = re.compile(
+    r"-(?:(?P<compact>\d{8})|(?P<iso>\d{4}-\d{2}-\d{2})|(?P<month_day>\d{4})|latest)$"
+)
+_MONTH_DAY_MODELS = re.compile(r"openai/gpt-(?:3\.5-turbo|4)(?:-16k|-32k)?")
 
 
 def snapshot_of(model: str) -> str | None:
     """The model `model` is a dated snapshot or `-latest` alias of (the same string without
-    that suffix), or None when it ends in no such suffix. A date must be a real one."""
+    that suffix), or None when it ends in no such suffix. A date must be a real one; a month
+    and day alone (`gpt-4-0613`) only for the OpenAI models that were named so."""
     match = _SNAPSHOT.search(model)
     if match is None:
         return None
-    day = match["compact"] or match["iso"]
-    if day is not None:
+    if match["month_day"] is not None and not _MONTH_DAY_MODELS.fullmatch(model[: match.start()]):
+        return None
+    day = match["compact"] or match["iso"] or (match["month_day"] and f"2000{match['month_day']}")
+    if day:
         try:
             dt.datetime.strptime(day.replace("-", ""), "%Y%m%d")
         except ValueError:

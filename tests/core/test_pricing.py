@@ -193,7 +193,10 @@ def test_every_problem_of_a_price_file_is_reported_at_once():
 
 
 # Dated snapshots and -latest aliases (issue 32): priced by their model's row, said once.
-TABLE = ["anthropic/claude-haiku-4-5", "openai/gpt-4.1", "anthropic/claude-3-7-sonnet"]
+TABLE = [
+    "anthropic/claude-haiku-4-5", "openai/gpt-4.1", "anthropic/claude-3-7-sonnet",
+    "openai/gpt-3.5-turbo", "openai/gpt-4",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -203,6 +206,8 @@ TABLE = ["anthropic/claude-haiku-4-5", "openai/gpt-4.1", "anthropic/claude-3-7-s
         ("openai/gpt-4.1-2024-11-20", "openai/gpt-4.1"),
         ("anthropic/claude-3-7-sonnet-latest", "anthropic/claude-3-7-sonnet"),
         ("openai/gpt-4.1", "openai/gpt-4.1"),
+        ("openai/gpt-3.5-turbo-0613", "openai/gpt-3.5-turbo"),  # OpenAI's older form
+        ("openai/gpt-4-0314", "openai/gpt-4"),
     ],
 )
 def test_a_dated_snapshot_or_latest_alias_is_priced_by_its_models_row(model, row):
@@ -215,7 +220,9 @@ def test_a_dated_snapshot_or_latest_alias_is_priced_by_its_models_row(model, row
 @pytest.mark.parametrize(
     "model",
     [
-        "openai/gpt-4.1-0125",  # a month and day only: not a dated snapshot
+        "openai/gpt-4.1-0125",  # a month and day only: not a snapshot of a newer model
+        "openai/gpt-3.5-turbo-1332",  # no such day
+        "anthropic/claude-3-7-sonnet-0219",  # nor of another provider's
         "openai/gpt-4.1-20241399",  # no such day
         "openai/gpt-4.1-2024-13-01",  # no such month
         "openai/gpt-4.1-20241022-latest",  # one suffix is stripped, not two
