@@ -117,6 +117,44 @@ def test_an_llm_rubric_with_no_value_is_listed_not_an_empty_grade(tmp_path):
     assert "no rubric text" in _skipped(result)["assertion llm-rubric"]
 
 
+def test_several_model_graded_assertions_are_one_grade_whose_every_criterion_must_hold(tmp_path):
+    """Issue 32 item 7: two llm-rubrics became one averaged grade, unsaid; factuality,
+    g-eval and closedqa were not translated at all."""
+    result = _valid(
+        tmp_path,
+        "prompts: ['Answer {{q}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests:\n  - vars: {q: sums}\n    assert:\n"
+        "      - {type: llm-rubric, value: Says 4., threshold: 0.6}\n"
+        "      - {type: llm-rubric, value: Is polite., threshold: 0.8}\n"
+        "      - {type: factuality, value: 2+2 is 4}\n"
+        "      - {type: g-eval, value: [Clear, Short]}\n"
+        "      - {type: model-graded-closedqa, value: 'Does it answer {{q}}?'}\n",
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["grade"] == {
+        "criteria": "Every one of these criteria must hold; score the answer by the "
+        "criterion it meets least:\n1. Says 4.\n2. Is polite.\n"
+        "3. The answer is factually consistent with this reference: 2+2 is 4\n"
+        "4. Clear\nShort\n5. Does it answer {{q}}?",
+        "threshold": 0.8,  # the highest given: each had to pass its own
+    }
+    assert not _skipped(result)
+    assert any("promptfoo grades each on its own" in note for note in result.notes)
+
+
+def test_one_model_graded_assertion_is_its_criteria_as_written(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: [Hi]\nproviders: [openai:gpt-4.1]\n"
+        "tests: [{assert: [{type: factuality, value: Paris is the capital}]}]\n",
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["grade"] == {
+        "criteria": "The answer is factually consistent with this reference: Paris is the capital"
+    }
+    assert not any("each on its own" in note for note in result.notes)
+
+
 # --- every contestant has a path -----------------------------------------------------------
 
 

@@ -92,8 +92,10 @@ def assertions(
             continue
         verdict, mapped = _translated(read, c, context)
         if verdict == "grade":
-            criteria.append(str(assertion.get("value", "")))
-            threshold = assertion.get("threshold", threshold)
+            criteria.append(_criterion(kind, assertion.get("value")))
+            given = assertion.get("threshold")
+            if isinstance(given, int | float) and not isinstance(given, bool):
+                threshold = given if threshold is None else max(threshold, given)
         checks += mapped
         if verdict is not None:
             given = "weight" in assertion and weight_of(assertion)[0] is not None
@@ -101,10 +103,42 @@ def assertions(
             context.weighed.append(Weighed(verdict, weight, given, where, file, what))
     grade: dict[str, Any] | None = None
     if criteria:
-        grade = {"criteria": "\n".join(criteria)}
-        if isinstance(threshold, int | float):
+        grade = {"criteria": _joined(criteria, c)}
+        if threshold is not None:
             grade["threshold"] = threshold
     return checks, grade
+
+
+# promptfoo's model-graded assertions that are a judge's grade of one answer against a
+# text: the criteria they become (the value, read as that assertion reads it)
+GRADED = {
+    "llm-rubric": "{value}",
+    "g-eval": "{value}",
+    "model-graded-closedqa": "{value}",
+    "factuality": "The answer is factually consistent with this reference: {value}",
+    "model-graded-factuality": "The answer is factually consistent with this reference: {value}",
+}
+JOINED = "Every one of these criteria must hold; score the answer by the criterion it meets least:"
+
+
+def _criterion(kind: str, value: Any) -> str:
+    text = "\n".join(str(v) for v in value) if isinstance(value, list) else str(value or "")
+    return GRADED[kind].format(value=text.strip())
+
+
+def _joined(criteria: list[str], c: Collector) -> str:
+    """One grade's criteria: the one criterion, or (promptfoo grades each model-graded
+    assertion on its own) every one numbered, the judge told each must hold, said once."""
+    if len(criteria) == 1:
+        return criteria[0]
+    note = (
+        "several model-graded assertions of a test are one evalsite grade (a case has one): "
+        "the judge is told every criterion must hold and to score by the one met least, at "
+        "the highest threshold given; promptfoo grades each on its own"
+    )
+    if note not in c.notes:
+        c.notes.append(note)
+    return "\n".join([JOINED, *(f"{n}. {text}" for n, text in enumerate(criteria, 1))])
 
 
 @dataclass(frozen=True)
@@ -144,7 +178,7 @@ def _assertion_keys(a: _Assertion, c: Collector, context: Context) -> float | No
     return weight
 
 
-JUDGED = {"llm-rubric", "select-best"}
+JUDGED = {*GRADED, "select-best"}
 JSON_KINDS = {"is-json", "contains-json"}
 
 
@@ -168,11 +202,11 @@ def _translated(
     """The verdict an assertion became (grade, schema or checks; None when it became none,
     listed) and its checks, read through its transform."""
     kind, value = a.kind, a.body.get("value")
-    if kind == "llm-rubric" and value in (None, ""):
-        why = "an llm-rubric with no rubric text: evalsite's grade needs its criteria"
-        a.skip(c, "assertion llm-rubric", why)
+    if kind in GRADED and value in (None, "", []):
+        why = f"{kind} with no rubric text: evalsite's grade needs its criteria"
+        a.skip(c, f"assertion {kind}", why)
         return None, []
-    if kind == "llm-rubric":
+    if kind in GRADED:
         context.graded = True
         return "grade", []
     if kind == "select-best":
