@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
@@ -42,6 +43,51 @@ def update_each(
             if cursor.rowcount == 1:
                 written.add(pk)
     return written
+
+
+def insert_each(
+    model: type[models.Model],
+    rows: Iterable[dict[str, Any]],
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+) -> int:
+    """Insert a row of `model` for each mapping of its fields' attribute names (``run_id``
+    for a foreign key) to values, every field not named taking its default (the primary key
+    the database's); how many were inserted.
+
+    One prepared INSERT of every column, sent with ``executemany``: storing a plan of
+    thousands of rows, ``bulk_create`` spent most of its time assembling the SQL of its
+    multi-row INSERTs, far more than the database spent running them (docs/performance.md).
+    Values go through each field's own ``get_db_prep_save``, as the ORM's would; a field
+    whose default is callable, or that sets its own value on save (``auto_now``), is refused
+    rather than given a value the ORM would not have given it."""
+    connection = connections[using]
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    for f in fields:
+        made = f.has_default() and callable(f.default)
+        if made or getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+            raise ValueError(f"{model.__name__}.{f.name}: insert_each gives no value made on save")
+    names = {f.attname for f in fields}
+    defaults = [f.get_db_prep_save(f.get_default(), connection) for f in fields]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    # Column names from the model's own fields, quoted; values are parameters.
+    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608
+    params = []
+    for row in rows:
+        if not row.keys() <= names:
+            raise ValueError(f"{model.__name__} has no field {sorted(row.keys() - names)}")
+        params.append(
+            [
+                f.get_db_prep_save(row[f.attname], connection) if f.attname in row else default
+                for f, default in zip(fields, defaults, strict=True)
+            ]
+        )
+    if params:
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, params)
+    return len(params)
 
 
 def _field(model: type[models.Model], name: str) -> models.Field:
