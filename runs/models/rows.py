@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db.models.constants import OnConflict
 
 
 def update_each(
@@ -49,31 +50,38 @@ def insert_each(
     model: type[models.Model],
     rows: Iterable[dict[str, Any]],
     *,
+    ignore_conflicts: bool = False,
     using: str = DEFAULT_DB_ALIAS,
 ) -> int:
     """Insert a row of `model` for each mapping of its fields' attribute names (``run_id``
     for a foreign key) to values, every field not named taking its default (the primary key
-    the database's); how many were inserted.
+    the database's, an ``auto_now`` field the time of this call); how many rows were sent.
+    With `ignore_conflicts`, a row that breaks a unique constraint is skipped, as
+    ``bulk_create(ignore_conflicts=True)`` skips it.
 
     One prepared INSERT of every column, sent with ``executemany``: storing a plan of
     thousands of rows, ``bulk_create`` spent most of its time assembling the SQL of its
     multi-row INSERTs, far more than the database spent running them (docs/performance.md).
     Values go through each field's own ``get_db_prep_save``, as the ORM's would; a field
-    whose default is callable, or that sets its own value on save (``auto_now``), is refused
-    rather than given a value the ORM would not have given it."""
+    whose default is callable is refused rather than given one value for every row."""
     connection = connections[using]
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     for f in fields:
-        made = f.has_default() and callable(f.default)
-        if made or getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
-            raise ValueError(f"{model.__name__}.{f.name}: insert_each gives no value made on save")
+        if f.has_default() and callable(f.default):
+            raise ValueError(f"{model.__name__}.{f.name}: insert_each gives no value made per row")
+    template = model()  # each field's default, and auto_now's time, as a save would set it
+    defaults = [f.get_db_prep_save(f.pre_save(template, add=True), connection) for f in fields]
     names = {f.attname for f in fields}
-    defaults = [f.get_db_prep_save(f.get_default(), connection) for f in fields]
-    quote = connection.ops.quote_name
+    conflict = OnConflict.IGNORE if ignore_conflicts else None
+    quote, ops = connection.ops.quote_name, connection.ops
     columns = ", ".join(quote(f.column) for f in fields)
     marks = ", ".join(["%s"] * len(fields))
+    suffix = ops.on_conflict_suffix_sql(fields, conflict, None, None)
     # Column names from the model's own fields, quoted; values are parameters.
-    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608
+    sql = (
+        f"{ops.insert_statement(on_conflict=conflict)} {quote(model._meta.db_table)} "
+        f"({columns}) VALUES ({marks}) {suffix}"
+    ).rstrip()
     params = []
     for row in rows:
         if not row.keys() <= names:
