@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.models.constants import OnConflict
 
 
@@ -16,33 +16,46 @@ def update_each(
     *,
     using: str = DEFAULT_DB_ALIAS,
 ) -> set[int]:
-    """One UPDATE per row of `model` by id, each with its own values and the same `guard`
-    (field values the row must still have); the ids whose row matched.
+    """An UPDATE of each row of `model` by id, each with its own values, of the rows that
+    still have the `guard`'s field values; the ids written (without a guard, every id
+    given).
 
-    Prepared once per set of columns and sent through one cursor: the engine finishes
-    hundreds of calls a second, and building each UPDATE with the ORM cost more CPU than
-    the database spent running it (docs/performance.md). Values go through each field's
-    own ``get_db_prep_save``, as the ORM's would.
+    The rows the guard holds for are read first, locked (``select_for_update``; SQLite's
+    IMMEDIATE transaction holds the whole database), in the same transaction as the
+    writes, so no row changes between the read and its write. Each set of columns is then
+    one prepared UPDATE sent with ``executemany``: the engine finishes hundreds of calls a
+    second, and building each UPDATE with the ORM, or sending each through Django's cursor
+    one by one, cost more CPU than the database spent running them (docs/performance.md).
+    Values go through each field's own ``get_db_prep_save``, as the ORM's would.
     """
     guard = guard or {}
     connection = connections[using]
     quote = connection.ops.quote_name
-    statements: dict[tuple[str, ...], str] = {}
-    written = set()
-    with connection.cursor() as cursor:
+    table = quote(model._meta.db_table)
+    groups: dict[tuple[str, ...], list[list[Any]]] = {}
+    fields: dict[tuple[str, ...], list[models.Field]] = {}
+    with transaction.atomic(using=using):
+        written = set(changes)
+        if guard and changes:
+            rows = model._default_manager.using(using).filter(pk__in=list(changes), **guard)
+            written = set(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
         for pk, values in changes.items():
-            names = tuple(values)
-            sql = statements.get(names)
-            if sql is None:
+            if pk in written:
+                names = tuple(values)
+                if names not in fields:
+                    fields[names] = [_field(model, n) for n in (*names, "pk", *guard)]
+                row = (*values.values(), pk, *guard.values())
+                prepared = [
+                    f.get_db_prep_save(v, connection)
+                    for f, v in zip(fields[names], row, strict=True)
+                ]
+                groups.setdefault(names, []).append(prepared)
+        with connection.cursor() as cursor:
+            for names, params in groups.items():
                 sets = ", ".join(f"{quote(_column(model, n))} = %s" for n in names)
                 where = " AND ".join(f"{quote(_column(model, n))} = %s" for n in ("pk", *guard))
-                table = quote(model._meta.db_table)
                 # Column names from the model's own fields, quoted; values are parameters.
-                sql = statements[names] = f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
-            row = (*values.items(), ("pk", pk), *guard.items())
-            cursor.execute(sql, [_field(model, n).get_db_prep_save(v, connection) for n, v in row])
-            if cursor.rowcount == 1:
-                written.add(pk)
+                cursor.executemany(f"UPDATE {table} SET {sets} WHERE {where}", params)  # noqa: S608
     return written
 
 
