@@ -52,8 +52,8 @@ def update_each(
                 groups.setdefault(names, []).append(prepared)
         with connection.cursor() as cursor:
             for names, params in groups.items():
-                sets = ", ".join(f"{quote(_column(model, n))} = %s" for n in names)
-                where = " AND ".join(f"{quote(_column(model, n))} = %s" for n in ("pk", *guard))
+                sets = ", ".join(f"{quote(column_name(model, n))} = %s" for n in names)
+                where = " AND ".join(f"{quote(column_name(model, n))} = %s" for n in ("pk", *guard))
                 # Column names from the model's own fields, quoted; values are parameters.
                 cursor.executemany(f"UPDATE {table} SET {sets} WHERE {where}", params)  # noqa: S608
     return written
@@ -87,7 +87,7 @@ def insert_each(
     names = {f.attname for f in fields}
     conflict = OnConflict.IGNORE if ignore_conflicts else None
     quote, ops = connection.ops.quote_name, connection.ops
-    columns = ", ".join(quote(f.column) for f in fields)
+    columns = ", ".join(quote(column_name(model, f.name)) for f in fields)
     marks = ", ".join(["%s"] * len(fields))
     suffix = ops.on_conflict_suffix_sql(fields, conflict, None, None)
     # Column names from the model's own fields, quoted; values are parameters.
@@ -120,7 +120,7 @@ def _field(model: type[models.Model], name: str) -> models.Field:
     return field
 
 
-def _column(model: type[models.Model], name: str) -> str:
+def column_name(model: type[models.Model], name: str) -> str:
     column = _field(model, name).column
     if column is None:
         raise ValueError(f"{model.__name__}.{name} has no column of its own")

@@ -25,6 +25,7 @@ from django.utils import timezone
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.pricing import from_nano, to_nano
 from runs.models.pricing import PriceTable
+from runs.models.rows import column_name
 from runs.models.suites import Suite, SuiteVersion
 
 if TYPE_CHECKING:
@@ -82,13 +83,14 @@ def _reserve_sql() -> str:
     active statuses, the amount again and the cap as parameters."""
     quote = connection.ops.quote_name
     reserved, answers, judge = (
-        quote(Run._meta.get_field(name).column)
+        quote(column_name(Run, name))
         for name in ("reserved_usd", "spent_answers_usd", "spent_judge_usd")
     )
     statuses = ", ".join(["%s"] * len(Run.ACTIVE))
     return (
         f"UPDATE {quote(Run._meta.db_table)} SET {reserved} = {reserved} + %s "  # noqa: S608
-        f"WHERE {quote('id')} = %s AND {quote('status')} IN ({statuses}) "
+        f"WHERE {quote(column_name(Run, 'pk'))} = %s "
+        f"AND {quote(column_name(Run, 'status'))} IN ({statuses}) "
         f"AND {reserved} + {answers} + {judge} + %s <= %s"
     )
 
