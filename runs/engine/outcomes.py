@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import cast
+from typing import Any, cast
 
 from evalsite.core.keys import without_secrets
 from evalsite.core.no_look import sealed_error
@@ -40,7 +40,7 @@ class Outcome:
     reserved: Decimal = Decimal(0)
     spent: Decimal | None = None
     uncached: Decimal | None = None
-    cache_row: CachedResponse | None = None
+    cache_row: dict[str, Any] | None = None  # a CachedResponse's fields (insert_each)
     incomplete: bool = False  # a priced call whose usage could not be costed
     overrun: str = ""
     # the models this call's error stops (its own; every model of a refused key's
@@ -98,7 +98,7 @@ def _answered(
     latency_ms: int,
     secrets: tuple[str, ...],
     sealed: Sealed | None,
-) -> tuple[dict, CachedResponse | None]:
+) -> tuple[dict, dict[str, Any] | None]:
     """An answer's row fields, and its cache entry unless it may not be cached."""
     values = _usage_fields(completion.usage) | {
         # an answer echoing a key this process holds is stored without it
@@ -109,14 +109,14 @@ def _answered(
     }
     cache_row = None
     if provider.cacheable and sealed is None:
-        cache_row = CachedResponse(
-            request_hash=call.request_hash,
-            provider=provider.name,
-            model=call.model,
-            task_id=call.task_id,
-            provider_model=completion.provider_model or "",
+        cache_row = {
+            "request_hash": call.request_hash,
+            "provider": provider.name,
+            "model": call.model,
+            "task_id": call.task_id,
+            "provider_model": completion.provider_model or "",
             **values,
-        )
+        }
     values |= {"cost_usd": cost, "cost_if_uncached_usd": cost, "status": Call.Status.DONE}
     values |= _earlier_attempt(call, cost, values)
     values |= _read(call, values["text"], provider, sealed=sealed)

@@ -25,6 +25,7 @@ from django.db import DatabaseError, transaction
 
 from runs.engine.outcomes import Outcome
 from runs.models import CachedResponse, Run
+from runs.models.rows import insert_each
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,8 +97,7 @@ class Writer:
         run: Run = claims.run_row
         judge = claims.judging
         caches = [o.cache_row for o in batch if o.cache_row is not None]
-        if caches:
-            CachedResponse.objects.bulk_create(caches, ignore_conflicts=True)
+        insert_each(CachedResponse, caches, ignore_conflicts=True)
         back = [o.call.pk for o in batch if o.values is None]
         if back:
             claims.give_back(back)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
+from django.db.models.constants import OnConflict
 
 
 def update_each(
@@ -14,34 +16,99 @@ def update_each(
     *,
     using: str = DEFAULT_DB_ALIAS,
 ) -> set[int]:
-    """One UPDATE per row of `model` by id, each with its own values and the same `guard`
-    (field values the row must still have); the ids whose row matched.
+    """An UPDATE of each row of `model` by id, each with its own values, of the rows that
+    still have the `guard`'s field values; the ids written (without a guard, every id
+    given).
 
-    Prepared once per set of columns and sent through one cursor: the engine finishes
-    hundreds of calls a second, and building each UPDATE with the ORM cost more CPU than
-    the database spent running it (docs/performance.md). Values go through each field's
-    own ``get_db_prep_save``, as the ORM's would.
+    The rows the guard holds for are read first, locked (``select_for_update``; SQLite's
+    IMMEDIATE transaction holds the whole database), in the same transaction as the
+    writes, so no row changes between the read and its write. Each set of columns is then
+    one prepared UPDATE sent with ``executemany``: the engine finishes hundreds of calls a
+    second, and building each UPDATE with the ORM, or sending each through Django's cursor
+    one by one, cost more CPU than the database spent running them (docs/performance.md).
+    Values go through each field's own ``get_db_prep_save``, as the ORM's would.
     """
     guard = guard or {}
     connection = connections[using]
     quote = connection.ops.quote_name
-    statements: dict[tuple[str, ...], str] = {}
-    written = set()
-    with connection.cursor() as cursor:
+    table = quote(model._meta.db_table)
+    groups: dict[tuple[str, ...], list[list[Any]]] = {}
+    fields: dict[tuple[str, ...], list[models.Field]] = {}
+    with transaction.atomic(using=using):
+        written = set(changes)
+        if guard and changes:
+            rows = model._default_manager.using(using).filter(pk__in=list(changes), **guard)
+            written = set(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
         for pk, values in changes.items():
-            names = tuple(values)
-            sql = statements.get(names)
-            if sql is None:
-                sets = ", ".join(f"{quote(_column(model, n))} = %s" for n in names)
-                where = " AND ".join(f"{quote(_column(model, n))} = %s" for n in ("pk", *guard))
-                table = quote(model._meta.db_table)
+            if pk in written:
+                names = tuple(values)
+                if names not in fields:
+                    fields[names] = [_field(model, n) for n in (*names, "pk", *guard)]
+                row = (*values.values(), pk, *guard.values())
+                prepared = [
+                    f.get_db_prep_save(v, connection)
+                    for f, v in zip(fields[names], row, strict=True)
+                ]
+                groups.setdefault(names, []).append(prepared)
+        with connection.cursor() as cursor:
+            for names, params in groups.items():
+                sets = ", ".join(f"{quote(column_name(model, n))} = %s" for n in names)
+                where = " AND ".join(f"{quote(column_name(model, n))} = %s" for n in ("pk", *guard))
                 # Column names from the model's own fields, quoted; values are parameters.
-                sql = statements[names] = f"UPDATE {table} SET {sets} WHERE {where}"  # noqa: S608
-            row = (*values.items(), ("pk", pk), *guard.items())
-            cursor.execute(sql, [_field(model, n).get_db_prep_save(v, connection) for n, v in row])
-            if cursor.rowcount == 1:
-                written.add(pk)
+                cursor.executemany(f"UPDATE {table} SET {sets} WHERE {where}", params)  # noqa: S608
     return written
+
+
+def insert_each(
+    model: type[models.Model],
+    rows: Iterable[dict[str, Any]],
+    *,
+    ignore_conflicts: bool = False,
+    using: str = DEFAULT_DB_ALIAS,
+) -> int:
+    """Insert a row of `model` for each mapping of its fields' attribute names (``run_id``
+    for a foreign key) to values, every field not named taking its default (the primary key
+    the database's, an ``auto_now`` field the time of this call); how many rows were sent.
+    With `ignore_conflicts`, a row that breaks a unique constraint is skipped, as
+    ``bulk_create(ignore_conflicts=True)`` skips it.
+
+    One prepared INSERT of every column, sent with ``executemany``: storing a plan of
+    thousands of rows, ``bulk_create`` spent most of its time assembling the SQL of its
+    multi-row INSERTs, far more than the database spent running them (docs/performance.md).
+    Values go through each field's own ``get_db_prep_save``, as the ORM's would; a field
+    whose default is callable is refused rather than given one value for every row."""
+    connection = connections[using]
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    for f in fields:
+        if f.has_default() and callable(f.default):
+            raise ValueError(f"{model.__name__}.{f.name}: insert_each gives no value made per row")
+    template = model()  # each field's default, and auto_now's time, as a save would set it
+    defaults = [f.get_db_prep_save(f.pre_save(template, add=True), connection) for f in fields]
+    names = {f.attname for f in fields}
+    conflict = OnConflict.IGNORE if ignore_conflicts else None
+    quote, ops = connection.ops.quote_name, connection.ops
+    columns = ", ".join(quote(column_name(model, f.name)) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    suffix = ops.on_conflict_suffix_sql(fields, conflict, None, None)
+    # Column names from the model's own fields, quoted; values are parameters.
+    sql = (
+        f"{ops.insert_statement(on_conflict=conflict)} {quote(model._meta.db_table)} "
+        f"({columns}) VALUES ({marks}) {suffix}"
+    ).rstrip()
+    params = []
+    for row in rows:
+        if not row.keys() <= names:
+            raise ValueError(f"{model.__name__} has no field {sorted(row.keys() - names)}")
+        params.append(
+            [
+                f.get_db_prep_save(row[f.attname], connection) if f.attname in row else default
+                for f, default in zip(fields, defaults, strict=True)
+            ]
+        )
+    if params:
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, params)
+    return len(params)
 
 
 def _field(model: type[models.Model], name: str) -> models.Field:
@@ -53,7 +120,7 @@ def _field(model: type[models.Model], name: str) -> models.Field:
     return field
 
 
-def _column(model: type[models.Model], name: str) -> str:
+def column_name(model: type[models.Model], name: str) -> str:
     column = _field(model, name).column
     if column is None:
         raise ValueError(f"{model.__name__}.{name} has no column of its own")

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -65,6 +65,7 @@ from runs.models import (
     SuiteVersion,
     text_sha,
 )
+from runs.models.rows import insert_each
 from runs.models.run import StoredOptions, calls_in_flight, label_problem
 from runs.planning import estimates
 from runs.sealed import Sealed
@@ -485,36 +486,38 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
         run.finish(Run.Status.REFUSED, _over_cap_message(plan))
         return run
     held = sealed.seal(run.id, version.pk, plan.suite) if options.no_look else None
-    # In batches: bulk_create makes a list of whatever it is given, and 100,000 answers
-    # with their requests as model instances took 390 MB at once.
+    # In batches, each in its own transaction: a list of 100,000 rows with their requests
+    # took 390 MB at once. Prepared INSERTs (insert_each), not bulk_create, which spent
+    # most of its time building the SQL (docs/performance.md).
     rows = zip(plan.cells, plan.hashes, strict=True)
     for batch in itertools.batched(rows, ANSWER_BATCH):
-        Answer.objects.bulk_create(
-            _answer(run, cell, digest, plan.given, held) for cell, digest in batch
-        )
+        with transaction.atomic():
+            insert_each(
+                Answer, (_answer(run, cell, digest, plan.given, held) for cell, digest in batch)
+            )
     return run
 
 
 def _answer(
     run: Run, cell: Cell, digest: str, given: GivenAnswers | None, held: Sealed | None = None
-) -> Answer:
+) -> dict[str, Any]:
     """The row of one cell: pending, or with a given answer done already and free (the
     engine scores and judges it and never requests it). A no-look run's row keeps the
     request without its messages; this process keeps the request (:mod:`runs.sealed`)."""
-    answer = Answer(
-        run=run,
-        task_id=cell.task_id,
-        case_id=cell.case_id,
-        contestant=cell.contestant,
-        repeat=cell.repeat,
-        request=held.row_request(cell.request, digest) if held else cell.request.to_json(),
-        request_hash=digest,
-    )
+    answer: dict[str, Any] = {
+        "run_id": run.pk,
+        "task_id": cell.task_id,
+        "case_id": cell.case_id,
+        "contestant": cell.contestant,
+        "repeat": cell.repeat,
+        "request": held.row_request(cell.request, digest) if held else cell.request.to_json(),
+        "request_hash": digest,
+    }
     if given is not None:
-        answer.text = given[cell.task_id, cell.case_id, cell.contestant]
-        answer.status = Call.Status.DONE
-        answer.cost_usd = answer.cost_if_uncached_usd = Decimal(0)
-        answer.finished_at = timezone.now()
+        answer["text"] = given[cell.task_id, cell.case_id, cell.contestant]
+        answer["status"] = Call.Status.DONE
+        answer["cost_usd"] = answer["cost_if_uncached_usd"] = Decimal(0)
+        answer["finished_at"] = timezone.now()
     return answer
 
 

@@ -7,7 +7,7 @@ import pytest
 from django.test import TestCase
 
 from runs.models import Answer, Judgement, Run
-from runs.models.rows import update_each
+from runs.models.rows import insert_each, update_each
 from tests.helpers.factories import make_answer, make_pair, make_run
 
 
@@ -62,3 +62,28 @@ class UpdateEachColumnsTests(TestCase):
         assert update_each(Answer, {answer.pk: {"text": "after"}}, {"run": run.pk}) == {answer.pk}
         answer.refresh_from_db()
         assert answer.text == "after"
+
+
+class InsertEachTests(TestCase):
+    def test_rows_are_stored_as_the_orm_stores_them_with_defaults_for_the_rest(self):
+        run = make_run()
+        rows = [
+            {"run_id": run.pk, "task_id": "greet", "case_id": c, "contestant": "fake/small",
+             "request": {"messages": [{"role": "user", "content": "hi ü"}]}, "request_hash": c}
+            for c in ("one", "two")
+        ]  # fmt: skip
+        assert insert_each(Answer, rows) == 2
+        stored = Answer.objects.get(run=run, case_id="two")
+        assert stored.request == {"messages": [{"role": "user", "content": "hi ü"}]}
+        assert stored.status == Answer.Status.PENDING
+        assert stored.reserved_usd == 0
+        assert stored.attempts == 0
+        assert stored.text == ""
+        assert stored.parsed_json is None
+        assert stored.finished_at is None
+
+    def test_a_name_that_is_no_column_is_refused(self):
+        run = make_run()
+        with pytest.raises(ValueError, match=r"Answer has no field \['run'\]"):
+            insert_each(Answer, [{"run": run.pk, "task_id": "greet"}])
+        assert not Answer.objects.filter(run=run).exists()

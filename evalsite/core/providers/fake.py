@@ -51,6 +51,7 @@ SCHEMA_FAILURE_RATE = 0.05
 JUDGE_PARSE_FAILURE_RATE = 0.02
 JUDGE_BIAS = (("1", 0.60), ("2", 0.25), ("tie", 0.15))
 LATENCY_MS = (300, 1500)
+MADE_KEPT = 10_000  # texts made for output_token_limit and not completed yet, at most
 
 REASONS = {
     "1": "Answer 1 is more complete and follows the rubric more closely.",
@@ -88,6 +89,9 @@ class FakeProvider(SchemaModes):
     def __init__(self, *, sleep: bool = False, rates: FakeRates | None = None) -> None:
         self.sleep = sleep
         self.rates = rates or FakeRates()
+        # The text of a request whose output tokens were asked for (the engine reserves
+        # before it calls), by seed, until it is completed: made once, not twice.
+        self._made: dict[bytes, str] = {}
 
     def __repr__(self) -> str:
         return f"<FakeProvider sleep={self.sleep}>"
@@ -118,7 +122,11 @@ class FakeProvider(SchemaModes):
     def output_token_limit(self, request: Request) -> int:
         """The output tokens the completion of `request` will be counted at."""
         request = self.prepare(request)
-        return estimate_tokens(clean_text(self._text(request, _seed(request))))
+        seed = _seed(request)
+        if len(self._made) >= MADE_KEPT:
+            self._made.clear()  # asked for and never completed (a cancelled run): forgotten
+        text = self._made[seed] = self._text(request, seed)
+        return estimate_tokens(clean_text(text))
 
     async def complete(
         self, request: Request, client: httpx.AsyncClient | None = None
@@ -126,7 +134,7 @@ class FakeProvider(SchemaModes):
         """The deterministic completion for ``request``; sleeps only if built with sleep."""
         request = self.prepare(request)
         seed = _seed(request)
-        text = self._text(request, seed)
+        text = self._made.pop(seed, None) or self._text(request, seed)
         low, high = LATENCY_MS
         latency = low + int(_fraction(seed, "latency") * (high - low + 1))
         if self.sleep:

@@ -92,9 +92,13 @@ def resampled_means(
     sums: np.ndarray, sizes: np.ndarray, *, resamples: int, seed: int
 ) -> np.ndarray:
     """The mean over the units of each cluster resample (clusters' ``sums`` and ``sizes``)."""
+    m = sums.size
+    # Clusters of one size (one repeat a case): every resample holds m of them, a total
+    # of m * size units, exactly, so it is not summed again from each draw.
+    same = m > 0 and bool(np.all(sizes == sizes[0]))
     means = [
-        sums[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)
-        for drawn in cluster_draws(sums.size, resamples=resamples, seed=seed)
+        sums[drawn].sum(axis=1) / (float(m * sizes[0]) if same else sizes[drawn].sum(axis=1))
+        for drawn in cluster_draws(m, resamples=resamples, seed=seed)
     ]
     return np.concatenate(means) if means else np.empty(0)
 
