@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.helpers.cli import cli_env
+
 EVALSITE = Path(sys.executable).parent / "evalsite"
 
 
@@ -134,6 +136,26 @@ def test_a_worker_stops_when_serve_is_killed_outright(served):
         time.sleep(0.2)
     assert not alive(worker), "the worker outlived the serve that started it"
     assert not any(alive(pid) for pid in cluster), "the worker's cluster outlived serve"
+
+
+def test_ctrl_c_stops_serve_even_when_it_was_started_with_ctrl_c_ignored(tmp_path):
+    """A background job of a non-interactive shell (`cmd &` in a script, or CI's) starts
+    with SIGINT ignored; serve used to keep it so and ran on through Ctrl-C."""
+    env = cli_env(tmp_path / "data")
+    command = f"trap '' INT; exec '{EVALSITE}' serve --port {free_port()} --no-worker"
+    process = subprocess.Popen(
+        ["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env, start_new_session=True,
+    )  # fmt: skip
+    try:
+        read_until(process, r"serving on")
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=40) == 0
+        assert "evalsite stopped." in process.stdout.read()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def test_a_second_start_prints_no_new_credentials(served, tmp_path):

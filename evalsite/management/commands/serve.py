@@ -107,6 +107,10 @@ class Command(EvalsiteCommand):
 
         server = create_server(application, host=host, port=port, threads=threads, ident="evalsite")
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        # Ctrl-C stops serve however it was started: a background job of a non-interactive
+        # shell inherits SIGINT ignored, Python then leaves it ignored, and serve ran on
+        # through every Ctrl-C and `kill -INT`.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         self.stdout.write(f"evalsite is serving on http://{host}:{port}/  (Ctrl-C stops it)")
         self.stdout.flush()
         server.run()
