@@ -1,11 +1,11 @@
 """Labels in and out as the suite file's `labels:` YAML (SPEC §10.6).
 
 Export writes every sample label of a suite as suite-file entries (task, case, the two
-contestants, prefer, labeller, note), ready to paste into the suite file, where they bind
-to task, case and models. Import reads the same YAML (a list, or a mapping with `labels:`)
-and binds each entry to the answers of the suite's calibration run, as a label of source
-"import"; every problem is reported with its entry and key, and nothing is stored unless
-the whole file is usable.
+contestants, prefer, labeller, note, and the probability the queue asked with), ready to
+paste into the suite file, where they bind to task, case and models. Import reads the same
+YAML (a list, or a mapping with `labels:`) and binds each entry to the answers of the
+suite's calibration run, as a label of source "import"; every problem is reported with its
+entry and key, and nothing is stored unless the whole file is usable.
 
 An imported label belongs to a user of the site, never to a name made up in the file
 (docs/labelling.md): a member's import is all their own, and an entry naming anyone else is
@@ -30,7 +30,7 @@ from runs.models import Label, Pair, Run, Suite
 from runs.results.calibration import refresh_human
 
 PREFERS = ("baseline", "candidate", "tie")
-KEYS = {"task", "case", "baseline", "candidate", "prefer", "note", "labeller"}
+KEYS = {"task", "case", "baseline", "candidate", "prefer", "note", "labeller", "probability"}
 
 
 class LabelImportError(ValueError):
@@ -48,7 +48,7 @@ def export_yaml(suite: Suite, *, viewer=None, hidden: Collection[tuple[str, ...]
         key = tuple(content_of(label).values())
         if viewer is not None and label.labeller_id != viewer.pk and key in hidden:
             continue
-        entry = {
+        entry: dict[str, str | float] = {
             "task": label.task_id,
             "case": label.case_id,
             "baseline": label.baseline,
@@ -58,6 +58,8 @@ def export_yaml(suite: Suite, *, viewer=None, hidden: Collection[tuple[str, ...]
         }
         if label.note:
             entry["note"] = label.note
+        if label.probability is not None:  # its weight in the corrected win-rate and kappa
+            entry["probability"] = label.probability
         entries.append(entry)
     return yaml.safe_dump(
         {"labels": entries}, sort_keys=False, allow_unicode=True, default_flow_style=False
@@ -190,6 +192,7 @@ def _store(suite: Suite, bound: list[tuple[dict, Any, Pair]]) -> None:
                     "note": str(entry.get("note") or ""),
                     "source": Label.Source.IMPORT,
                     "mode": SAMPLE,
+                    "probability": entry.get("probability"),
                 },
             )
             refresh_human(suite, content)
@@ -222,4 +225,9 @@ def _entry_problem(entry: Any) -> str | None:
         return f"prefer must be baseline, candidate or tie, not {entry['prefer']!r}"
     if entry["baseline"] == entry["candidate"]:
         return "baseline and candidate are the same contestant"
+    chance = entry.get("probability")
+    if chance is not None and (
+        isinstance(chance, bool) or not isinstance(chance, int | float) or not 0 < chance <= 1
+    ):
+        return f"probability must be a number above 0 and at most 1, not {chance!r}"
     return None

@@ -214,6 +214,7 @@ class SuiteLabel:
     prefer: str
     note: str = ""
     labeller: str | None = None
+    probability: float | None = None  # the sample queue's chance of asking (None: 1)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> SuiteLabel:
@@ -221,7 +222,12 @@ class SuiteLabel:
             key: as_type(raw.get(key), str, "")
             for key in ("task", "case", "baseline", "candidate", "prefer", "note")
         }
-        return cls(**text, labeller=as_type(raw.get("labeller"), str, None))
+        chance = raw.get("probability")
+        return cls(
+            **text,
+            labeller=as_type(raw.get("labeller"), str, None),
+            probability=float(chance) if isinstance(chance, int | float) else None,
+        )
 
 
 # The calibration floor a judge is held to unless its suite says otherwise (evalmine's):

@@ -241,6 +241,13 @@ DEFS: dict[str, Any] = {
             "prefer": {"enum": ["baseline", "candidate", "tie"]},
             "note": {"type": "string"},
             "labeller": _ref("text"),
+            # the chance the sample queue asked for the pair (labels exported from a site)
+            "probability": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1,
+                "x-message": "must be a number above 0 and at most 1",
+            },
         },
         "task",
         "case",

@@ -97,6 +97,7 @@ def run_labels(run: Run, suite: CoreSuite) -> list[LabelView]:
             baseline=label.baseline,
             candidate=label.candidate,
             prefer=label.prefer,
+            probability=label.probability,
         )
         for label in suite.labels
     ]

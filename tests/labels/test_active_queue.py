@@ -14,8 +14,10 @@ from django.test import Client
 from evalsite.core.report.judge_text import more_labels_text
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.stats.ppi import ESTIMATOR, ESTIMATOR_WEIGHTED
+from evalsite.core.suites import parse_suite
 from evalsite.mcp.tools import run_reply
 from labels.queue import SAMPLE, is_overlap, offered, why_empty
+from labels.transfer import LabelImportError, export_yaml, import_yaml
 from runs.models import Label, Pair, Run
 from runs.results.calibration import suite_calibration
 from runs.results.reporting import write_report
@@ -146,3 +148,28 @@ def test_an_exhausted_sample_says_it_asked_for_part_of_the_run(run):
         f"every pair the sample asks for has the labels it needs: the queue asks for "
         f"{len(queue.present)} of the run's 200 judged pairs, more where the judge was unsure"
     )
+
+
+def test_a_labels_probability_goes_out_and_back_in_with_it(run):
+    ann = make_user(username="ann")
+    client = member_client(ann)
+    for i in range(8):
+        _label_next(client, ("left", "right")[i % 2])
+    given = {(label.task_id, label.case_id): label.probability for label in Label.objects.all()}
+    exported = export_yaml(run.suite)
+    assert parse_suite(_with_labels(run, exported), filename="s.yaml", origin="upload")
+
+    Label.objects.all().delete()
+    assert import_yaml(run.suite, exported, user=ann, filename="l.yaml")
+    back = {(label.task_id, label.case_id): label.probability for label in Label.objects.all()}
+    assert back == given and set(given.values()) <= {0.5, 1.0}
+
+    with pytest.raises(LabelImportError, match="probability must be a number above 0"):
+        import_yaml(run.suite, exported.replace("probability: 0.5", "probability: 0", 1)
+                    .replace("probability: 1.0", "probability: 0", 1),
+                    user=ann, filename="l.yaml")  # fmt: skip
+
+
+def _with_labels(run: Run, exported: str) -> bytes:
+    """The run's suite with the exported labels pasted in as its `labels:`."""
+    return (run.suite_version.yaml_text + exported).encode()
