@@ -24,7 +24,8 @@ from evalsite.core.calibration import (
     match_labels,
 )
 from evalsite.core.judging import judge_config
-from evalsite.core.report.corrections import corrected_figure
+from evalsite.core.report.build import PairRow
+from evalsite.core.report.corrections import corrected_figures
 from evalsite.core.stats import seed_from
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suite_parts import NO_JUDGE
@@ -196,21 +197,27 @@ def calibration_of(
 
 
 def corrected_of(run: Run, matched: Calibration) -> dict[str, dict[str, Any]]:
-    """Each candidate's label-corrected win-rate against the run's baseline (its first
-    contestant), as the report has it, from the labels given so far: for the calibration
-    page and MCP, where a team reads how many more labels it needs."""
-    views = [pair_view(row) for row in pair_rows(run)]
-    baseline = run.contestants[0] if run.contestants else None
-    figures = {}
-    for candidate in run.contestants[1:]:
-        pairs = {
-            view.key: view
-            for view in views
-            if view.baseline == baseline and view.candidate == candidate and view.score is not None
-        }
-        if pairs:
-            figures[candidate] = jsonable(corrected_figure(pairs, matched.judged))
-    return figures
+    """Each candidate's label-corrected win-rate against the run's baseline, as the report
+    has it, from the labels given so far: for the calibration page and MCP, where a team
+    reads how many more labels it needs."""
+    pairs = [pair_row(row) for row in pair_rows(run)]
+    return jsonable(corrected_figures(run.contestants, pairs, matched.judged))
+
+
+def pair_row(row: dict) -> PairRow:
+    """A row of PAIR_FIELDS as the report builder reads a pair."""
+    return PairRow(
+        key=row["pk"],
+        task=row["task_id"],
+        case=row["case_id"],
+        repeat=row["repeat"],
+        baseline=row["baseline_contestant"],
+        candidate=row["candidate_contestant"],
+        excluded_reason=row["excluded_reason"],
+        score=row["score"],
+        flip=row["flip"],
+        category=row["category"],
+    )
 
 
 def calibration_gate(suite: CoreSuite) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from django.utils import timezone
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.pricing import resolve_models
 from evalsite.core.providers.base import ErrorKind
-from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
+from evalsite.core.report.build import AnswerRow, ReportInput, build_report
 from evalsite.core.report.case_diff import CaseBaseline, CaseChange
 from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
@@ -33,7 +33,13 @@ from evalsite.core.scoring.scorecard import json_valid_of, score_answer
 from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite
 from runs.models import Answer, Call, Judgement, Pair, Run
-from runs.results.calibration import PAIR_FIELDS, calibration_gate, run_calibration, store_human
+from runs.results.calibration import (
+    PAIR_FIELDS,
+    calibration_gate,
+    pair_row,
+    run_calibration,
+    store_human,
+)
 from runs.results.case_diff import SideError, baseline_changes
 from runs.results.media import report_attachments
 
@@ -65,7 +71,7 @@ def compute_report(
     suite = run.suite_version.core_suite()
     answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
-    pairs = [_pair_row(row) for row in rows]
+    pairs = [pair_row(row) for row in rows]
     judge = suite.judge or NO_JUDGE
     calibration = run_calibration(run, suite, rows=rows)
     thresholds = calibration_gate(suite)
@@ -241,21 +247,6 @@ def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
 
 def _float(value) -> float | None:
     return None if value is None else float(value)
-
-
-def _pair_row(row: dict) -> PairRow:
-    return PairRow(
-        key=row["pk"],
-        task=row["task_id"],
-        case=row["case_id"],
-        repeat=row["repeat"],
-        baseline=row["baseline_contestant"],
-        candidate=row["candidate_contestant"],
-        excluded_reason=row["excluded_reason"],
-        score=row["score"],
-        flip=row["flip"],
-        category=row["category"],
-    )
 
 
 def _judge_failures(run: Run) -> list[dict]:

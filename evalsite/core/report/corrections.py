@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,7 +24,10 @@ from evalsite.core.stats.length import length_bias, length_preference
 from evalsite.core.stats.more_labels import labels_for_corrected, labels_to_decide
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
 
-__all__ = ["LENGTH_UNIT", "corrected_figure", "judge_figures", "length_warnings"]
+__all__ = [
+    "LENGTH_UNIT", "corrected_figure", "corrected_figures", "judge_figures", "judged_pairs",
+    "length_warnings",
+]  # fmt: skip
 
 LENGTH_UNIT = "output tokens"
 _HUMAN_SCORE = {"candidate": 1.0, "tie": 0.5, "baseline": 0.0}
@@ -41,14 +44,7 @@ def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
     }
     figures = {}
     for candidate in data.contestants[1:]:
-        pairs = {
-            p.key: p
-            for p in data.pairs
-            if p.candidate == candidate
-            and p.baseline == baseline
-            and not p.excluded_reason
-            and p.score is not None
-        }
+        pairs = judged_pairs(data.pairs, baseline, candidate)
         if not pairs:  # the win-rate line says "no judged pairs"; nothing to correct
             continue
         items = _labelled_items(data.calibration.judged, pairs)
@@ -66,6 +62,32 @@ def judge_figures(data: Any, *, eligible: bool) -> dict[str, dict[str, Any]]:
                 cases={key: (pair.task, pair.case) for key, pair in pairs.items()},
                 seed=seed_from(data.suite_hash),
             ).to_dict()
+    return figures
+
+
+def judged_pairs(pairs: Iterable[Any], baseline: str, candidate: str) -> dict[int, Any]:
+    """The pairs of ``candidate`` against ``baseline`` the judge scored (none excluded), by
+    key: what each candidate's corrected and length figures are over."""
+    return {
+        p.key: p
+        for p in pairs
+        if p.candidate == candidate
+        and p.baseline == baseline
+        and not p.excluded_reason
+        and p.score is not None
+    }
+
+
+def corrected_figures(
+    contestants: Sequence[str], pairs: Sequence[Any], judged: Sequence[Item]
+) -> dict[str, dict[str, Any]]:
+    """Each candidate's :func:`corrected_figure` against the baseline (the first of
+    ``contestants``), for a candidate with judged pairs: the calibration page's and MCP's,
+    the same the report has under ``win_rates.<candidate>.corrected``."""
+    figures = {}
+    for candidate in contestants[1:]:
+        if found := judged_pairs(pairs, contestants[0], candidate):
+            figures[candidate] = corrected_figure(found, judged)
     return figures
 
 
@@ -116,7 +138,6 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
         judge[item.task].append(_mean_score(item, pairs))
         label_cases[item.task].append(pairs[item.pairs[0]].case)
         chances[item.task].append(item.probability)
-    weighted = any(chance is not None for task in chances.values() for chance in task)
     rest: dict[str, list[float]] = defaultdict(list)
     cases: dict[str, list[str]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
@@ -133,7 +154,7 @@ def _strata(pairs: Mapping[int, Any], items: list[tuple[Item, str]]) -> dict[str
             counts[task],
             cases[task],
             label_cases[task],
-            chances[task] if weighted else None,  # weighted in every task, or in none
+            chances[task],  # all None: the classical estimator (corrected_win_rate decides)
         )
         for task in sorted(counts)
     }
