@@ -129,20 +129,15 @@ def _sampled(run: Run) -> Offered:
         row["pk"]: sampling_probability(row["score"], row["flip"], pairs=len(judged))
         for row in judged
     }
-    asked = [
-        row
-        for row in judged
-        if _keyed_fraction("ask", *(row[name] for name in PAIR_CONTENT_FIELDS)) < chances[row["pk"]]
-    ]
-    rows = [(row["pk"], *(row[name] for name in PAIR_CONTENT_FIELDS)) for row in asked]
-    offered = _offered(run, rows)
-    return Offered(offered.keys, offered.order, offered.present, chances)
+    rows = [(row["pk"], *(row[name] for name in PAIR_CONTENT_FIELDS)) for row in judged]
+    asked = [row for row in rows if _keyed_fraction("ask", *row[1:]) < chances[row[0]]]
+    return _offered(run, asked, chances)
 
 
-def _offered(run: Run, rows: list[tuple]) -> Offered:
+def _offered(run: Run, rows: list[tuple], chances: dict[int, float] | None = None) -> Offered:
     keys = {row[0]: tuple(row[1:]) for row in rows}
     order = stratified_order(run, [(row[0], row[1]) for row in rows])
-    return Offered(keys, order, frozenset(keys.values()))
+    return Offered(keys, order, frozenset(keys.values()), chances)
 
 
 @dataclass(frozen=True)
