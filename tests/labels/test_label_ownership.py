@@ -16,13 +16,14 @@ import re
 
 import pytest
 from django.core.management import call_command
-from django.test import Client, override_settings
+from django.test import override_settings
 
 from labels.queue import waiting
 from labels.transfer import LabelImportError, import_yaml
 from runs.models import Label, Pair, Run
 from runs.results.calibration import suite_calibration
 from tests.helpers.factories import make_judged_run, make_label, make_suite_version, make_user
+from tests.helpers.labelling import member_client
 
 pytestmark = pytest.mark.django_db
 CASES = [f"c{i}" for i in range(4)]
@@ -65,12 +66,6 @@ def _yaml(*entries: str) -> str:
     return "labels:\n" + "".join(entries)
 
 
-def _client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def _humans(run: Run) -> dict:
     return suite_calibration(run.suite)["humans"]
 
@@ -83,7 +78,7 @@ def test_a_members_import_naming_bob_is_refused_and_bobs_browser_label_is_unchan
     theirs = make_label(_pair(run, "c1"), "candidate", labeller=bob, note="bob's own")
 
     page = (
-        _client(ann)
+        member_client(ann)
         .post(
             "/suites/owned/labels/import/",
             {"yaml": _yaml(_entry("c1", "baseline", labeller="bob", note="forged"))},
@@ -231,8 +226,8 @@ def test_a_member_sees_no_trace_of_a_label_on_a_pair_still_waiting_for_them(run)
     make_label(_pair(run, "c1"), "candidate", labeller=bob)
     assert _pair(run, "c0").pk in waiting(run.suite, bob)
 
-    page = _client(bob).get("/suites/owned/calibration/").content.decode()
-    download = _client(bob).get("/suites/owned/labels.yaml").content.decode()
+    page = member_client(bob).get("/suites/owned/calibration/").content.decode()
+    download = member_client(bob).get("/suites/owned/labels.yaml").content.decode()
     for shown in (_shown_labels(page), download):
         assert "ann-secret-c0" not in shown and "case: c0" not in shown
         assert "ann-open-c1" in shown  # ann's label of a pair bob has labelled shows
@@ -244,16 +239,19 @@ def test_a_member_sees_no_trace_of_a_label_on_a_pair_still_waiting_for_them(run)
 
     # staff see everything, ann her own labels; the headline figures count every label
     for viewer in (staff, ann):
-        everything = _client(viewer).get("/suites/owned/calibration/").content.decode()
+        everything = member_client(viewer).get("/suites/owned/calibration/").content.decode()
         assert _headline(everything) == _headline(page)
         assert "ann-secret-c0" in _shown_labels(everything)
         assert _labeller_row(everything, "ann") == "2"
         assert "ann~sue" in _humans_section(everything)
-        assert "ann-secret-c0" in _client(viewer).get("/suites/owned/labels.yaml").content.decode()
+        assert (
+            "ann-secret-c0"
+            in member_client(viewer).get("/suites/owned/labels.yaml").content.decode()
+        )
 
     # once bob has labelled c0 himself, ann's label of it may show to him
     make_label(_pair(run, "c0"), "baseline", labeller=bob)
-    after = _client(bob).get("/suites/owned/calibration/").content.decode()
+    after = member_client(bob).get("/suites/owned/calibration/").content.decode()
     assert "ann-secret-c0" in _shown_labels(after)
     assert _labeller_row(after, "ann") == "2" and "ann~sue" in _humans_section(after)
     assert "left out of this table" not in after
