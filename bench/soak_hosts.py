@@ -70,7 +70,8 @@ class Hosts:
         self.processes = processes
         self.folder = folder
         self.latency_ms = latency_ms
-        self.key = secrets.token_urlsafe(24)  # the mock's key: only the workers get it
+        # the mock's key: only the workers get it (passed as --key=KEY: a key may start with "-")
+        self.key = secrets.token_urlsafe(24)
         self.secret = secrets.token_urlsafe(50)
         self.data_dir = folder / "data"  # one shared volume: reports written by any worker
         self.data_dir.mkdir(mode=0o700)
@@ -162,7 +163,7 @@ class Hosts:
     def start_mock(self, seed: int) -> None:
         argv = [sys.executable, str(MOCK), "--host", self.net.address("mock"),
                 "--port", str(MOCK_PORT), "--latency-ms", f"{self.latency_ms:g}",
-                "--key", self.key, "--log", str(self.mock_log), "--seed", str(seed),
+                f"--key={self.key}", "--log", str(self.mock_log), "--seed", str(seed),
                 "--max-seconds", "7200"]  # fmt: skip
         self._start("mock", "mock", argv, dict(os.environ))
         wait_port(self.net.address("mock"), MOCK_PORT, 15, "the mock", self._alive("mock"))
