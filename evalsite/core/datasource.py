@@ -36,7 +36,12 @@ from evalsite.core.suites import Suite, parse_document
 MAX_CASES = 100_000
 MAX_BYTES = 256 * 1024 * 1024  # what a command may print, all lines together
 _CASE_PATH = re.compile(r"tasks\[(\d+)\]\.cases\[(\d+)\]")
-COMMAND_TIMEOUT_S = float(os.environ.get("EVALSITE_SOURCE_TIMEOUT_S", "600"))
+
+
+def command_timeout_s() -> float:
+    """How long a source command may run: EVALSITE_SOURCE_TIMEOUT_S, read when a command
+    starts (the core reads no environment as it is imported)."""
+    return float(os.environ.get("EVALSITE_SOURCE_TIMEOUT_S", "600"))
 
 
 class SourceError(SuiteError):
@@ -213,7 +218,8 @@ def _run(argv: list[str], folder: Path, name: str) -> str:
         assert stdout is not None  # stdout=PIPE
     except OSError as error:
         raise SourceError([Problem(name, None, "", f"cannot start: {error.strerror}")]) from None
-    timer = threading.Timer(COMMAND_TIMEOUT_S, process.kill)
+    timeout_s = command_timeout_s()
+    timer = threading.Timer(timeout_s, process.kill)
     timer.start()
     try:
         data = stdout.read(MAX_BYTES + 1)
@@ -226,6 +232,6 @@ def _run(argv: list[str], folder: Path, name: str) -> str:
     if len(data) > MAX_BYTES:
         raise SourceError([Problem(name, None, "", f"printed more than {MAX_BYTES} bytes")])
     if code != 0:
-        reason = f"timed out after {COMMAND_TIMEOUT_S:g} s" if code < 0 else f"exited {code}"
+        reason = f"timed out after {timeout_s:g} s" if code < 0 else f"exited {code}"
         raise SourceError([Problem(name, None, "", reason)])
     return data.decode("utf-8", errors="replace")

@@ -19,6 +19,7 @@ from evalsite.core.pricing import PriceRow
 from evalsite.core.providers import ScriptedReplies
 from evalsite.core.starter import Judging, Starter, StarterError
 from evalsite.core.suites import load_suite
+from tests.helpers import launcher
 from tests.helpers.cli import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,15 +210,7 @@ def _env(data_dir: Path) -> dict[str, str]:
 
 
 def evalsite(data_dir, cwd, *args, input=None):
-    return subprocess.run(
-        [str(EVALSITE), *args],
-        cwd=cwd,
-        env=_env(data_dir),
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return launcher.run(list(args), env=_env(data_dir), cwd=cwd, input=input)
 
 
 def test_yes_writes_the_default_suite_and_replies_here_and_they_validate(data_dir, tmp_path):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import launcher
 from tests.helpers.cli import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,10 +58,7 @@ def env_for(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def evalsite(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(EVALSITE), *args], cwd=ROOT, env=env_for(data_dir, **extra), capture_output=True,
-        text=True, timeout=300,
-    )  # fmt: skip
+    return launcher.run(list(args), env=env_for(data_dir, **extra), timeout=300)
 
 
 def report_json(data_dir: Path, reference: str = "latest") -> dict:

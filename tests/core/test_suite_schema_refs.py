@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -14,8 +11,9 @@ import pytest
 from evalsite.core.scoring.json_answer import schema_verdict
 from evalsite.core.suites import Problem, SuiteError, load_suite, parse_suite
 from tests.core.ref_server import counting_server
+from tests.helpers import launcher
+from tests.helpers.cli import cli_env
 
-EVALSITE = pathlib.Path(sys.executable).parent / "evalsite"
 CANARY = "FILE-CONTENT-CANARY-7f3a"
 
 HEADER = "suite: refs\nversion: 1\ntasks:\n  - id: t\n    prompt: hi\n    cases: [{id: c}]\n"
@@ -171,15 +169,7 @@ def test_evalsite_validate_prints_the_ref_error_and_exits_2(tmp_path: pathlib.Pa
     with counting_server() as (base, hits):
         suite = tmp_path / "x.yaml"
         suite.write_text(with_ref(f"{base}/x.json"))
-        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-        env["EVALSITE_DATA_DIR"] = str(tmp_path / "data")
-        result = subprocess.run(
-            [str(EVALSITE), "validate", str(suite)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = launcher.run(["validate", str(suite)], env=cli_env(tmp_path / "data"))
         assert hits == []
     assert result.returncode == 2, result.stderr
     assert f"{suite}:13: tasks[0].schema.properties.a" in result.stderr

@@ -21,6 +21,8 @@ from contextlib import closing
 from functools import cache
 from pathlib import Path
 
+from tests.helpers import launcher
+
 ROOT = Path(__file__).resolve().parents[2]
 EVALSITE = Path(sys.executable).parent / "evalsite"
 
@@ -67,6 +69,12 @@ def _migrated_database() -> Path:
 
 
 def evalsite(data_dir: Path, *args: str, timeout: float = 120, fresh: bool = False, **extra: str):
+    """`evalsite ARGS` on ``data_dir``, its output captured: forked from this worker's
+    launcher (:mod:`tests.helpers.launcher`), or, for a ``fresh`` data dir's first start,
+    the console script started as a shell starts it."""
+    if not fresh:
+        env = cli_env(data_dir, **extra)
+        return launcher.run(list(args), env=env, timeout=timeout)
     return subprocess.run(
         [str(EVALSITE), *args],
         cwd=ROOT,

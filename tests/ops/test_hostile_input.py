@@ -18,6 +18,7 @@ from django.urls import reverse
 from evalsite.core.input_limits import MAX_INT_DIGITS
 from evalsite.core.yamlsafe import load_yaml
 from runs.models import PriceTable, Suite
+from tests.helpers import launcher
 from tests.helpers.cli import cli_env
 from tests.helpers.factories import (
     make_price_table,
@@ -91,6 +92,8 @@ def data_dir(tmp_path_factory):
 
 
 def evalsite(data_dir, *args, stdout=subprocess.PIPE):
+    if stdout == subprocess.PIPE:
+        return launcher.run(list(args), env=cli_env(data_dir))
     return subprocess.run(
         [str(EVALSITE), *args],
         cwd=ROOT,
