@@ -313,6 +313,36 @@ def test_an_evaling_python_cases_source_is_refused_with_what_to_write_and_privac
     assert {item.what for item in result.untranslated} == {"privacy.keep_ids"}
 
 
+def test_an_evaling_command_model_is_a_command_model_with_its_program_in_the_note(tmp_path):
+    """evaling's command provider is evalsite's (request on stdin, answer on stdout): its
+    models used to be listed as a provider evalsite has not, leaving a suite with no
+    contestant that `run --fake` refused. Each is now command/<id>, the note giving the
+    variable that names its program; params, which evalsite's request does not carry, are
+    listed."""
+    (tmp_path / "eval.yaml").write_text(
+        "models:\n"
+        "  - {id: clean-json, provider: command, command: python3 fake_model.py}\n"
+        "  - id: sloppy\n"
+        "    provider: command\n"
+        "    command: python3 fake_model.py --loose\n"
+        "    params: {style: sloppy}\n"
+        "prompt: 'Triage {{ body }}'\n"
+        "cases: [{id: a, vars: {body: my card was charged twice}}]\n"
+        "scorecard:\n"
+        "  - {criterion: valid-json, scorer: {type: json-valid}}\n"
+    )
+    result = translate("evaling", tmp_path / "eval.yaml")
+    assert check_translation(result) == []
+    assert result.suite["models"] == ["command/clean-json", "command/sloppy"]
+    notes = "\n".join(result.notes)
+    assert "EVALSITE_COMMAND_CLEAN_JSON='python3 fake_model.py'" in notes
+    assert "EVALSITE_COMMAND_SLOPPY='python3 fake_model.py --loose'" in notes
+    assert str(tmp_path) in notes  # where evaling ran it: the eval's folder
+    listed = {(item.line, item.what): item.why for item in result.untranslated}
+    assert "params" in listed[(6, "model sloppy params")]
+    assert "defaults" not in result.suite  # a command model's params are no suite default
+
+
 def test_auto_refuses_a_file_it_cannot_place(tmp_path):
     (tmp_path / "x.yaml").write_text("name: mine\nitems: []\n")  # no tool's keys
     with pytest.raises(SuiteError, match="cannot tell its format"):

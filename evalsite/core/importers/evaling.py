@@ -12,6 +12,7 @@ import dataclasses
 import json
 import pathlib
 import re
+import shlex
 from typing import Any
 
 from evalsite.core.importers.common import (
@@ -27,6 +28,7 @@ from evalsite.core.importers.common import (
 )
 from evalsite.core.media import MAX_MEDIA_BYTES
 from evalsite.core.problems import SuiteError
+from evalsite.core.providers.command import command_variable
 
 __all__ = ["translate"]
 
@@ -148,6 +150,9 @@ def _models(
             mocks[str(model_id)] = response if isinstance(response, str) else None
             ids[str(model_id)] = f"scripted/{model_id}"
             continue
+        if provider == "command" and _MODEL_NAME.fullmatch(str(model_id)):
+            ids[str(model_id)] = _command_model(str(model_id), entry, path, c)
+            continue
         if provider not in PROVIDERS:
             why = "evalsite has no such provider (command is in docs/providers.md)"
             c.skip(path, f"model {model_id} ({provider})", why)
@@ -173,6 +178,29 @@ def _models(
             "models[].",
         )
     return ids, list(ids.values()), _shared(configs, c)
+
+
+def _command_model(
+    model_id: str, entry: dict[str, Any], path: tuple[Any, ...], c: Collector
+) -> str:
+    """evaling's command model as evalsite's command/<id>: the same mechanism (the request
+    on stdin, the answer on stdout), its program named by a variable the note gives."""
+    program = entry.get("command")
+    where = f" from {c.folder}" if c.folder is not None else ""
+    c.notes.append(
+        f"{model_id} is command/{model_id}: run it{where} with "
+        f"{command_variable(model_id)}={shlex.quote(str(program or 'PROGRAM'))}; evalsite "
+        "sends its own request JSON on stdin (docs/providers.md#command-models), which a "
+        "program written for evaling's must read"
+    )
+    if entry.get("params"):
+        c.skip(
+            (*path, "params"),
+            f"model {model_id} params",
+            "evalsite's command request carries no params: give them on the program's command line",
+        )
+    c.unknown_keys(entry, {"id", "provider", "command", "params"}, path, "models[].")
+    return f"command/{model_id}"
 
 
 def _with_mock_replies(translation: Translation, mocks: dict[str, str | None]) -> Translation:
