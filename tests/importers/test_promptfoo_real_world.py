@@ -181,11 +181,9 @@ def test_openai_compatible_providers_are_endpoint_models_with_their_base_urls(tm
     assert "provider ollama:llama3.2:3b" not in _skipped(result)
 
 
-def test_echo_is_a_command_model_whose_program_echoes_and_scripts_are_listed(tmp_path):
+def test_echo_is_a_command_model_whose_program_echoes(tmp_path):
     result = _valid(
-        tmp_path,
-        "prompts: ['Say {{x}}']\ntests: [{vars: {x: hi}}]\n"
-        "providers: [echo, 'exec: python3 run.py', file://provider.py]\n",
+        tmp_path, "prompts: ['Say {{x}}']\ntests: [{vars: {x: hi}}]\nproviders: [echo]\n"
     )
     assert result.suite["models"] == ["command/echo"]
     program = result.files["echo.py"]
@@ -194,10 +192,54 @@ def test_echo_is_a_command_model_whose_program_echoes_and_scripts_are_listed(tmp
         [sys.executable, "-c", program], input=json.dumps(request), capture_output=True, text=True
     )
     assert echoed.stdout == "Say hi\n"
-    skipped = _skipped(result)
-    assert "on stdin" in skipped["provider exec: python3 run.py"]
-    assert "on stdin" in skipped["provider file://provider.py"]
     assert any("EVALSITE_COMMAND_ECHO" in note for note in result.notes)
+
+
+SCRIPTS = {
+    "upper.py": "import json, sys\nprint(sys.argv[1].upper(), json.loads(sys.argv[2]))\n",
+    "provider.py": (
+        "def answer(prompt, options, context):\n"
+        "    return {'output': options['config']['prefix'] + prompt}\n"
+    ),
+}
+
+
+def test_script_providers_are_command_models_that_call_the_script_promptfoos_way(tmp_path):
+    """promptfoo's exec: and Python file providers used to be listed (not evalsite's
+    protocol), leaving a suite with no contestant. Each is now a command model whose program,
+    written beside the suite, calls the script as promptfoo does: exec with the prompt as
+    its first argument and the options as JSON, a Python file's function with (prompt,
+    options, context); a JavaScript provider is still listed."""
+    config = _config(
+        tmp_path / "source",
+        "prompts: ['Say {{x}}']\ntests: [{vars: {x: hi}}]\nproviders:\n"
+        "  - 'exec: python3 upper.py'\n"
+        "  - {id: 'file://provider.py:answer', label: Prefixed, config: {prefix: '>> '}}\n"
+        "  - file://provider.js\n",
+        **SCRIPTS,
+    )
+    result = translate("promptfoo", config)
+    assert check_translation(result) == []
+    assert result.suite["models"] == ["command/upper", "command/prefixed"]
+    assert "runs no JavaScript" in _skipped(result)["provider file://provider.js"]
+    assert "config.prefix" not in str(_skipped(result))  # the script's, not a request's
+    notes = "\n".join(result.notes)
+    assert "EVALSITE_COMMAND_UPPER='python3 promptfoo_provider.py upper'" in notes
+    assert "the case's vars are not in evalsite's request" in notes
+    out = tmp_path / "suite"
+    out.mkdir()
+    for name in ("promptfoo_provider.py", "promptfoo_providers.json"):
+        (out / name).write_text(result.files[name])
+    request = json.dumps({"messages": [{"role": "user", "content": "Say hi"}]})
+    said = {}
+    for name in ("upper", "prefixed"):
+        done = subprocess.run(
+            [sys.executable, "promptfoo_provider.py", name],
+            cwd=out, input=request, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        said[name] = done.stdout
+    assert said == {"upper": "SAY HI {'config': {}}\n", "prefixed": ">> Say hi\n"}
 
 
 @pytest.mark.django_db(transaction=True)

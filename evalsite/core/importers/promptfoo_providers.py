@@ -1,6 +1,7 @@
 """promptfoo's ``providers`` as evalsite contestants: the vendors evalsite calls, the
 OpenAI-compatible servers as an Endpoint's models (a note names the Endpoint to add and its
-base URL), promptfoo's ``echo`` as a command model, and everything else listed with why.
+base URL), promptfoo's ``echo`` and its script providers as command models
+(:mod:`promptfoo_scripts`), and everything else listed with why.
 
 Each provider is either one contestant or one untranslated line; none is dropped (two
 providers that are the same evalsite model, a provider's own ``prompts``, its other keys).
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.core.importers.common import Collector, identifier
+from evalsite.core.importers.promptfoo_scripts import script_model
 from evalsite.core.suite_schema import MODEL
 
 __all__ = ["ECHO_PROGRAM", "Contestants", "grader", "providers"]
@@ -61,11 +63,6 @@ ECHO_PROGRAM = (
     "import json, sys\n"
     "messages = json.load(sys.stdin)['messages']\n"
     "print('\\n'.join(str(m['content']) for m in messages))\n"
-)
-NOT_FAITHFUL = (
-    "promptfoo passes a script the prompt as an argument (exec:) or calls its call_api "
-    "function; evalsite's command provider sends the messages as JSON on stdin: wrap it in a "
-    "program that reads that and set EVALSITE_COMMAND_<NAME> (docs/providers.md)"
 )
 
 
@@ -122,8 +119,7 @@ def _specs(item: Any, path: tuple[Any, ...], c: Collector) -> list[dict[str, Any
     if isinstance(item, str) and item.startswith("file://"):
         suffix = pathlib.PurePosixPath(item).suffix.lower()
         if suffix not in {".yaml", ".yml", ".json"}:
-            c.skip(path, f"provider {item}", f"a custom provider script: {NOT_FAITHFUL}")
-            return []
+            return [{"id": item, "_path": path}]  # a script: promptfoo_scripts
         found = c.read_yaml(item, c.at(path))
         data = found[0].data if found else None
         listed = data if isinstance(data, list) else [data] if data is not None else []
@@ -147,7 +143,7 @@ def _provider(spec: dict[str, Any], index: int, out: Contestants, c: Collector) 
     wanted = spec.get("prompts")
     if wanted is not None and not isinstance(wanted, list):
         c.skip((*path, "prompts"), f"{named}: prompts", "not a list of prompt labels")
-    model = _model(provider, config, path, c, out)
+    model = _model(provider, config, path, c, out, label=spec.get("label"))
     if model is None:
         return
     if model in out.models:
@@ -160,14 +156,21 @@ def _provider(spec: dict[str, Any], index: int, out: Contestants, c: Collector) 
         )
         return
     out.models.append(model)
-    out.configs.append(config)
+    # A command model's config went to its script (promptfoo_scripts), not to requests.
+    out.configs.append({} if model.startswith("command/") else config)
     if isinstance(wanted, list):
         out.only[model] = ([str(label) for label in wanted], (*path, "prompts"))
     out.sources[model] = index
 
 
 def _model(
-    provider: str, config: dict[str, Any], path: tuple[Any, ...], c: Collector, out: Contestants
+    provider: str,
+    config: dict[str, Any],
+    path: tuple[Any, ...],
+    c: Collector,
+    out: Contestants,
+    *,
+    label: Any = None,
 ) -> str | None:
     prefix, _, rest = provider.partition(":")
     for mode in MODES:
@@ -180,8 +183,7 @@ def _model(
         )
         return "command/echo"
     if prefix in {"exec", "python", "file"} or provider.endswith((".py", ".js", ".sh")):
-        c.skip(path, f"provider {provider}", NOT_FAITHFUL)
-        return None
+        return script_model(provider, config, label, path, c, out.files, out.models)
     base_url = config.get("apiBaseUrl") or config.get("apiHost") or config.get("baseUrl")
     if base_url or prefix in COMPATIBLE:
         return _endpoint_model(provider, prefix, rest, base_url, path, c, out)
