@@ -14,10 +14,12 @@ serve:
 # The tests keep their compiled bytecode even where the environment says not to write it
 # (PYTHONDONTWRITEBYTECODE): without it every worker and every `evalsite` a test starts
 # compiles the project again (about 0.2 s a start, and pytest's assertion rewriting of every
-# test module in each worker). One worker a core: two a core ran the first leg 25% faster but
-# failed a timing-sensitive browser or serve test in two runs of four on this 2-core machine.
+# test module in each worker). Two workers a core: a browser test waiting on a page, or a test
+# waiting on a server's latency, leaves its core to another worker (the parallel pass in 0.85
+# of the time of one a core, measured idle on this 2-core machine). The tests that need the
+# machine to themselves are marked `serial` and run after it, alone.
 pytest = env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest
-workers = auto
+workers = $(shell echo $$(( 2 * $$(nproc) )))
 
 # In parallel (pytest-xdist, a test file's tests on one worker; each worker has its own data
 # dir: tests/helpers/plugin.py), then the `serial` tests alone.
