@@ -326,6 +326,30 @@ def test_a_bare_prompt_path_is_read_and_a_csv_of_prompts_is_one_prompt_a_row(tmp
     assert list(variants) == ["prompts", "prompts-2", "third", "prompts-2-2"]
 
 
+def test_a_jsonl_file_of_tests_is_a_test_a_line_and_a_bad_line_is_listed_by_its_number(
+    tmp_path,
+):
+    """promptfoo reads `tests: file://cases.jsonl` a test object a line; the importer used
+    to list the file (only CSV, YAML and JSON) and, with no other test, write nothing."""
+    result = _valid(
+        tmp_path,
+        "prompts: ['Translate to {{lang}}: {{text}}']\nproviders: [echo]\n"
+        "tests: file://cases.jsonl\n",
+        **{
+            "cases.jsonl": '{"vars": {"lang": "French", "text": "Hello"},'
+            ' "assert": [{"type": "contains", "value": "Hello"}]}\n'
+            "\n"
+            '{"vars": {"lang": "Spanish", "text": "Hello"}}\n'
+            "{not json\n"
+        },
+    )
+    (task,) = result.suite["tasks"]
+    assert [case["vars"]["lang"] for case in task["cases"]] == ["French", "Spanish"]
+    (bad,) = [item for item in result.untranslated if item.file.endswith("cases.jsonl")]
+    assert (bad.line, bad.what) == (4, "test")
+    assert "not a JSON object" in bad.why
+
+
 def test_a_csv_of_prompts_without_a_prompt_column_is_listed(tmp_path):
     result = _valid(
         tmp_path,
@@ -544,12 +568,15 @@ def test_a_vendor_provider_that_is_no_chat_model_is_listed_not_a_model_string(tm
     result = _valid(
         tmp_path,
         "prompts: [Hi]\nproviders:\n  - openai:assistant:asst_abc123\n"
-        "  - openai:realtime:gpt-realtime\n  - openai:ft:gpt-4o-mini:acme::x1\n",
+        "  - openai:realtime:gpt-realtime\n  - openai:ft:gpt-4o-mini:acme::x1\n"
+        "  - openai:codex-security:gpt-5.6-sol\n",
     )
     assert result.suite["models"] == ["openai/ft:gpt-4o-mini:acme::x1"]
     skipped = _skipped(result)
     assert "no chat model" in skipped["provider openai:assistant:asst_abc123"]
     assert "no chat model" in skipped["provider openai:realtime:gpt-realtime"]
+    # promptfoo's security-scan agent used to become the model openai/codex-security:…
+    assert "no chat model" in skipped["provider openai:codex-security:gpt-5.6-sol"]
 
 
 def test_a_local_server_s_note_says_a_free_model_is_a_row_of_zero_rates(tmp_path):

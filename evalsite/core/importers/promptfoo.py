@@ -8,6 +8,7 @@ other assertion is listed as untranslated (docs/importing.md has the table).
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 from typing import Any
@@ -238,7 +239,10 @@ def _test_file(
             for i, t in enumerate(tests)
             if isinstance(t, dict)
         ]
-    c.skip(where, f"tests {written}", "only CSV, YAML and JSON test files translate")
+    if suffix == ".jsonl":
+        found = c.read_text(written, c.at(where))
+        return _jsonl_tests(*found, c) if found else []
+    c.skip(where, f"tests {written}", "only CSV, JSONL, YAML and JSON test files translate")
     return []
 
 
@@ -259,6 +263,25 @@ def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict[str, Any],
             else:
                 test["vars"][column] = cell
         out.append((test, (file, line, "")))
+    return out
+
+
+def _jsonl_tests(text: str, file: str, c: Collector) -> list[tuple[dict[str, Any], At]]:
+    """A test object a line (blank lines skipped); a line that is none is listed."""
+    out: list[tuple[dict[str, Any], At]] = []
+    for line, row in enumerate(text.splitlines(), start=1):
+        if not row.strip():
+            continue
+        try:
+            test = json.loads(row)
+        except ValueError:
+            test = None
+        if isinstance(test, dict):
+            out.append((test, (file, line, "")))
+        else:
+            c.skip_at(
+                line, "test", "not a JSON object (a JSONL file holds a test a line)", file=file
+            )
     return out
 
 

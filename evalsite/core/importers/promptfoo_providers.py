@@ -52,7 +52,7 @@ MODES = ("chat:", "completion:", "messages:", "responses:")
 # images, the realtime and audio APIs, agent SDKs (``openai:assistant:asst_…``).
 NOT_CHAT = {
     "assistant", "embedding", "embeddings", "image", "realtime", "moderation",
-    "transcription", "speech", "video", "agents", "codex-sdk", "chatkit",
+    "transcription", "speech", "video", "agents", "codex-sdk", "codex-security", "chatkit",
 }  # fmt: skip
 SETTINGS = {"temperature", "max_tokens", "top_p"}
 KNOWN_CONFIG = SETTINGS | {"apiBaseUrl", "apiHost", "baseUrl"}
