@@ -6,6 +6,7 @@ suite with `templating: jinja2` does (issue 31: every models module imported bot
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,38 @@ def test_a_run_imports_no_view_and_no_mcp(tmp_path):
 
     assert "evalsite.core.report.build" in modules  # it did run to its report
     assert under(modules, WEB + MCP) == []
+
+
+# Runs a verb as the console script does; writes how many collections the cyclic collector
+# made until Django was set up (every models module imported), and whether it collects
+# while the verb runs and after.
+GC_PROBE = """
+import gc, json, sys
+import django
+from django.core.management.base import BaseCommand
+from evalsite.console import main
+made = [0]
+gc.callbacks.append(lambda phase, info: made.__setitem__(0, made[0] + (phase == "start")))
+seen = {}
+setup, execute = django.setup, BaseCommand.execute
+def noting_setup(*args, **options):
+    setup(*args, **options)
+    seen.setdefault("until_set_up", made[0])
+def noting(self, *args, **options):
+    seen.update(collecting=gc.isenabled())
+    return execute(self, *args, **options)
+django.setup, BaseCommand.execute = noting_setup, noting
+try:
+    main(sys.argv[2:])
+finally:
+    seen["collecting_after"] = gc.isenabled()
+    open(sys.argv[1], "w").write(json.dumps(seen))
+"""
+
+
+def test_the_collector_stays_out_of_the_start_up_and_collects_for_the_verb(tmp_path):
+    """Start-up imports Django and every models module, which live until the process exits;
+    the cyclic collector used to scan them about 150 times while they were imported."""
+    seen = json.loads(probed(tmp_path, GC_PROBE, "validate", "examples/support-desk.yaml"))
+
+    assert seen == {"until_set_up": 0, "collecting": True, "collecting_after": True}
