@@ -129,3 +129,12 @@ def test_the_collector_stays_out_of_the_start_up_and_collects_for_the_verb(tmp_p
     seen = json.loads(probed(tmp_path, GC_PROBE, "validate", "examples/support-desk.yaml"))
 
     assert seen == {"until_set_up": 0, "collecting": True, "collecting_after": True}
+
+
+def test_a_run_whose_models_answer_here_imports_no_http_client(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(TWO_FAKES)
+
+    modules = imported_by(tmp_path, "run", str(tmp_path / "tiny.yaml"), "--fake")
+
+    assert {"evalsite.core.report.build", "evalsite.core.providers.fake"} <= modules
+    assert under(modules, CALLS_ONLY + HTTPX_CLI) == []
