@@ -122,12 +122,12 @@ def _startup_table(results: Results) -> list[str]:
     if not results.startup:
         return []
     rows = [
-        [s.command, _f(s.median_s), _f(min(s.walls_s, default=None)),
+        [s.command, _f(s.median_s), _f(s.median_cpu_s), _f(min(s.walls_s, default=None)),
          _f(max(s.walls_s, default=None)), str(len(s.walls_s)), _f(s.target_s),
          mark(s.median_s, s.target_s), _f(s.max_rss_mb, 0), "; ".join(s.notes) or "-"]
         for s in results.startup
     ]  # fmt: skip
-    header = ["command, on a warm data dir", "median s", "min s", "max s", "runs",
+    header = ["command, on a warm data dir", "median s", "CPU s", "min s", "max s", "runs",
               "target s", "", "peak RSS MB", "notes"]  # fmt: skip
     return ["Start-up: wall time from spawn to exit", *_table(header, rows)]
 

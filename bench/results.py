@@ -112,7 +112,8 @@ class Results:
             for item in clients.values():
                 item["ratio"] = item["wall_s"] / (item["requests"] * latency_s / level)
         for item, s in zip(data["startup"], self.startup, strict=True):
-            item |= {"median_s": s.median_s, "verdict": mark(s.median_s, s.target_s)}
+            item |= {"median_s": s.median_s, "median_cpu_s": s.median_cpu_s,
+                     "verdict": mark(s.median_s, s.target_s)}  # fmt: skip
         for item, m in zip(data["memory"], self.memory, strict=True):
             item |= {"processes_rss_mb": m.processes, "verdict": m.verdict}
         return data | {"verdicts": self.verdicts()}

@@ -29,13 +29,14 @@ from evalsite.core.suite_parts import Case
 from evalsite.core.templating import TemplateError, invalid_tokens
 
 if TYPE_CHECKING:
+    from evalsite.core.jinja_budget import Allowance
     from evalsite.core.suites import Suite
 
 __all__ = ["case_text_problems"]
 
 
 def case_text_problems(
-    suite: Suite, sources: SourceMap, allowance: jinja.Allowance | None = None
+    suite: Suite, sources: SourceMap, allowance: Allowance | None = None
 ) -> list[Problem]:
     """Every check value and judge text rendered for every case that uses it: the errors.
     ``allowance``: what the uploaded suite's renders may still spend together."""
@@ -84,7 +85,7 @@ def _failures(
     case: Case,
     regex: bool,
     stopped: set[str],
-    allowance: jinja.Allowance | None,
+    allowance: Allowance | None,
 ) -> list[str]:
     """Why ``text`` does not render (or compile, as a regex) for ``case``; malformed texts
     are reported once by the caller and not rendered."""

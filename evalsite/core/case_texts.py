@@ -36,6 +36,7 @@ from evalsite.core.suite_parts import Case, Task
 from evalsite.core.templating import TemplateError, VarValue, format_value, render
 
 if TYPE_CHECKING:
+    from evalsite.core.jinja_budget import Allowance
     from evalsite.core.suites import Suite
 
 __all__ = [
@@ -54,7 +55,7 @@ def render_template(
     text: str,
     variables: Mapping[str, VarValue],
     *,
-    allowance: jinja.Allowance | None = None,
+    allowance: Allowance | None = None,
 ) -> str:
     """One template rendered in a suite's templating language (``jinja2`` or the default
     ``{{name}}``): TemplateError or JinjaError when it cannot be."""
@@ -74,7 +75,7 @@ def render_case_text(
     variables: Mapping[str, VarValue],
     *,
     regex: bool = False,
-    allowance: jinja.Allowance | None = None,
+    allowance: Allowance | None = None,
 ) -> str:
     """``text`` rendered with a case's vars, or as written when it holds no template; in a
     ``regex`` each text or number var is its RE2-escaped text."""

@@ -32,13 +32,9 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import MAX_RANGE
 from jinja2.utils import Namespace
 
-from evalsite.core.input_limits import MAX_BYTES
+# The bounds' values are set in evalsite.core.jinja, which callers read without Jinja2.
+from evalsite.core.jinja import MAX_CHARS, MAX_STEPS, MAX_SUITE_STEPS, MAX_SUITE_WORK, MAX_WORK
 
-MAX_CHARS = MAX_BYTES
-MAX_STEPS = 1_000_000
-MAX_WORK = 20_000_000
-MAX_SUITE_STEPS = 25 * MAX_STEPS
-MAX_SUITE_WORK = 25 * MAX_WORK
 MAX_INT = MAX_RANGE
 # Filters that run Python code per character count each character they read this many times;
 # filters that call back into the template per item (an attribute, a filter, a test) count

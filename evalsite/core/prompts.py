@@ -45,6 +45,7 @@ from evalsite.core.templating import (
 )
 
 if TYPE_CHECKING:
+    from evalsite.core.jinja_budget import Allowance
     from evalsite.core.suites import Contestant, Suite
 
 
@@ -212,17 +213,21 @@ def _turns(layer: _Layer) -> list[Piece]:
     ]
 
 
-def suite_allowance(suite: Suite) -> jinja.Allowance | None:
+def suite_allowance(suite: Suite) -> Allowance | None:
     """What all the renders of a member's suite may spend together; an operator's file has
     no such bound (each render has its own)."""
-    return jinja.Allowance() if suite.origin == "upload" else None
+    if suite.origin != "upload":
+        return None
+    from evalsite.core.jinja_budget import Allowance  # with Jinja2: an upload is rendered
+
+    return Allowance()
 
 
 def template_problems(
     suite: Suite,
     sources: SourceMap,
     coerced: Mapping[Path, str],
-    allowance: jinja.Allowance | None = None,
+    allowance: Allowance | None = None,
 ) -> tuple[list[Problem], list[Problem]]:
     """Render every prompt of every case for the base and each variant: (errors, warnings).
 
@@ -249,7 +254,7 @@ def _task_problems(
     index: int,
     sources: SourceMap,
     coerced: Mapping[Path, str],
-    allowance: jinja.Allowance | None,
+    allowance: Allowance | None,
 ) -> tuple[list[Problem], list[Problem]]:
     task = suite.tasks[index]
     sets = {variant: message_pieces(suite, index, variant) for variant in (None, *suite.variants)}
@@ -351,7 +356,7 @@ def _jinja_failures(
     variables: Mapping[str, Any],
     sets: Mapping[str | None, list[Piece]],
     stopped: set[str],
-    allowance: jinja.Allowance | None,
+    allowance: Allowance | None,
 ) -> list[str]:
     """Render each piece of each variant with the case's vars; one message per text and error.
 

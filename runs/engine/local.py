@@ -30,10 +30,14 @@ class Stop:
 
     def __init__(self) -> None:
         self.asked = threading.Event()
+        # Set when execute_here should look now rather than at its next poll: a stop was
+        # asked, or the run's shard has ended.
+        self.woken = threading.Event()
         self.written = False
 
     def ask(self) -> None:
         self.asked.set()
+        self.woken.set()
 
     def write(self, run: Run) -> None:
         """Write the cancel that was asked for, once; a database too busy to take the write
@@ -71,14 +75,19 @@ def execute_here(
             failure.append(error)
         finally:
             sealed.release(run.id)  # a no-look run's case data: gone with its run
+            stop.woken.set()  # the caller returns now, not at its next poll
 
+    stop.woken.clear()  # this run's shard has not ended (a stop asked stays asked)
+    if stop.asked.is_set():
+        stop.woken.set()
     worker = threading.Thread(target=shard, name=f"run-{run.id}", daemon=True)
     worker.start()
     while worker.is_alive():
-        if stop.asked.is_set():
+        # A stop ends the wait at once (a short run might end first): its cancel is written
+        # now. So does the shard's end: its thread is exiting, and the run is returned now,
+        # not at the next poll.
+        if stop.asked.is_set() or (stop.woken.wait(poll_s) and not stop.asked.is_set()):
             worker.join(poll_s)
-        else:
-            stop.asked.wait(poll_s)  # a stop ends the wait at once: a short run might end first
         stop.write(run)
         if on_progress is not None and not stop.asked.is_set():
             on_progress(run)

@@ -29,9 +29,8 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections
@@ -62,6 +61,9 @@ from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
 from runs.models.run import calls_in_flight
 from runs.models.suites import blob_store
 from runs.sealed import Sealed
+
+if TYPE_CHECKING:
+    import httpx
 
 db = sync_to_async(thread_sensitive=True)
 log = logging.getLogger(__name__)
@@ -215,14 +217,20 @@ class Shard:
         if phase is not None and self.claims.run_row.cancel_requested:
             phase = None  # asked to cancel while nobody worked on it: close it below
         if phase in (Run.Status.RUNNING, Run.Status.JUDGING):
-            concurrency = self.setup.concurrency
-            async with make_client(transport=self.transport, max_connections=concurrency) as client:
+            async with self._client() as client:
                 phase = await self._calls(phase, client)
         if phase == Run.Status.REPORTING:
             await db(phases.report)(self.run_id)
         await db(_close_stopped)(self.claims)
 
-    async def _calls(self, phase: str, client: httpx.AsyncClient) -> str | None:
+    def _client(self) -> contextlib.AbstractAsyncContextManager[httpx.AsyncClient | None]:
+        """The shared HTTP client; none for a run whose providers all answer in this process
+        (fake, scripted, command, given), which take none: httpx is then never imported."""
+        if self.transport is None and not self.setup.over_http:
+            return contextlib.nullcontext(None)
+        return make_client(transport=self.transport, max_connections=self.setup.concurrency)
+
+    async def _calls(self, phase: str, client: httpx.AsyncClient | None) -> str | None:
         """The answers, then the judge calls: the phase after them, or None."""
         after: str | None = phase
         if phase == Run.Status.RUNNING:
@@ -267,7 +275,7 @@ class Shard:
         run.mark_running()
         return run.status
 
-    async def _loop(self, client: httpx.AsyncClient) -> None:
+    async def _loop(self, client: httpx.AsyncClient | None) -> None:
         """Keep every model's slots busy with claimed calls, a few claimed ahead, until
         nothing is pending here or in another shard."""
         in_flight: set[asyncio.Task] = set()
@@ -311,7 +319,9 @@ class Shard:
             await asyncio.gather(*in_flight, return_exceptions=True)
             await self.writer.close()
 
-    async def _claim_calls(self, limit: int, client: httpx.AsyncClient) -> list[asyncio.Task]:
+    async def _claim_calls(
+        self, limit: int, client: httpx.AsyncClient | None
+    ) -> list[asyncio.Task]:
         claimed = await db(self.claims.claim)(limit)
         for claim in claimed:
             if claim.hit is not None:
@@ -335,7 +345,7 @@ class Shard:
 
     # --- one call ----------------------------------------------------------------------------
 
-    async def _answer(self, claim: Claim, client: httpx.AsyncClient) -> None:
+    async def _answer(self, claim: Claim, client: httpx.AsyncClient | None) -> None:
         call = claim.call
         if call.model in self.stopped_models:
             why = self.stop_reasons.get(call.model, "")

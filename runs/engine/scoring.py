@@ -6,7 +6,10 @@ sandbox, a few at a time, off the web process (in the shard that finishes the ru
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from django.conf import settings
@@ -48,11 +51,36 @@ def python_check_problems(suite: Suite, folders: list[str]) -> list[str]:
     return problems
 
 
-def sandbox_or_none() -> Sandbox | None:
+# Inside one_sandbox_probe: [] until the first probe, then [what it found].
+_PROBED: ContextVar[list[Sandbox | None] | None] = ContextVar("sandbox_probed", default=None)
+
+
+@contextmanager
+def one_sandbox_probe() -> Iterator[None]:
+    """In this block (and this thread), :func:`sandbox_or_none` probes bubblewrap once and
+    answers the same after: one command asks more than once (`evalsite validate`: for its
+    warning and again in its dry-run plan; `evalsite run`: planning, then scoring)."""
+    token = _PROBED.set([])
     try:
-        return detect_sandbox(opt_out=settings.EVALSITE_UNSAFE_NO_SANDBOX)
+        yield
+    finally:
+        _PROBED.reset(token)
+
+
+def sandbox_or_none() -> Sandbox | None:
+    """The sandbox execution checks run in here, or None when there is none (see
+    :func:`detect_sandbox`). Each call probes bubblewrap (about 60 ms: it starts a job),
+    except inside :func:`one_sandbox_probe`, which probes once."""
+    probed = _PROBED.get()
+    if probed:
+        return probed[0]
+    try:
+        sandbox: Sandbox | None = detect_sandbox(opt_out=settings.EVALSITE_UNSAFE_NO_SANDBOX)
     except SandboxUnavailable:
-        return None
+        sandbox = None
+    if probed is not None:
+        probed.append(sandbox)
+    return sandbox
 
 
 SCORE_BATCH = 1000

@@ -12,6 +12,7 @@ from evalsite.core.gate_subjects import unknown_subject_problems
 from evalsite.core.pricing import priced_as_notes, unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
+from runs.engine.scoring import one_sandbox_probe
 from runs.models import Endpoint, NoActivePriceTable, PriceTable
 from runs.planning.planner import (
     PlanError,
@@ -106,6 +107,11 @@ def summary_line(path: str, loaded: Suite, table_name: str) -> str:
 
 def validate(path: str) -> dict:
     """Everything `evalsite validate` reports, as plain data (also its --json output)."""
+    with one_sandbox_probe():  # asked for the warning, then again by the dry-run plan
+        return _validate(path)
+
+
+def _validate(path: str) -> dict:
     outcome: dict = {"ok": False, "path": path, "errors": [], "warnings": [], "notes": []}
     try:
         loaded = load_suite(path)

@@ -1,9 +1,12 @@
 """The verbs that serve no pages start without the web: `evalsite validate` and `evalsite run`
 import no view, no URLconf and no MCP server, and validate no numpy and no report builder
-(the URL system checks imported all of them, through labels.queue and runs.results.calibration)."""
+(the URL system checks imported all of them, through labels.queue and runs.results.calibration).
+Nor does validate import an HTTP client, which only a call needs, or Jinja2, which only a
+suite with `templating: jinja2` does (issue 31: every models module imported both)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +22,9 @@ RUN_ONLY = (
     "evalsite.core.stats",
     "runs.results.calibration",
 )
+CALLS_ONLY = ("httpx", "aiohttp", "httpx_aiohttp", "evalsite.core.providers.http_pool")
+HTTPX_CLI = ("click", "rich", "pygments")  # what importing httpx imports with it
+JINJA = ("jinja2", "evalsite.core.jinja_engine", "evalsite.core.jinja_budget")
 # Runs a verb as the console script does, then lists every module it imported.
 PROBE = """
 import sys
@@ -35,9 +41,14 @@ TWO_FAKES = (
 
 
 def imported_by(tmp_path: Path, *args: str) -> set[str]:
-    listing = tmp_path / "modules.txt"
+    return set(probed(tmp_path, PROBE, *args).split())
+
+
+def probed(tmp_path: Path, probe: str, *args: str) -> str:
+    """What `probe` wrote after running the verb `args` in a process of its own."""
+    written = tmp_path / "probed.txt"
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(listing), *args],
+        [sys.executable, "-c", probe, str(written), *args],
         cwd=ROOT,
         env=cli_env(tmp_path / "data"),
         capture_output=True,
@@ -45,7 +56,7 @@ def imported_by(tmp_path: Path, *args: str) -> set[str]:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    return set(listing.read_text().split())
+    return written.read_text()
 
 
 def under(modules: set[str], packages: tuple[str, ...]) -> list[str]:
@@ -58,6 +69,23 @@ def test_validate_imports_no_view_no_mcp_no_numpy_and_no_report_builder(tmp_path
     assert under(modules, WEB + MCP + RUN_ONLY) == []
 
 
+def test_validate_imports_no_http_client_and_no_jinja_for_a_suite_without_jinja(tmp_path):
+    modules = imported_by(tmp_path, "validate", "examples/support-desk.yaml")
+
+    assert "evalsite.core.providers.anthropic" in modules  # it did build the providers
+    assert under(modules, CALLS_ONLY + HTTPX_CLI + JINJA) == []
+
+
+def test_validate_imports_jinja_for_a_jinja2_suite(tmp_path):
+    suite = tmp_path / "jinja.yaml"
+    suite.write_text(TWO_FAKES.replace("version: 1\n", "version: 1\ntemplating: jinja2\n"))
+
+    modules = imported_by(tmp_path, "validate", str(suite))
+
+    assert {"jinja2", "evalsite.core.jinja_engine"} <= modules
+    assert under(modules, CALLS_ONLY) == []
+
+
 def test_a_run_imports_no_view_and_no_mcp(tmp_path):
     suite = tmp_path / "tiny.yaml"
     suite.write_text(TWO_FAKES)
@@ -66,3 +94,47 @@ def test_a_run_imports_no_view_and_no_mcp(tmp_path):
 
     assert "evalsite.core.report.build" in modules  # it did run to its report
     assert under(modules, WEB + MCP) == []
+
+
+# Runs a verb as the console script does; writes how many collections the cyclic collector
+# made until Django was set up (every models module imported), and whether it collects
+# while the verb runs and after.
+GC_PROBE = """
+import gc, json, sys
+import django
+from django.core.management.base import BaseCommand
+from evalsite.console import main
+made = [0]
+gc.callbacks.append(lambda phase, info: made.__setitem__(0, made[0] + (phase == "start")))
+seen = {}
+setup, execute = django.setup, BaseCommand.execute
+def noting_setup(*args, **options):
+    setup(*args, **options)
+    seen.setdefault("until_set_up", made[0])
+def noting(self, *args, **options):
+    seen.update(collecting=gc.isenabled())
+    return execute(self, *args, **options)
+django.setup, BaseCommand.execute = noting_setup, noting
+try:
+    main(sys.argv[2:])
+finally:
+    seen["collecting_after"] = gc.isenabled()
+    open(sys.argv[1], "w").write(json.dumps(seen))
+"""
+
+
+def test_the_collector_stays_out_of_the_start_up_and_collects_for_the_verb(tmp_path):
+    """Start-up imports Django and every models module, which live until the process exits;
+    the cyclic collector used to scan them about 150 times while they were imported."""
+    seen = json.loads(probed(tmp_path, GC_PROBE, "validate", "examples/support-desk.yaml"))
+
+    assert seen == {"until_set_up": 0, "collecting": True, "collecting_after": True}
+
+
+def test_a_run_whose_models_answer_here_imports_no_http_client(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(TWO_FAKES)
+
+    modules = imported_by(tmp_path, "run", str(tmp_path / "tiny.yaml"), "--fake")
+
+    assert {"evalsite.core.report.build", "evalsite.core.providers.fake"} <= modules
+    assert under(modules, CALLS_ONLY + HTTPX_CLI) == []

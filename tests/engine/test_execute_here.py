@@ -1,7 +1,11 @@
 """execute_here: a run executed in this process (`evalsite run`, MCP, `pairs judge`) releases
-a no-look run's case data however it ends, and a stop asked before it starts cancels it."""
+a no-look run's case data however it ends, and a stop asked before it starts cancels it.
+It returns when the run's shard ends, not at its next poll (issue 31: up to 0.2 s of every
+`evalsite run`)."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
@@ -57,3 +61,34 @@ def test_a_stop_asked_before_the_run_starts_cancels_it_before_anything_is_sent(n
     assert run.status == Run.Status.CANCELLED
     assert not run.answers.filter(status="done").exists()
     assert sealed.held(run.id) is None
+
+
+class Woken(threading.Event):
+    """A stop's woken event that notes how each wait ended (True: it was set), and lets the
+    shard end only once execute_here waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited = threading.Event()
+        self.ends: list[bool] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.set()
+        woke = super().wait(timeout)
+        self.ends.append(woke)
+        return woke
+
+
+def test_the_run_is_returned_when_its_shard_ends_not_at_the_next_poll(no_look_run, monkeypatch):
+    stop = Stop()
+    stop.woken = woken = Woken()
+
+    def ends_once_waited_for(run_id, **kwargs):
+        woken.waited.wait(60)  # without the wake, nothing waits on it: go on after a minute
+
+    monkeypatch.setattr(local, "execute", ends_once_waited_for)
+
+    execute_here(no_look_run, stop=stop, poll_s=60)
+
+    assert woken.ends == [True]  # the one wait ended by the shard's end, not its minute
+    assert sealed.held(no_look_run.id) is None

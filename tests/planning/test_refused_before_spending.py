@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+import runs.engine.scoring
+from evalsite.core.scoring.sandbox import SandboxUnavailable
 from runs.models import Answer, PriceTable, Run
+from runs.planning import validation
 from tests.helpers.factories import run_command
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +125,52 @@ def test_validate_refuses_what_the_plan_of_the_suites_own_run_refuses(tmp_path):
     assert code == 2, out + err
     assert "has no reply for scripted/good on: greet/one" in err
     assert not Run.objects.exists()
+
+
+# --- the sandbox is probed once a validation (issue 31) ---------------------------------------
+# validate asks twice whether the checks can run: for its warning, and again in its dry-run
+# plan. Each probe of bubblewrap starts a job (about 60 ms), so a validation probes once and
+# both answers are that probe's. Outside a validation each ask probes again, as a server or a
+# worker always has.
+
+NO_SANDBOX = "this run has execution checks and no sandbox is available"
+
+
+@pytest.fixture
+def probes(monkeypatch) -> list[bool]:
+    """Each probe's opt-out argument; every probe finds no bubblewrap."""
+    made: list[bool] = []
+
+    def probe(opt_out: bool):
+        made.append(opt_out)
+        raise SandboxUnavailable("bubblewrap is not usable here")
+
+    monkeypatch.setattr(runs.engine.scoring, "detect_sandbox", probe)
+    return made
+
+
+def test_validate_probes_the_sandbox_once_for_its_warning_and_its_plan(tmp_path, probes):
+    PriceTable.objects.ensure_default()
+    path = tmp_path / "checked.yaml"
+    path.write_text(CHECKED)
+
+    outcome = validation.validate(str(path))
+
+    assert outcome["ok"], outcome["errors"]
+    assert [w for w in outcome["warnings"] if NO_SANDBOX in w] != []
+    assert len(probes) == 1
+
+
+def test_outside_a_validation_each_ask_probes_again(probes):
+    assert runs.engine.scoring.sandbox_or_none() is None
+    assert runs.engine.scoring.sandbox_or_none() is None
+    assert len(probes) == 2
+
+
+def test_one_probe_answers_the_same_until_its_block_ends(probes):
+    with runs.engine.scoring.one_sandbox_probe():
+        assert runs.engine.scoring.sandbox_or_none() is None
+        assert runs.engine.scoring.sandbox_or_none() is None
+        assert len(probes) == 1
+    assert runs.engine.scoring.sandbox_or_none() is None
+    assert len(probes) == 2

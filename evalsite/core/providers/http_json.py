@@ -24,11 +24,8 @@ import base64
 import contextlib
 import functools
 import json
-import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-
-import httpx
 
 from evalsite.core.media import BlobStore, MediaError, read_part
 from evalsite.core.pricing import MAX_USAGE_TOKENS
@@ -47,7 +44,13 @@ from evalsite.core.providers.http_errors import SNIPPET_CHARS, error_from_body
 from evalsite.core.providers.prompted import SchemaModes
 
 if TYPE_CHECKING:
+    import ssl
+
+    import httpx
     from httpx_aiohttp import AiohttpTransport
+
+# httpx (and, through it, click, rich and pygments) is imported by the functions that make
+# a client or a call: `evalsite validate` builds providers and never calls one.
 
 __all__ = [
     "HttpAdapter",
@@ -156,11 +159,15 @@ def make_client(
     against 1.27 × through aiohttp's pool behind the same httpx API (docs/performance.md).
     Redirects are not followed; each call sets its own timeout.
     """
+    import httpx
+
+    from evalsite.core.providers.http_pool import AiohttpPool
+
     limits = httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=max_connections
     )
     if transport is None:
-        transport = _AiohttpPool(limits)
+        transport = AiohttpPool(limits)
     return httpx.AsyncClient(
         transport=transport,
         limits=limits,
@@ -170,40 +177,24 @@ def make_client(
     )
 
 
-class _AiohttpPool(httpx.AsyncBaseTransport):
-    """httpx-aiohttp's transport, made on the first request: a run of local providers only
-    (fake, scripted, command) sends none and never loads aiohttp."""
-
-    def __init__(self, limits: httpx.Limits) -> None:
-        self._limits = limits
-        self._transport: httpx.AsyncBaseTransport | None = None
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self._transport is None:
-            self._transport = _aiohttp_transport()(limits=self._limits, verify=_tls_context())
-        return await self._transport.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        if self._transport is not None:
-            await self._transport.aclose()
-
-
 def prepare_client() -> None:
     """Do now, once a process, what the first client would otherwise do when a run has
     already started: import aiohttp (~55 ms) and load the CA bundle (~35 ms)."""
-    _aiohttp_transport()
-    _tls_context()
+    aiohttp_transport()
+    tls_context()
 
 
 @functools.cache
-def _aiohttp_transport() -> type[AiohttpTransport]:
+def aiohttp_transport() -> type[AiohttpTransport]:
     from httpx_aiohttp import AiohttpTransport  # imported by processes that make calls only
 
     return AiohttpTransport
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
+    import httpx
+
     return httpx.create_ssl_context()
 
 
@@ -245,6 +236,8 @@ async def _send(
 ) -> tuple[httpx.Response, str]:
     """The response, whatever its status, and its body as text (:func:`_capped_text`);
     transport failures as ProviderError."""
+    import httpx
+
     try:
         async with (
             _call_timeout(timeout_s),
