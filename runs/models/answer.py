@@ -60,8 +60,9 @@ class CallQuerySet[C: Call](models.QuerySet[C]):
         converters = compiler.get_converters([f.get_col(model._meta.db_table) for f in fields])
         if converters:
             rows = list(compiler.apply_converters(rows, converters))
-        names = [f.attname for f in fields]
-        calls = [model.from_db(self.db, names, row) for row in rows]
+        names = frozenset(f.attname for f in fields)  # from_db asks each field "in names"
+        db = self.db
+        calls = [model.from_db(db, names, row) for row in rows]
         return sorted(calls, key=lambda call: call.pk)
 
     def note_reserved(self, reserved: dict[int, Decimal]) -> None:
