@@ -149,6 +149,13 @@ class Judgement(Call):
     grade_score = models.PositiveSmallIntegerField(null=True, blank=True)
     rationale = models.TextField(blank=True)
 
+    # What the engine reads of a claimed judge call: its model, what reading its reply
+    # needs, and an asked-again call's first cost and tokens (runs.engine.outcomes).
+    CLAIM_FIELDS = Call.CLAIM_FIELDS | {
+        "judge_model", "kind", "pair", "order", "answer", "retried", "cost_usd", "input_tokens",
+        "output_tokens",
+    }  # fmt: skip
+
     class Meta:
         ordering = ["task_id", "case_id", "repeat", "pk"]
         constraints = [

@@ -330,9 +330,10 @@ def previous_report(run: Run) -> dict | None:
         .order_by("-created_at")
     )
     candidates = set(run.contestants[1:])
-    for other in earlier[:50]:
-        if other.contestants[0] == run.contestants[0] and candidates & set(other.contestants[1:]):
-            return other.report
+    # The contestants of each: a report is a large JSON value, read only for the one found.
+    for pk, contestants in earlier.values_list("pk", "contestants")[:50]:
+        if contestants[0] == run.contestants[0] and candidates & set(contestants[1:]):
+            return Run.objects.filter(pk=pk).values_list("report", flat=True).first()
     return None
 
 
