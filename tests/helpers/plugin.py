@@ -72,3 +72,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # This process only: an `evalsite` subprocess on a data dir of its own still makes and
     # keeps its own key there, as the file-mode and serve tests check.
     settings.SECRET_KEY = TEST_SECRET_KEY
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make test` runs the `serial` tests of the files whose text says `mark.serial` (it
+    collects those alone): a test marked another way would run in neither pass."""
+    said: dict[str, bool] = {}
+    for item in items:
+        if item.get_closest_marker("serial") is None:
+            continue
+        path = str(item.path)
+        if path not in said:
+            said[path] = "mark.serial" in Path(path).read_text()
+        if not said[path]:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked serial, but its file never says mark.serial, by "
+                "which `make test` finds the serial tests: mark it there"
+            )

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 
-from tests.helpers.plugin import TEST_SECRET_KEY, worker_redis_url
+from tests.helpers.plugin import (
+    TEST_SECRET_KEY,
+    pytest_collection_modifyitems,
+    worker_redis_url,
+)
 
 
 def test_passwords_are_hashed_with_the_fast_hasher_under_pytest():
@@ -32,3 +38,22 @@ def test_each_worker_gets_its_own_redis_database_never_the_worker_kill_tests():
     dbs = [int(url.rsplit("/", 1)[1]) for url in urls]
     assert len(set(dbs[:14])) == 14 and 0 not in dbs and 13 not in dbs
     assert urls[0] == "redis://127.0.0.1:6379/1"
+
+
+def _item(path: Path, serial: bool) -> SimpleNamespace:
+    marker = pytest.mark.serial.mark if serial else None
+    return SimpleNamespace(
+        path=path, nodeid=f"{path.name}::test_x", get_closest_marker=lambda name: marker
+    )
+
+
+def test_a_serial_test_whose_file_make_test_would_not_find_is_refused(tmp_path):
+    """`make test` collects the serial pass from the files whose text says mark.serial;
+    a test marked serial another way (a conftest hook) would run in neither pass."""
+    said = tmp_path / "test_said.py"
+    said.write_text("pytestmark = pytest.mark.serial\n")
+    unsaid = tmp_path / "test_unsaid.py"
+    unsaid.write_text("def test_x(): pass\n")
+    pytest_collection_modifyitems(None, [_item(said, True), _item(unsaid, False)])
+    with pytest.raises(pytest.UsageError, match="test_unsaid.py::test_x is marked serial"):
+        pytest_collection_modifyitems(None, [_item(said, True), _item(unsaid, True)])
