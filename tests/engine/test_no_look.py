@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import launcher
 from tests.helpers.cli import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,8 +113,7 @@ def _own_env(data: Path, **extra: str) -> dict[str, str]:
 
 def _command(data: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
     env = _own_env(data, EVALSITE_MCP_SUITE_ROOT=str(folder))
-    command = [sys.executable, "-m", "evalsite", *args]
-    return subprocess.run(command, env=env, cwd=folder, capture_output=True, timeout=300)
+    return launcher.run(list(args), env=env, cwd=folder, timeout=300, text=False)
 
 
 def _mcp_replies(data: Path, suite: Path) -> bytes:

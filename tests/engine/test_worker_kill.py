@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.helpers import launcher
 from tests.helpers.cli import EVALSITE, ROOT, cli_env, sqlite_rows
 from tests.helpers.engine import LocalServer, suite_text
 
@@ -164,14 +165,7 @@ def descendants(root: int) -> set[int]:
 
 def plan(store: Store, server: LocalServer, suite: Path, *, shards: int) -> str:
     code = PLAN.format(url=server.url, path=str(suite), shards=shards)
-    result = subprocess.run(
-        [str(EVALSITE), "shell", "-c", code],
-        cwd=ROOT,
-        env=store.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = launcher.run(["shell", "-c", code], env=store.env)
     assert result.returncode == 0, result.stderr
     return re.search(r"RUN_ID=(\S+)", result.stdout).group(1)
 

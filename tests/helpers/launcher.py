@@ -179,8 +179,9 @@ def run(
     cwd: Path | str = ROOT,
     timeout: float = 120,
     input: str | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """`evalsite ARGS` as `subprocess.run(..., capture_output=True, text=True)` would give
+    text: bool = True,
+) -> subprocess.CompletedProcess:
+    """`evalsite ARGS` as `subprocess.run(..., capture_output=True, text=text)` would give
     it; ``input`` is its stdin (else nothing: /dev/null)."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
@@ -210,6 +211,8 @@ def run(
     finally:
         replies.close()
         connection.close()
+    if text:
+        return subprocess.CompletedProcess(["evalsite", *args], returncode, _text(out), _text(err))
     return subprocess.CompletedProcess(["evalsite", *args], returncode, out, err)
 
 
@@ -219,7 +222,7 @@ def _kill(pid: int | None) -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
-def _read_both(out_fd: int, err_fd: int, timeout: float) -> tuple[str, str]:
+def _read_both(out_fd: int, err_fd: int, timeout: float) -> tuple[bytes, bytes]:
     """Both pipes to their ends, read together (a full pipe would stop the command)."""
     chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
     selector = selectors.DefaultSelector()
@@ -243,8 +246,7 @@ def _read_both(out_fd: int, err_fd: int, timeout: float) -> tuple[str, str]:
             selector.unregister(fd)
             os.close(fd)
         selector.close()
-    out, err = (_text(b"".join(chunks[fd])) for fd in (out_fd, err_fd))
-    return out, err
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
 
 def _text(data: bytes) -> str:

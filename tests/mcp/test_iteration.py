@@ -10,15 +10,15 @@ reply) are tests/mcp/test_tools.py's; this module adds its own suites to the sui
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import launcher
 from tests.helpers.engine import LocalServer
 from tests.mcp import test_tools
-from tests.mcp.test_tools import CANARY, EVALSITE, ROOT, TOOLS, Server, Site, _refused, serving
+from tests.mcp.test_tools import CANARY, TOOLS, Server, Site, _refused, serving
 
 site = test_tools.site  # the fixture: the data dir and suite root of tests/mcp/test_tools.py
 
@@ -105,14 +105,7 @@ def server(site: Site, endpoint: LocalServer, marker: Path) -> Iterator[Server]:
     (site.root / "iter-demo.yaml").write_text(ITER)
     (site.root / "iter-demo.replies.yaml").write_text(ITER_REPLIES)
     (site.root / "probe.yaml").write_text(PROBE)
-    done = subprocess.run(
-        [str(EVALSITE), "shell", "-c", ENDPOINT.format(url=endpoint.url)],
-        cwd=ROOT,
-        env=site.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = launcher.run(["shell", "-c", ENDPOINT.format(url=endpoint.url)], env=site.env())
     assert done.returncode == 0, done.stderr
     probe = f"sh -c 'echo called >> {marker}; echo pong'"
     with serving(site, EVALSITE_COMMAND_PROBE=probe) as server:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import launcher
+
 pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +24,8 @@ ENQUEUE = "from django_q.tasks import async_task; async_task('os.makedirs', {pat
 def test_a_worker_runs_an_enqueued_task_and_stops_on_sigterm(tmp_path):
     env = {**os.environ, "EVALSITE_DATA_DIR": str(tmp_path / "data")}
     marker = tmp_path / "done-by-worker"
-    subprocess.run([str(EVALSITE), "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=120)
+    migrated = launcher.run(["migrate", "-v0"], env=env)
+    assert migrated.returncode == 0, migrated.stderr
     worker = subprocess.Popen(
         [str(EVALSITE), "worker"],
         cwd=ROOT,
@@ -33,14 +36,8 @@ def test_a_worker_runs_an_enqueued_task_and_stops_on_sigterm(tmp_path):
         start_new_session=True,
     )
     try:
-        subprocess.run(
-            [str(EVALSITE), "shell", "-c", ENQUEUE.format(path=str(marker))],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+        enqueued = launcher.run(["shell", "-c", ENQUEUE.format(path=str(marker))], env=env)
+        assert enqueued.returncode == 0, enqueued.stderr
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.2)

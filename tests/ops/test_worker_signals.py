@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.test_worker_kill import PLAN, descendants, wait_for
+from tests.helpers import launcher
 from tests.helpers.cli import EVALSITE, ROOT, cli_env
 from tests.helpers.engine import LocalServer, suite_text
 
@@ -125,14 +126,7 @@ def test_sigterm_stops_a_worker_whose_shard_waits_on_a_slow_server(workers, tmp_
     with LocalServer(latency=600) as server:
         worker = workers(EVALSITE_WORKER_STOP_GRACE_S=str(GRACE_S))
         plan = PLAN.format(url=server.url, path=str(suite), shards=1)
-        planned = subprocess.run(
-            [str(EVALSITE), "shell", "-c", plan],
-            cwd=ROOT,
-            env=cli_env(data),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        planned = launcher.run(["shell", "-c", plan], env=cli_env(data))
         assert re.search(r"RUN_ID=\S+", planned.stdout), planned.stderr
         wait_for(lambda: server.in_flight >= 1, 60, "a shard's call at the slow server")
 
