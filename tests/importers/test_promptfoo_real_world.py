@@ -350,6 +350,26 @@ def test_a_jsonl_file_of_tests_is_a_test_a_line_and_a_bad_line_is_listed_by_its_
     assert "not a JSON object" in bad.why
 
 
+def test_a_jsonl_line_nested_past_the_bound_is_listed_not_a_crash(tmp_path):
+    """A hostile JSONL line (200,000 nested lists) used to end the import with an
+    unexpected RecursionError; it is read with the bounds every other JSON input has and
+    listed by its number, for tests and prompts alike."""
+    deep = "[" * 200_000 + "]" * 200_000 + "\n"
+    result = _valid(
+        tmp_path,
+        "prompts: [file://prompts.jsonl]\nproviders: [echo]\ntests: file://cases.jsonl\n",
+        **{
+            "cases.jsonl": '{"vars": {"x": "a"}}\n' + deep,
+            "prompts.jsonl": '[{"role": "user", "content": "Say {{x}}"}]\n' + deep,
+        },
+    )
+    (task,) = result.suite["tasks"]
+    assert len(task["cases"]) == 1
+    skipped = {(item.line, item.what) for item in result.untranslated}
+    assert (2, "test") in skipped
+    assert any(what == "prompt file://prompts.jsonl line 2" for _, what in skipped)
+
+
 def test_a_csv_of_prompts_without_a_prompt_column_is_listed(tmp_path):
     result = _valid(
         tmp_path,

@@ -15,13 +15,14 @@ import io
 import pathlib
 import re
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from evalsite.core.input_limits import MAX_BYTES, decode_text
+from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.core.problems import Problem, SuiteError, format_path
 from evalsite.core.suite_files import UnreadableFile, read_bounded, resolve_inside
 from evalsite.core.yamlsafe import YamlDocument, load_yaml
@@ -206,6 +207,18 @@ def parse_translation(translation: Translation, *, origin: str = "file") -> Core
             base_dir=base if origin == "file" else None,
             origin=origin,
         )
+
+
+def jsonl_values(text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSONL text, read with the bounds
+    every JSON input has (:func:`load_json`); None for a line that is no JSON."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, load_json(line)
+        except JsonTextError:
+            yield number, None
 
 
 def has_system(prompt: Any) -> bool:

@@ -8,7 +8,6 @@ other assertion is listed as untranslated (docs/importing.md has the table).
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 from typing import Any
@@ -18,6 +17,7 @@ from evalsite.core.importers.common import (
     Collector,
     Translation,
     identifier,
+    jsonl_values,
     read_yaml,
     suite_name,
     unique,
@@ -269,13 +269,7 @@ def _csv_tests(text: str, file: str, c: Collector) -> list[tuple[dict[str, Any],
 def _jsonl_tests(text: str, file: str, c: Collector) -> list[tuple[dict[str, Any], At]]:
     """A test object a line (blank lines skipped); a line that is none is listed."""
     out: list[tuple[dict[str, Any], At]] = []
-    for line, row in enumerate(text.splitlines(), start=1):
-        if not row.strip():
-            continue
-        try:
-            test = json.loads(row)
-        except ValueError:
-            test = None
+    for line, test in jsonl_values(text):
         if isinstance(test, dict):
             out.append((test, (file, line, "")))
         else:

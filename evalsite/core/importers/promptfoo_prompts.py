@@ -11,13 +11,12 @@ cannot compile (promptfoo's ``load`` filter, say). Nunjucks' ``dump`` is Jinja2'
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 from typing import Any
 
 from evalsite.core import jinja
-from evalsite.core.importers.common import At, Collector, identifier, unique
+from evalsite.core.importers.common import At, Collector, identifier, jsonl_values, unique
 from evalsite.core.problems import SuiteError
 from evalsite.core.yamlsafe import YamlDocument, load_yaml
 
@@ -168,13 +167,7 @@ def _jsonl_prompts(
     text: str, stem: str, written: str, path: tuple[Any, ...], c: Collector
 ) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            chat = json.loads(line)
-        except ValueError:
-            chat = None
+    for number, chat in jsonl_values(text):
         if not _is_chat(chat):
             c.skip(path, f"prompt {written} line {number}", "not a JSON list of messages")
             continue
