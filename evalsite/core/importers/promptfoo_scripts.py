@@ -20,7 +20,7 @@ import pathlib
 import shlex
 from typing import Any
 
-from evalsite.core.importers.common import Collector, identifier
+from evalsite.core.importers.common import Collector, identifier, unique
 from evalsite.core.providers.command import command_variable
 
 __all__ = ["ADAPTER", "ADAPTER_PROGRAM", "TABLE", "script_model"]
@@ -91,10 +91,8 @@ def script_model(
         c.skip(path, f"provider {provider}", called)
         return None
     kind, arguments, stem = called
-    name = identifier(label or stem, "script")
-    unique, number = name, 2
-    while f"command/{unique}" in taken:
-        unique, number = f"{name}-{number}", number + 1
+    commands = {model.partition("/")[2] for model in taken if model.startswith("command/")}
+    name = unique(identifier(label or stem, "script"), commands)
     folder = str(c.folder) if c.folder is not None else "."
     entry: dict[str, Any] = {"kind": kind, "folder": folder, "config": config}
     if kind == "exec":
@@ -102,18 +100,18 @@ def script_model(
     else:
         entry["file"], entry["function"] = arguments
     table = json.loads(files.get(TABLE, "{}"))
-    table[unique] = entry
+    table[name] = entry
     files[TABLE] = json.dumps(table, indent=2, default=str) + "\n"
     files[ADAPTER] = ADAPTER_PROGRAM
-    command = shlex.quote(f"python3 {ADAPTER} {unique}")
+    command = shlex.quote(f"python3 {ADAPTER} {name}")
     c.notes.append(
-        f"{provider} is command/{unique}: {ADAPTER} and {TABLE} are written beside the "
-        f"suite; run from the suite's folder with {command_variable(unique)}={command}. "
+        f"{provider} is command/{name}: {ADAPTER} and {TABLE} are written beside the "
+        f"suite; run from the suite's folder with {command_variable(name)}={command}. "
         f"It calls the script in {folder} promptfoo's way, with the rendered prompt and the "
         "provider's config; the case's vars are not in evalsite's request, so its context "
         "has none"
     )
-    return f"command/{unique}"
+    return f"command/{name}"
 
 
 def _called(provider: str) -> tuple[str, list[str], str] | str:
