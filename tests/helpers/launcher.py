@@ -130,10 +130,10 @@ def _handle(connection: socket.socket) -> None:
         return
     for fd in fds:
         os.close(fd)
-    connection.sendall(f"{pid}\n".encode())
-    _, status = os.waitpid(pid, 0)
-    connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
-    connection.close()
+    with contextlib.suppress(OSError):  # a test that timed out has stopped listening
+        connection.sendall(f"{pid}\n".encode())
+        _, status = os.waitpid(pid, 0)
+        connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
     os._exit(0)
 
 
@@ -204,16 +204,19 @@ def run(
             os.close(fd)
     replies = connection.makefile("r")
     connection.settimeout(timeout)
+    pid: int | None = None
     try:
         pid = int(replies.readline())
         out, err = _read_both(out_read, err_read, timeout)
         returncode = int(replies.readline())
     except TimeoutError:
-        _kill(locals().get("pid"))
+        _kill(pid)
         raise subprocess.TimeoutExpired(["evalsite", *args], timeout) from None
     finally:
         replies.close()
         connection.close()
+        os.close(out_read)
+        os.close(err_read)
     if text:
         return subprocess.CompletedProcess(["evalsite", *args], returncode, _text(out), _text(err))
     return subprocess.CompletedProcess(["evalsite", *args], returncode, out, err)
@@ -226,7 +229,8 @@ def _kill(pid: int | None) -> None:
 
 
 def _read_both(out_fd: int, err_fd: int, timeout: float) -> tuple[bytes, bytes]:
-    """Both pipes to their ends, read together (a full pipe would stop the command)."""
+    """Both pipes to their ends, read together (a full pipe would stop the command); the
+    caller closes them."""
     chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
     selector = selectors.DefaultSelector()
     for fd in chunks:
@@ -243,11 +247,7 @@ def _read_both(out_fd: int, err_fd: int, timeout: float) -> tuple[bytes, bytes]:
                     chunks[key.fd].append(data)
                 else:
                     selector.unregister(key.fd)
-                    os.close(key.fd)
     finally:
-        for fd in list(selector.get_map()):
-            selector.unregister(fd)
-            os.close(fd)
         selector.close()
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
