@@ -326,6 +326,22 @@ def test_a_bare_prompt_path_is_read_and_a_csv_of_prompts_is_one_prompt_a_row(tmp
     assert list(variants) == ["prompts", "prompts-2", "third", "prompts-2-2"]
 
 
+@pytest.mark.parametrize("written", ["file://../outside.py", "python:/etc/provider.py"])
+def test_a_script_provider_whose_file_leaves_the_config_folder_is_refused(tmp_path, written):
+    """The script a command model will run is a file reference like a prompt file's: by the
+    same rule (inside the config's folder, decided by name) the import is refused with the
+    reference named, instead of a program table pointing outside the folder."""
+    (tmp_path / "source").mkdir()
+    config = _config(
+        tmp_path / "source",
+        f"prompts: [Hi]\nproviders: [echo, '{written}']\ntests: [{{vars: {{}}}}]\n",
+    )
+    with pytest.raises(SuiteError) as refused:
+        translate("promptfoo", config)
+    (problem,) = refused.value.problems
+    assert problem.message.startswith(f"{written.removeprefix('python:')}: must ")
+
+
 def test_a_jsonl_file_of_tests_is_a_test_a_line_and_a_bad_line_is_listed_by_its_number(
     tmp_path,
 ):

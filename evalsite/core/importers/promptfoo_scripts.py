@@ -91,6 +91,12 @@ def script_model(
         c.skip(path, f"provider {provider}", called)
         return None
     kind, arguments, stem = called
+    if kind == "python":  # a file reference, by the rule every other one follows
+        scheme = "file://" if provider.startswith("file://") else ""
+        found = c.reference(scheme + arguments[0], c.at(path))
+        if found is None:
+            return None
+        arguments = [found[1], arguments[1]]
     commands = {model.partition("/")[2] for model in taken if model.startswith("command/")}
     name = unique(identifier(label or stem, "script"), commands)
     folder = str(c.folder) if c.folder is not None else "."
