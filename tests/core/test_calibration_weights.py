@@ -8,7 +8,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from evalsite.core.calibration import LabelView, PairView, calibration_summary, match_labels
 from evalsite.core.stats import CATEGORIES
@@ -18,6 +17,7 @@ from evalsite.core.stats.kappa import (
     cohen_kappa,
     effective_size,
 )
+from tests.helpers.references import cohen_kappa_score
 
 SIDES = ("model-a", "model-b")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,17 +85,17 @@ def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
     return found
 
 
-def project_imports(root: Path = ROOT) -> list[Import]:
-    return [
+@cache
+def project_imports(root: Path = ROOT) -> tuple[Import, ...]:
+    """Every import of the project's packages, read once by the first test that asks (not
+    when the module is collected: every pytest worker collects it)."""
+    return tuple(
         found
         for package in PACKAGES
         for path in sorted((root / package).rglob("*.py"))
         if "migrations" not in path.parts
         for found in imports_of(path, root)
-    ]
-
-
-IMPORTS = project_imports()
+    )
 
 
 def inside(module: str, *rooms: str) -> bool:
@@ -113,7 +114,7 @@ def crossings(importer: tuple[str, ...], forbidden) -> list[str]:
     and ALLOWED_CROSSINGS does not list."""
     return [
         str(found)
-        for found in IMPORTS
+        for found in project_imports()
         if inside(found.module, *importer)
         and forbidden(found)
         and found.key not in ALLOWED_CROSSINGS
@@ -198,5 +199,5 @@ def test_no_module_imports_another_modules_private_name():
 
 
 def test_every_allowed_crossing_is_still_made():
-    made = {found.key for found in IMPORTS}
+    made = {found.key for found in project_imports()}
     assert sorted(ALLOWED_CROSSINGS - made, key=str) == []

@@ -8,12 +8,12 @@ import json
 
 import pytest
 from django.utils import timezone
-from sklearn.metrics import cohen_kappa_score
 
 from evalsite.core.suites import parse_suite
 from runs.engine.runner import execute
 from runs.models import Answer, Judgement, Label, Pair, PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
+from tests.helpers.references import cohen_kappa_score
 
 SUITE = """\
 suite: judged

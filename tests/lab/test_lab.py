@@ -13,17 +13,12 @@ from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
-import krippendorff
 import numpy as np
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client, TestCase, override_settings
 from django.urls import include, path, reverse
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import aggregate_raters
-from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
-from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from evalsite import urls as site_urls
 from evalsite.core.judging import PROMPT_VERSION
@@ -31,6 +26,13 @@ from lab.models import PairSet, PairSetItem, PairSetJudgeRun
 from runs.models import Answer, CachedResponse, Judgement, PriceTable, Run, Suite, SuiteVersion
 from runs.planning.launch import MAX_SHARDS
 from tests.helpers.factories import make_user
+from tests.helpers.references import (
+    aggregate_raters,
+    cohen_kappa_score,
+    krippendorff,
+    statsmodels_fleiss,
+    statsmodels_kappa,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 # The two real public pair sets of ../shared/data/pairsets, kept in the repository (with

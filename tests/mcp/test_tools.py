@@ -24,9 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from evalsite.management.commands.mcp import MISSING_EXTRA
 from evalsite.mcp.replies import PAGE_SIZE, failures_page, scrub
@@ -170,6 +167,10 @@ class Server:
         self.session, self.tools = opened.result(timeout=120)
 
     async def _serve(self, env: dict[str, str], opened: concurrent.futures.Future) -> None:
+        # The MCP SDK, imported by the tests that talk to a server (tests/helpers/references.py).
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
         params = StdioServerParameters(command=str(EVALSITE), args=["mcp"], env=env, cwd=ROOT)
         try:
             with self.errlog.open("a") as errlog:
@@ -431,6 +432,8 @@ def test_a_failure_message_is_cut_to_300_characters_and_a_page_has_25_of_each_li
 
 
 def test_stdout_carries_only_the_protocol_even_on_a_first_start(tmp_path):
+    from mcp_types.version import LATEST_HANDSHAKE_VERSION
+
     messages = [
         {
             "jsonrpc": "2.0",

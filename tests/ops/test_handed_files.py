@@ -24,7 +24,6 @@ from evalsite.core.exitcodes import ExitCode
 from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.core.money import MoneyError, parse_cap
 from evalsite.login import ThrottledBackend, seconds_locked
-from evalsite.mcp.server import build_server
 from lab.models import PairSet
 from runs.models import Price, PriceTable, Run
 from runs.models.run import label_problem
@@ -362,6 +361,8 @@ def test_the_new_run_form_refuses_a_label_that_looks_like_a_run_id(monkeypatch):
 def test_mcp_refuses_a_max_cost_that_is_not_a_number(given, message, tmp_path, settings):
     """A JSON `true` reached the cap as $1 (the tool's argument model turned it into 1.0
     before the cap rule, which refuses booleans, could see it)."""
+    from evalsite.mcp.server import build_server  # the MCP SDK: imported when a test needs it
+
     (tmp_path / "suite.yaml").write_text(small_suite_text())
     settings.EVALSITE_MCP_SUITE_ROOT = str(tmp_path)
     arguments = {"suite_path": "suite.yaml", "fake": True, "max_cost": given}

@@ -3,7 +3,10 @@ xdist worker on a data dir and a Redis database of its own."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +14,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 
+from tests.helpers.cli import ROOT
 from tests.helpers.plugin import (
     TEST_SECRET_KEY,
     pytest_collection_modifyitems,
@@ -57,3 +61,26 @@ def test_a_serial_test_whose_file_make_test_would_not_find_is_refused(tmp_path):
     pytest_collection_modifyitems(None, [_item(said, True), _item(unsaid, False)])
     with pytest.raises(pytest.UsageError, match="test_unsaid.py::test_x is marked serial"):
         pytest_collection_modifyitems(None, [_item(said, True), _item(unsaid, True)])
+
+
+# What a test module must not import at its top (tests/helpers/references.py says why).
+HEAVY = ("sklearn", "statsmodels", "scipy.stats", "krippendorff", "anthropic", "openai",
+         "google.genai", "mcp")  # fmt: skip
+COLLECT = f"""
+import json, sys, pytest
+code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "tests"])
+print(json.dumps([code, sorted(name for name in {HEAVY!r} if name in sys.modules)]))
+"""
+
+
+def test_collecting_the_suite_imports_no_reference_library_and_no_sdk(tmp_path):
+    """Each xdist worker collects every test module: a library a module imports at its top
+    is imported by every worker, about 6 s of each one's collection before they were
+    deferred."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["EVALSITE_DATA_DIR"] = str(tmp_path / "data")
+    result = subprocess.run(
+        [sys.executable, "-c", COLLECT], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    code, imported = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (code, imported) == (0, [])

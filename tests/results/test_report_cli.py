@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from tests.helpers.cli import evalsite
+from tests.helpers.references import cohen_kappa_score
 
 SUITE = """\
 suite: headline

@@ -14,23 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from anthropic.types import (
-    APIErrorObject,
-    AuthenticationErrorObject,
-    ErrorResponse,
-    InvalidRequestErrorObject,
-    Message,
-    NotFoundErrorObject,
-    OverloadedErrorObject,
-    PermissionErrorObject,
-    RateLimitErrorObject,
-    StopReason,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
-)
-from anthropic.types import Usage as SdkUsage
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.pricing import Usage
@@ -49,6 +32,11 @@ from tests.core.providers.sdk_types import (
     sent_for_suite,
 )
 from tests.helpers.providers import ENV, SCHEMA, call, make_request, sent_json
+from tests.helpers.references import Deferred
+
+# The SDK, imported by the first test that uses it (tests/helpers/references.py).
+sdk = Deferred("anthropic.types")
+request_types = Deferred("anthropic.types.message_create_params")
 
 MODEL = "anthropic/claude-sonnet-4-5"
 # The SDK's request type names no sampling parameter since its 1.0 (its MIGRATION.md:
@@ -71,21 +59,21 @@ BODIES: dict[str, dict[str, Any]] = {
 
 
 def reply(
-    *content: TextBlock | ToolUseBlock,
+    *content: sdk.TextBlock | sdk.ToolUseBlock,
     stop_reason: str = "end_turn",
-    usage: SdkUsage | None = None,
+    usage: sdk.Usage | None = None,
     exclude_none: bool = True,
 ) -> httpx.Response:
     """A Message built with the SDK's types, as the API sends it."""
-    message = Message(
+    message = sdk.Message(
         id="msg_conformance",
         type="message",
         role="assistant",
         model="claude-sonnet-4-5-20250929",
-        content=list(content) or [TextBlock(type="text", text="Billing.")],
+        content=list(content) or [sdk.TextBlock(type="text", text="Billing.")],
         stop_reason=stop_reason,
         stop_sequence=None,
-        usage=usage or SdkUsage(input_tokens=19, output_tokens=3),
+        usage=usage or sdk.Usage(input_tokens=19, output_tokens=3),
     )
     return httpx.Response(200, json=message.model_dump(mode="json", exclude_none=exclude_none))
 
@@ -93,7 +81,9 @@ def reply(
 @pytest.mark.parametrize("case", BODIES)
 def test_every_body_is_a_messages_request_of_the_sdk(case):
     conforms(
-        sent_body(MODEL, reply(), **BODIES[case]), MessageCreateParamsNonStreaming, beyond=SAMPLING
+        sent_body(MODEL, reply(), **BODIES[case]),
+        request_types.MessageCreateParamsNonStreaming,
+        beyond=SAMPLING,
     )
 
 
@@ -107,7 +97,7 @@ def test_sampling_parameters_go_only_under_the_api_version_that_takes_them():
 def test_the_check_refuses_what_the_sdk_does_not_name():
     body = sent_body(MODEL, reply()) | {"stop": ["END"]}
     body["messages"][0]["content"] = [{"type": "text", "txt": "I was charged twice."}]
-    assert problems(body, MessageCreateParamsNonStreaming) == [
+    assert problems(body, request_types.MessageCreateParamsNonStreaming) == [
         "body.stop: not a field of MessageCreateParamsNonStreaming",
         "body.messages[0].content[0].txt: not a field of TextBlockParam",
         "body.messages[0].content[0].text: required by TextBlockParam",
@@ -137,7 +127,7 @@ def test_a_sdk_message_parses_into_its_text_usage_finish_and_model(exclude_none)
 
 
 def test_cache_reads_are_cached_input_and_cache_writes_plain_input():
-    usage = SdkUsage(
+    usage = sdk.Usage(
         input_tokens=100,
         cache_creation_input_tokens=50,
         cache_read_input_tokens=800,
@@ -148,19 +138,34 @@ def test_cache_reads_are_cached_input_and_cache_writes_plain_input():
 
 
 def test_the_forced_tool_calls_input_is_the_answer_in_native_mode():
-    tool = ToolUseBlock(type="tool_use", id="toolu_01", name="reply", input={"category": "billing"})
+    tool = sdk.ToolUseBlock(
+        type="tool_use", id="toolu_01", name="reply", input={"category": "billing"}
+    )
     completion = answer(MODEL, reply(tool, stop_reason="tool_use"), schema=SCHEMA)
     assert json.loads(completion.text) == {"category": "billing"}
     assert completion.schema_mode == "native"
 
 
-ANSWERED = [reason for reason in typing.get_args(StopReason) if reason != "refusal"]
+# The SDK's stop reasons but refusal, written out so that collecting this module does not
+# import the SDK; the first test holds the list to the SDK's own.
+ANSWERED = [
+    "end_turn",
+    "max_tokens",
+    "stop_sequence",
+    "tool_use",
+    "pause_turn",
+    "model_context_window_exceeded",
+]
+
+
+def test_the_answered_stop_reasons_are_every_stop_reason_of_the_sdk_but_refusal():
+    assert sorted([*ANSWERED, "refusal"]) == sorted(typing.get_args(sdk.StopReason))
 
 
 @pytest.mark.parametrize("stop_reason", ANSWERED)
 def test_every_stop_reason_but_refusal_with_text_is_an_answer_with_its_finish(stop_reason):
     completion = answer(
-        MODEL, reply(TextBlock(type="text", text="Billing."), stop_reason=stop_reason)
+        MODEL, reply(sdk.TextBlock(type="text", text="Billing."), stop_reason=stop_reason)
     )
     assert completion.finish_reason == stop_reason
 
@@ -168,7 +173,7 @@ def test_every_stop_reason_but_refusal_with_text_is_an_answer_with_its_finish(st
 @pytest.mark.parametrize("model", ["claude-opus-4-1", "claude-sonnet-4-5", "claude-opus-4-6"])
 def test_a_claude_4_body_for_a_suites_defaults_sends_one_of_temperature_and_top_p(model):
     body = sent_for_suite(f"anthropic/{model}", reply(), SUITE_DEFAULTS)
-    conforms(body, MessageCreateParamsNonStreaming, beyond=SAMPLING)
+    conforms(body, request_types.MessageCreateParamsNonStreaming, beyond=SAMPLING)
     assert len(set(SAMPLING) & set(body)) == 1
     assert body["stop_sequences"] == ["END"]
 
@@ -176,7 +181,7 @@ def test_a_claude_4_body_for_a_suites_defaults_sends_one_of_temperature_and_top_
 def test_extended_thinking_is_the_sdks_thinking_config():
     params = {"max_tokens": 4096, "thinking": {"budget_tokens": 2048}}
     body = sent_for_suite(MODEL, reply(), params)
-    conforms(body, MessageCreateParamsNonStreaming, beyond=SAMPLING)
+    conforms(body, request_types.MessageCreateParamsNonStreaming, beyond=SAMPLING)
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert body["max_tokens"] > body["thinking"]["budget_tokens"]
 
@@ -184,81 +189,88 @@ def test_extended_thinking_is_the_sdks_thinking_config():
 def test_a_schema_with_thinking_is_prompted_not_a_forced_tool():
     params = {"max_tokens": 4096, "thinking": {"budget_tokens": 2048}}
     body = sent_for_suite(MODEL, reply(), params, schema=SCHEMA)
-    conforms(body, MessageCreateParamsNonStreaming, beyond=SAMPLING)
+    conforms(body, request_types.MessageCreateParamsNonStreaming, beyond=SAMPLING)
     assert "tool_choice" not in body and "tools" not in body
 
 
 def test_thinking_blocks_are_not_the_answer():
-    thinking = ThinkingBlock(type="thinking", thinking="A double charge.", signature="sig")
-    completion = answer(MODEL, reply(thinking, TextBlock(type="text", text="Billing.")))
+    thinking = sdk.ThinkingBlock(type="thinking", thinking="A double charge.", signature="sig")
+    completion = answer(MODEL, reply(thinking, sdk.TextBlock(type="text", text="Billing.")))
     assert completion.text == "Billing."
 
 
 def test_a_refusal_stop_is_a_refusal_with_its_usage_whatever_came_before():
     completion = answer(
-        MODEL, reply(TextBlock(type="text", text="Here is how"), stop_reason="refusal")
+        MODEL, reply(sdk.TextBlock(type="text", text="Here is how"), stop_reason="refusal")
     )
     assert completion.text == "" and completion.refusal
     assert completion.usage == Usage(input_tokens=19, output_tokens=3)
 
 
-def error(status: int, error: Any, headers: dict[str, str] | None = None) -> httpx.Response:
-    """An error reply whose body is the SDK's ErrorResponse, as the API sends it."""
-    body = ErrorResponse(type="error", error=error, request_id="req_conformance")
-    return httpx.Response(status, json=body.model_dump(mode="json"), headers=headers)
-
-
-ERRORS = {
+# Each error as the API sends it: status, the SDK's type of the error object and its fields,
+# headers, and the kind evalsite makes of it. Built with the SDK's types when a test asks.
+ERRORS: dict[str, tuple[int, str, dict[str, str], dict[str, str], ErrorKind]] = {
     "invalid request": (
-        error(400, InvalidRequestErrorObject(
-            type="invalid_request_error",
-            message="`temperature` and `top_p` cannot both be specified for this model.")),
-        ErrorKind.BAD_REQUEST,
+        400, "InvalidRequestErrorObject",
+        {"type": "invalid_request_error",
+         "message": "`temperature` and `top_p` cannot both be specified for this model."},
+        {}, ErrorKind.BAD_REQUEST,
     ),
     "invalid key": (
-        error(401, AuthenticationErrorObject(type="authentication_error",
-                                             message="invalid x-api-key")),
-        ErrorKind.AUTH,
+        401, "AuthenticationErrorObject",
+        {"type": "authentication_error", "message": "invalid x-api-key"},
+        {}, ErrorKind.AUTH,
     ),
     "no permission": (
-        error(403, PermissionErrorObject(type="permission_error",
-                                         message="Your API key does not have permission.")),
-        ErrorKind.AUTH,
+        403, "PermissionErrorObject",
+        {"type": "permission_error", "message": "Your API key does not have permission."},
+        {}, ErrorKind.AUTH,
     ),
     "unknown model": (
-        error(404, NotFoundErrorObject(type="not_found_error", message="model: claude-9")),
-        ErrorKind.UNKNOWN_MODEL,
+        404, "NotFoundErrorObject",
+        {"type": "not_found_error", "message": "model: claude-9"},
+        {}, ErrorKind.UNKNOWN_MODEL,
     ),
     "rate limited": (
-        error(429, RateLimitErrorObject(type="rate_limit_error", message="Rate limited."),
-              {"retry-after": "12"}),
-        ErrorKind.RATE_LIMITED,
+        429, "RateLimitErrorObject",
+        {"type": "rate_limit_error", "message": "Rate limited."},
+        {"retry-after": "12"}, ErrorKind.RATE_LIMITED,
     ),
     "overloaded": (
-        error(529, OverloadedErrorObject(type="overloaded_error", message="Overloaded"),
-              {"retry-after": "3"}),
-        ErrorKind.SERVER,
+        529, "OverloadedErrorObject",
+        {"type": "overloaded_error", "message": "Overloaded"},
+        {"retry-after": "3"}, ErrorKind.SERVER,
     ),
     "server error": (
-        error(500, APIErrorObject(type="api_error", message="Internal server error")),
-        ErrorKind.SERVER,
+        500, "APIErrorObject",
+        {"type": "api_error", "message": "Internal server error"},
+        {}, ErrorKind.SERVER,
     ),
 }  # fmt: skip
 
 
+def error_reply(case: str) -> httpx.Response:
+    """The case's error reply, its body the SDK's ErrorResponse, as the API sends it."""
+    status, kind_of_object, fields, headers, _ = ERRORS[case]
+    body = sdk.ErrorResponse(
+        type="error", error=getattr(sdk, kind_of_object)(**fields), request_id="req_conformance"
+    )
+    return httpx.Response(status, json=body.model_dump(mode="json"), headers=headers)
+
+
 @pytest.mark.parametrize("case", ERRORS)
 def test_an_sdk_error_body_is_its_error_kind_quoting_the_providers_message(case):
-    named_error(MODEL, *ERRORS[case])
+    named_error(MODEL, error_reply(case), ERRORS[case][-1])
 
 
 @pytest.mark.parametrize(("case", "seconds"), [("rate limited", 12), ("overloaded", 3)])
 def test_a_rate_limit_or_overload_is_retried_after_the_providers_retry_after(case, seconds):
-    error = failure(MODEL, ERRORS[case][0])
+    error = failure(MODEL, error_reply(case))
     assert error.retryable and error.retry_after == seconds
 
 
 def test_an_invalid_request_stops_the_model_without_a_retry():
-    error = failure(MODEL, ERRORS["invalid request"][0])
+    error = failure(MODEL, error_reply("invalid request"))
     assert error.stops_model and not error.retryable
 
 
@@ -267,9 +279,9 @@ def test_an_invalid_request_stops_the_model_without_a_retry():
     ["max_tokens", "model_context_window_exceeded"],
 )
 def test_a_stop_at_a_limit_keeps_its_text_and_is_counted_cut_off(stop_reason):
-    assert stop_reason in typing.get_args(StopReason)
+    assert stop_reason in typing.get_args(sdk.StopReason)
     completion = answer(
-        MODEL, reply(TextBlock(type="text", text="The charge was"), stop_reason=stop_reason)
+        MODEL, reply(sdk.TextBlock(type="text", text="The charge was"), stop_reason=stop_reason)
     )
     assert completion.text == "The charge was"
     assert completion.finish_reason in CUT_OFF_REASONS

@@ -13,15 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from openai.types.chat import ChatCompletion, ChatCompletionMessage
-from openai.types.chat.chat_completion import Choice
-from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
-from openai.types.completion_usage import (
-    CompletionTokensDetails,
-    CompletionUsage,
-    PromptTokensDetails,
-)
-from openai.types.shared import ErrorObject
 
 from evalsite.core.judge_warnings import CUT_OFF_REASONS
 from evalsite.core.pricing import Usage
@@ -40,6 +31,12 @@ from tests.core.providers.sdk_types import (
     sent_for_suite,
 )
 from tests.helpers.providers import SCHEMA
+from tests.helpers.references import Deferred
+
+# The SDK, imported by the first test that uses it (tests/helpers/references.py).
+chat = Deferred("openai.types.chat")
+completion_usage = Deferred("openai.types.completion_usage")
+shared = Deferred("openai.types.shared")
 
 MODEL = "openai/gpt-4.1-mini"
 LOOSE_SCHEMA = {"type": "object", "properties": {"category": {"type": "string"}}}
@@ -78,23 +75,26 @@ def reply(
     *,
     finish_reason: str = "stop",
     refusal: str | None = None,
-    usage: CompletionUsage | None = None,
+    usage: completion_usage.CompletionUsage | None = None,
     exclude_none: bool = True,
 ) -> httpx.Response:
     """A ChatCompletion built with the SDK's types, as the API sends it."""
-    completion = ChatCompletion(
+    completion = chat.ChatCompletion(
         id="chatcmpl-conformance",
         object="chat.completion",
         created=1741569952,
         model="gpt-4.1-mini-2025-04-14",
         choices=[
-            Choice(
+            chat.chat_completion.Choice(
                 index=0,
                 finish_reason=finish_reason,
-                message=ChatCompletionMessage(role="assistant", content=content, refusal=refusal),
+                message=chat.ChatCompletionMessage(
+                    role="assistant", content=content, refusal=refusal
+                ),
             )
         ],
-        usage=usage or CompletionUsage(prompt_tokens=19, completion_tokens=3, total_tokens=22),
+        usage=usage
+        or completion_usage.CompletionUsage(prompt_tokens=19, completion_tokens=3, total_tokens=22),
     )
     return httpx.Response(200, json=completion.model_dump(mode="json", exclude_none=exclude_none))
 
@@ -102,7 +102,10 @@ def reply(
 @pytest.mark.parametrize("case", BODIES)
 def test_every_body_is_a_chat_completions_request_of_the_sdk(case):
     model, fields = BODIES[case]
-    conforms(sent_body(model, reply(), **fields), CompletionCreateParamsNonStreaming)
+    conforms(
+        sent_body(model, reply(), **fields),
+        chat.completion_create_params.CompletionCreateParamsNonStreaming,
+    )
 
 
 def test_the_check_refuses_what_the_sdk_does_not_name():
@@ -110,7 +113,7 @@ def test_the_check_refuses_what_the_sdk_does_not_name():
     image = body["messages"][1]["content"][1]
     image["image_url"]["detial"] = "low"
     body["max_output_tokens"] = 300
-    assert problems(body, CompletionCreateParamsNonStreaming) == [
+    assert problems(body, chat.completion_create_params.CompletionCreateParamsNonStreaming) == [
         "body.max_output_tokens: not a field of CompletionCreateParamsNonStreaming",
         "body.messages[1].content[1].image_url.detial: not a field of ImageURL",
     ]
@@ -162,7 +165,10 @@ def test_an_assistant_messages_text_parts_are_the_sdks_assistant_content():
         shown,
         {"role": "user", "content": "And?"},
     )
-    conforms(sent_body(MODEL, reply(), messages=messages), CompletionCreateParamsNonStreaming)
+    conforms(
+        sent_body(MODEL, reply(), messages=messages),
+        chat.completion_create_params.CompletionCreateParamsNonStreaming,
+    )
 
 
 @pytest.mark.parametrize("exclude_none", [True, False])
@@ -175,12 +181,14 @@ def test_a_sdk_completion_parses_into_its_text_usage_finish_and_model(exclude_no
 
 
 def test_cached_prompt_tokens_are_split_out_and_reasoning_tokens_bill_as_output():
-    usage = CompletionUsage(
+    usage = completion_usage.CompletionUsage(
         prompt_tokens=1000,
         completion_tokens=300,
         total_tokens=1300,
-        prompt_tokens_details=PromptTokensDetails(cached_tokens=600, audio_tokens=0),
-        completion_tokens_details=CompletionTokensDetails(reasoning_tokens=256),
+        prompt_tokens_details=completion_usage.PromptTokensDetails(
+            cached_tokens=600, audio_tokens=0
+        ),
+        completion_tokens_details=completion_usage.CompletionTokensDetails(reasoning_tokens=256),
     )
     completion = answer("openai/o4-mini", reply(usage=usage))
     # completion_tokens already includes the reasoning tokens, which bill as output
@@ -193,7 +201,14 @@ def test_a_length_finish_keeps_its_text_and_is_counted_cut_off():
     assert completion.finish_reason in CUT_OFF_REASONS
 
 
-FINISHES = typing.get_args(Choice.model_fields["finish_reason"].annotation)
+# The SDK's finish reasons, written out so that collecting this module does not import the
+# SDK; the first test holds the list to the SDK's own.
+FINISHES = ("stop", "length", "tool_calls", "content_filter", "function_call")
+
+
+def test_the_finish_reasons_are_every_finish_reason_of_the_sdk():
+    choice = chat.chat_completion.Choice
+    assert typing.get_args(choice.model_fields["finish_reason"].annotation) == FINISHES
 
 
 @pytest.mark.parametrize("finish_reason", FINISHES)
@@ -207,14 +222,14 @@ def test_every_finish_reason_of_the_sdk_with_text_is_an_answer_with_its_finish(f
 )
 def test_a_reasoning_models_body_for_a_suites_defaults_is_a_request_of_the_sdk(model):
     body = sent_for_suite(model, reply(), SUITE_DEFAULTS | {"reasoning_effort": "high"})
-    conforms(body, CompletionCreateParamsNonStreaming)
+    conforms(body, chat.completion_create_params.CompletionCreateParamsNonStreaming)
     assert body["reasoning_effort"] == "high"
     assert not {"temperature", "top_p", "stop"} & set(body)
 
 
 def test_a_chat_models_body_for_a_suites_defaults_keeps_them_all():
     body = sent_for_suite(MODEL, reply(), SUITE_DEFAULTS)
-    conforms(body, CompletionCreateParamsNonStreaming)
+    conforms(body, chat.completion_create_params.CompletionCreateParamsNonStreaming)
     assert (body["temperature"], body["top_p"], body["stop"]) == (0, 0.9, ["END"])
 
 
@@ -229,57 +244,61 @@ def test_a_content_filter_finish_with_no_content_is_a_refusal():
     assert completion.refusal and "content_filter" in completion.refusal
 
 
-def error(status: int, headers: dict[str, str] | None = None, **fields: Any) -> httpx.Response:
-    """An error reply whose body is the SDK's ErrorObject, as the API sends it."""
-    body = {"error": ErrorObject(**fields).model_dump(mode="json")}
-    return httpx.Response(status, json=body, headers=headers)
-
-
-ERRORS = {
+# Each error as the API sends it: status, headers, the fields of the SDK's ErrorObject, and
+# the kind evalsite makes of it. Built with the SDK's type when a test asks.
+ERRORS: dict[str, tuple[int, dict[str, str], dict[str, Any], ErrorKind]] = {
     "unsupported parameter": (
-        error(
-            400,
-            message="Unsupported parameter: 'temperature' is not supported with this model.",
-            type="invalid_request_error",
-            param="temperature",
-            code="unsupported_parameter",
-        ),
+        400, {},
+        {"message": "Unsupported parameter: 'temperature' is not supported with this model.",
+         "type": "invalid_request_error", "param": "temperature",
+         "code": "unsupported_parameter"},
         ErrorKind.BAD_REQUEST,
     ),
     "invalid key": (
-        error(401, message="Incorrect API key provided.", type="invalid_request_error",
-              code="invalid_api_key", param=None),
+        401, {},
+        {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+         "code": "invalid_api_key", "param": None},
         ErrorKind.AUTH,
     ),
     "unknown model": (
-        error(404, message="The model `o9` does not exist or you do not have access to it.",
-              type="invalid_request_error", code="model_not_found", param=None),
+        404, {},
+        {"message": "The model `o9` does not exist or you do not have access to it.",
+         "type": "invalid_request_error", "code": "model_not_found", "param": None},
         ErrorKind.UNKNOWN_MODEL,
     ),
     "out of credit": (
-        error(429, message="You exceeded your current quota.", type="insufficient_quota",
-              code="insufficient_quota", param=None),
+        429, {},
+        {"message": "You exceeded your current quota.", "type": "insufficient_quota",
+         "code": "insufficient_quota", "param": None},
         ErrorKind.AUTH,
     ),
     "rate limited": (
-        error(429, {"retry-after": "7"}, message="Rate limit reached.", type="requests",
-              code="rate_limit_exceeded", param=None),
+        429, {"retry-after": "7"},
+        {"message": "Rate limit reached.", "type": "requests", "code": "rate_limit_exceeded",
+         "param": None},
         ErrorKind.RATE_LIMITED,
     ),
 }  # fmt: skip
 
 
+def error_reply(case: str) -> httpx.Response:
+    """The case's error reply, its body the SDK's ErrorObject, as the API sends it."""
+    status, headers, fields, _ = ERRORS[case]
+    body = {"error": shared.ErrorObject(**fields).model_dump(mode="json")}
+    return httpx.Response(status, json=body, headers=headers)
+
+
 @pytest.mark.parametrize("case", ERRORS)
 def test_an_sdk_error_body_is_its_error_kind_quoting_the_providers_message(case):
-    named_error(MODEL, *ERRORS[case])
+    named_error(MODEL, error_reply(case), ERRORS[case][-1])
 
 
 def test_an_unsupported_parameter_names_it_and_stops_the_model_without_a_retry():
-    error = failure(MODEL, ERRORS["unsupported parameter"][0])
+    error = failure(MODEL, error_reply("unsupported parameter"))
     assert "temperature" in error.message
     assert error.stops_model and not error.retryable
 
 
 def test_a_rate_limit_waits_the_providers_retry_after():
-    error = failure(MODEL, ERRORS["rate limited"][0])
+    error = failure(MODEL, error_reply("rate limited"))
     assert error.retryable and error.retry_after == 7

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import statsmodels.api as sm
 
 from evalsite.core.calibration import LabelView, PairView, match_labels
 from evalsite.core.gates import check_gates
@@ -18,6 +17,7 @@ from evalsite.core.stats.mcnemar import SIGN_FLIP, sign_flip_p
 from evalsite.core.stats.paired import PAIRED_RESAMPLES
 from evalsite.core.stats.student import t_quantile
 from tests.core.stats.reference import ppi_py_stratified
+from tests.helpers.references import sm
 
 BASE, CAND = "fake/base", "fake/cand"
 TASKS = {"billing": 60, "refunds": 25, "tone": 12}  # cases per task

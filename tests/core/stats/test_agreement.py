@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import math
 
-import krippendorff
 import numpy as np
 import pytest
-from statsmodels.stats.inter_rater import aggregate_raters
-from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from evalsite.core.stats import (
     CATEGORIES,
@@ -17,6 +14,7 @@ from evalsite.core.stats import (
     krippendorff_alpha,
     pairwise_cohen,
 )
+from tests.helpers.references import aggregate_raters, krippendorff, statsmodels_fleiss
 
 
 def generated_labels(seed: int, *, raters: int, items: int, coverage: float = 1.0) -> dict:

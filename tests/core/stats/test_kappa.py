@@ -8,8 +8,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 
 from evalsite.core.stats import (
     CATEGORIES,
@@ -21,6 +19,7 @@ from evalsite.core.stats import (
 )
 from evalsite.core.stats.kappa import case_interval
 from tests.core.stats.reference import rated_pairs
+from tests.helpers.references import cohen_kappa_score, statsmodels_kappa
 
 
 def sklearn_kappa(a: list[str], b: list[str]) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import statsmodels.api as sm
 
 from evalsite.core.stats.length import (
     BIAS_MARGIN,
@@ -14,6 +13,7 @@ from evalsite.core.stats.length import (
     length_scale,
     logistic_fit,
 )
+from tests.helpers.references import sm
 
 SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 

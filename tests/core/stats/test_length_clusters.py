@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import statsmodels.api as sm
-from scipy.stats import t as student
 
 from evalsite.core.report.judge_text import length_text
 from evalsite.core.stats.length import (
@@ -16,6 +14,7 @@ from evalsite.core.stats.length import (
     length_scale,
 )
 from evalsite.core.stats.student import t_quantile
+from tests.helpers.references import sm, student
 
 SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import permutation_test
-from statsmodels.stats.contingency_tables import mcnemar
 
 from evalsite.core.report.pairing import significance_lines
 from evalsite.core.stats.mcnemar import MCNEMAR, SIGN_FLIP, case_mcnemar
+from tests.helpers.references import mcnemar, permutation_test
 
 
 def table(before, after):

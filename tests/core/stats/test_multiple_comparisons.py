@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from statsmodels.stats.multitest import multipletests
 
 from evalsite.core.stats.multiple import comparisons_text, holm
+from tests.helpers.references import multipletests
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 import pytest
-from statsmodels.stats.contingency_tables import mcnemar
 
 from evalsite.core.stats.paired import mcnemar_exact, paired_bootstrap
+from tests.helpers.references import mcnemar
 
 
 def plain_paired_bootstrap(before, after, seed, resamples):

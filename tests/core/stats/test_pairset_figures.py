@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import statsmodels.api as sm
 
 from evalsite.core.pairsets import parse_pairset
 from evalsite.core.stats import pair_score, strict_majority
 from evalsite.core.stats.length import length_bias, length_scale
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
 from tests.core.stats.reference import ppi_py_stratified
+from tests.helpers.references import sm
 
 PAIRSET = Path(__file__).parents[2] / "fixtures" / "pairsets" / "llmbar-mtbench.jsonl"
 SIDE = {"a": "baseline", "b": "candidate", "tie": "tie"}  # answer_a plays the baseline

@@ -9,9 +9,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import statsmodels.api as sm
 
 from evalsite.core.stats import bradley_terry
+from tests.helpers.references import sm
 
 TRUE = {"alpha": 1.5, "beta": 0.5, "gamma": 0.0, "delta": -0.7, "eps": -1.3}
 

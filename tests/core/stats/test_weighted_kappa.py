@@ -10,7 +10,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from evalsite.core.stats import CATEGORIES, per_task_kappa
 from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
@@ -23,6 +22,7 @@ from evalsite.core.stats.kappa import (
     effective_size,
 )
 from tests.core.stats.reference import rated_pairs
+from tests.helpers.references import cohen_kappa_score
 
 
 def sklearn_kappa(a: list[str], b: list[str], weights: list[float]) -> float:
