@@ -584,6 +584,65 @@ def test_the_prompt_map_form_gives_each_file_its_label(tmp_path):
     assert result.suite["variants"]["llama"]["prompt"] == "Llama asks {{q}}"
 
 
+def test_a_prompt_object_without_raw_sends_its_id_as_promptfoo_does_and_says_so(tmp_path):
+    # promptfoo reads {id, label} with no raw as raw: id; the label only names the prompt
+    result = _valid(
+        tmp_path,
+        "prompts:\n  - id: short-answer\n    label: |\n      Answer briefly.\n"
+        "      {{question}}\n  - {id: 'Say {{question}} twice', label: twice}\n"
+        "providers: [openai:gpt-4.1-mini]\ntests: [{vars: {question: why}}]\n",
+    )
+    assert result.suite["tasks"][0]["prompt"] == "short-answer"
+    assert result.suite["variants"] == {
+        "short-answer": {},
+        "twice": {"prompt": "Say {{question}} twice"},
+    }
+    assert result.untranslated == ()
+    (note,) = [note for note in result.notes if "short-answer" in note]
+    assert "promptfoo sends its id as the prompt's whole text" in note
+    assert "write it as raw:" in note
+    assert not any("'Say" in note for note in result.notes)  # a one-line label is a name
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("prompt", "files", "what"),
+    [
+        (
+            "file://chat.json",
+            {
+                "chat.json": '[{"role": "system", "content": "Be brief"},\n'
+                "{% for turn in _conversation %}\n"
+                '{"role": "user", "content": "{{ turn.input }}"},\n'
+                '{"role": "assistant", "content": "{{ turn.output }}"},\n'
+                '{% endfor %}\n{"role": "user", "content": "{{ question }}"}]\n'
+            },
+            "prompt file://chat.json",
+        ),
+        (
+            "'{% for t in _conversation %}{{t.output}} {% endfor %}{{question}}'",
+            {},
+            "prompt",
+        ),
+    ],
+)
+def test_a_prompt_that_reads_conversation_exits_2_naming_why(tmp_path, prompt, files, what):
+    source = _config(
+        tmp_path,
+        f"prompts: [{prompt}]\nproviders: [openai:gpt-4.1-mini]\n"
+        "tests:\n  - {vars: {question: Who?}, metadata: {conversationId: a}}\n"
+        "  - {vars: {question: Where?}, metadata: {conversationId: a}}\n",
+        **files,
+    )
+    with pytest.raises(SuiteError, match="no prompt translated") as caught:
+        translate("promptfoo", source)
+    why = {item.what: item.why for item in caught.value.untranslated}[what]
+    assert why.startswith("reads _conversation, the earlier turns promptfoo keeps")
+    assert "no case sees another's answer" in why
+    code, stdout, _ = run_command("import", "promptfoo", str(source), "--out", str(tmp_path / "x"))
+    assert code == 2 and "reads _conversation" in stdout and not (tmp_path / "x").exists()
+
+
 def test_max_completion_tokens_num_predict_and_reasoning_effort_are_request_settings(tmp_path):
     result = _valid(
         tmp_path,
