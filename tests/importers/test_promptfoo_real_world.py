@@ -674,6 +674,24 @@ def test_a_vendor_provider_that_is_no_chat_model_is_listed_not_a_model_string(tm
     assert "no chat model" in skipped["provider openai:codex-security:gpt-5.6-sol"]
 
 
+@pytest.mark.parametrize(
+    "provider",
+    [
+        "anthropic:claude-agent-sdk",
+        "anthropic:claude-code",
+        "openai:codex-sdk",
+        "google:live:gemini-2.5-flash-preview",
+    ],
+)
+def test_an_agent_sdk_or_live_api_provider_is_listed_not_a_model_string(tmp_path, provider):
+    # these became anthropic/claude-agent-sdk, google/live:…: models with no price row
+    result = _valid(
+        tmp_path, f"prompts: [Hi]\nproviders: [{provider}, openai:gpt-4.1]\ntests: [{{}}]\n"
+    )
+    assert result.suite["models"] == ["openai/gpt-4.1"]
+    assert "no chat model" in _skipped(result)[f"provider {provider}"]
+
+
 def test_a_local_server_s_note_says_a_free_model_is_a_row_of_zero_rates(tmp_path):
     result = _valid(tmp_path, "prompts: [Hi]\nproviders: [ollama:chat:llama3.2, groq:llama-3.3]\n")
     (ollama,) = [note for note in result.notes if note.startswith("ollama:")]
