@@ -64,6 +64,30 @@ def test_tests_that_all_fail_to_translate_are_refused_not_a_placeholder_case(tmp
     assert [item.what for item in caught.value.untranslated] == ["test", "test"]
 
 
+def test_a_test_generator_is_listed_and_refused_not_one_empty_case(tmp_path):
+    # tests: {path, config} used to become one case with no vars, its keys listed
+    source = _config(
+        tmp_path,
+        "prompts: ['Q: {{q}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests:\n  path: file://make_tests.ts:generate\n  config: {dataset: x/y}\n",
+    )
+    with pytest.raises(SuiteError, match="no test translated") as caught:
+        translate("promptfoo", source)
+    (item,) = caught.value.untranslated
+    assert item.what == "tests file://make_tests.ts:generate"
+    assert item.why.startswith("a test generator: promptfoo calls the script")
+
+
+def test_a_tests_path_naming_a_tests_file_is_read_as_one(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['Q: {{q}}']\nproviders: [openai:gpt-4.1]\ntests: {path: file://t.yaml}\n",
+        **{"t.yaml": "- {vars: {q: one}}\n- {vars: {q: two}}\n"},
+    )
+    cases = result.suite["tasks"][0]["cases"]
+    assert [case["vars"] for case in cases] == [{"q": "one"}, {"q": "two"}]
+
+
 def test_a_config_without_tests_is_one_case_of_default_test_as_promptfoo_runs_it(tmp_path):
     result = _valid(
         tmp_path,

@@ -66,6 +66,7 @@ TOP = {
     "assertionTemplates",  # read where a $ref names one
 }
 TEST = {"description", "vars", "assert", "options"}
+TEST_FILES = DATA | {".csv", ".jsonl"}
 VAR_FILE_CHARS = 200_000  # a var file read into the suite; a suite is at most 5 MiB
 
 
@@ -212,13 +213,34 @@ def _tests(value: Any, c: Collector) -> list[tuple[dict[str, Any], At]]:
     items = value if isinstance(value, list) else [] if value is None else [value]
     out: list[tuple[dict[str, Any], At]] = []
     for index, item in enumerate(items):
-        if isinstance(item, dict):
+        where = ("tests", index) if isinstance(value, list) else ("tests",)
+        if isinstance(item, dict) and "path" in item:
+            out += _test_generator(item, where, c)
+        elif isinstance(item, dict):
             out.append((item, c.at(("tests", index))))
         elif isinstance(item, str) and item.startswith("file://"):
             out += _test_file(item, ("tests", index), c)
         else:
             c.skip(("tests", index), "test", "not a test or a file:// reference")
     return out
+
+
+def _test_generator(
+    item: dict[str, Any], where: tuple[Any, ...], c: Collector
+) -> list[tuple[dict[str, Any], At]]:
+    """promptfoo's ``{path, config}``: a tests file (CSV, YAML, JSON, JSONL) with no config
+    is read as one; a script that makes the tests is listed, never one empty test."""
+    written = str(item.get("path"))
+    suffix = pathlib.PurePosixPath(written).suffix.lower()
+    if set(item) == {"path"} and written.startswith("file://") and suffix in TEST_FILES:
+        return _test_file(written, where, c)
+    why = (
+        "a test generator: promptfoo calls the script with its config to make the tests, "
+        "and evalsite runs no such script (a Python one is a cases_from: {python: "
+        "module:function} whose function takes no arguments: write one returning its cases)"
+    )
+    c.skip(where, f"tests {written}", why)
+    return []
 
 
 def _test_file(
