@@ -329,6 +329,56 @@ def test_a_var_file_too_long_to_inline_is_listed(tmp_path):
     assert "longer than 200,000 characters" in _skipped(result)["tests[0].vars.doc file://big.txt"]
 
 
+def test_list_vars_make_a_case_per_combination_as_promptfoo_expands_them(tmp_path):
+    # they were listed ("evalsite's vars are text…") and the test ran without them
+    result = _valid(
+        tmp_path,
+        "prompts: ['Say {{greeting}} in {{language}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests:\n  - vars: {language: [French, German], greeting: [hi, bye]}\n"
+        "    assert: [{type: icontains, value: '{{greeting}}'}]\n",
+    )
+    cases = result.suite["tasks"][0]["cases"]
+    assert [(case["id"], case["vars"]) for case in cases] == [
+        ("test-1-1", {"language": "French", "greeting": "hi"}),
+        ("test-1-2", {"language": "French", "greeting": "bye"}),
+        ("test-1-3", {"language": "German", "greeting": "hi"}),
+        ("test-1-4", {"language": "German", "greeting": "bye"}),
+    ]
+    assert all(
+        case["checks"] == [{"contains": "{{greeting}}", "case_sensitive": False}] for case in cases
+    )
+    assert result.untranslated == ()
+
+
+def test_a_list_of_objects_is_one_value_listed_and_too_many_combinations_are_listed(tmp_path):
+    many = "[" + ", ".join(f"w{i}" for i in range(40)) + "]"
+    result = _valid(
+        tmp_path,
+        "prompts: ['{{a}} {{b}}']\nproviders: [openai:gpt-4.1]\ntests:\n"
+        "  - vars: {a: x, turns: [{input: q, output: r}]}\n"
+        f"  - vars: {{a: {many}, b: {many}}}\n",
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["vars"] == {"a": "x", "b": ""}
+    skipped = _skipped(result)
+    assert "a list whose first item is no text is one value" in skipped["test 1: var turns"]
+    assert "make 1,600 tests, more than the 1,000" in skipped["test 2"]
+
+
+def test_a_var_naming_another_var_has_its_value_as_promptfoo_fills_it_in(tmp_path):
+    # the model was sent "Write a tweet about {{topic}}" where promptfoo sends the topic
+    result = _valid(
+        tmp_path,
+        "prompts: ['Write a {{sentence}}']\nproviders: [openai:gpt-4.1]\n"
+        "defaultTest: {vars: {who: 'my {{pet}}'}}\n"
+        "tests:\n  - vars: {sentence: 'tweet about {{topic}} for {{ who }}', topic: cats, "
+        "pet: dog}\n  - vars: {sentence: '{{nobody}} and {{topic}}', topic: 2.0}\n",
+    )
+    first, second = result.suite["tasks"][0]["cases"]
+    assert first["vars"]["sentence"] == "tweet about cats for my dog"
+    assert second["vars"]["sentence"] == "{{nobody}} and {{topic}}"  # the first name only
+
+
 def test_a_bare_prompt_path_is_read_and_a_csv_of_prompts_is_one_prompt_a_row(tmp_path):
     result = _valid(
         tmp_path,

@@ -8,6 +8,7 @@ other assertion is listed as untranslated (docs/importing.md has the table).
 
 from __future__ import annotations
 
+import copy
 import pathlib
 import re
 from typing import Any
@@ -50,6 +51,13 @@ from evalsite.core.importers.promptfoo_transform import (
     Transform,
 )
 from evalsite.core.importers.promptfoo_transform import read as read_transform
+from evalsite.core.importers.promptfoo_vars import (
+    MAX_COMBINATIONS,
+    combinations,
+    count,
+    expands,
+)
+from evalsite.core.importers.promptfoo_vars import resolved as vars_resolved
 from evalsite.core.importers.promptfoo_weights import scorecard
 
 __all__ = ["translate"]
@@ -342,8 +350,8 @@ def _task(
     default_vars = _vars(default.get("vars"), c.at(("defaultTest", "vars")), c)
     cases = []
     for number, (test, at) in enumerate(tests, start=1):
-        cases.append(
-            _case(
+        cases.extend(
+            _cases(
                 test,
                 number,
                 at,
@@ -404,7 +412,7 @@ def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: Context)
         c.skip((*path, "provider"), f"{path[0]}.options.provider {written}", why)
 
 
-def _case(
+def _cases(
     test: dict[str, Any],
     number: int,
     at: At,
@@ -413,7 +421,9 @@ def _case(
     taken: set[str],
     c: Collector,
     context: Context,
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
+    """The test's cases: one per combination of its list vars (promptfoo_vars), each with
+    its vars' references to other vars filled in; the checks and grade of each the test's."""
     file, line, place = at
     for key in test:
         if key not in TEST:
@@ -421,27 +431,64 @@ def _case(
                 line, f"test {number}: {key}", "not a key this importer translates", file=file
             )
     outer = _test_options(test, number, at, c, context)
-    name = str(test.get("description") or "")
-    case: dict[str, Any] = {
-        "id": unique(identifier(name, f"test-{number}") if name else f"test-{number}", taken)
-    }
     where = (file, line, f"{place}.vars" if place else "vars")
-    vars_out = _case_vars({**default_vars, **_vars(test.get("vars"), where, c)}, number, at, c)
-    for key in sorted(placeholders - set(vars_out)):
-        vars_out[key] = ""  # promptfoo renders a missing var as nothing
-    if vars_out:
-        case["vars"] = vars_out
-    if outer.kind == "other":  # the checks would test the untransformed answer: listed
-        return case
-    checks, grade = assertions(test.get("assert"), (), file, c, context, line, outer)
-    defaults = context.defaults(outer, c)
-    checks = defaults[0] + checks
-    grade = grade or defaults[1]
-    if checks:
-        case["checks"] = checks
-    if grade:
-        case["grade"] = grade
-    return case
+    variables = {**default_vars, **_vars(test.get("vars"), where, c)}
+    combinations = _combinations(variables, number, at, c)
+    if not combinations:
+        return []
+    shared: dict[str, Any] = {}
+    if outer.kind != "other":  # else the checks would test the untransformed answer: listed
+        checks, grade = assertions(test.get("assert"), (), file, c, context, line, outer)
+        defaults = context.defaults(outer, c)
+        shared = {"checks": defaults[0] + checks, "grade": grade or defaults[1]}
+    name = str(test.get("description") or "")
+    base = identifier(name, f"test-{number}") if name else f"test-{number}"
+    cases = []
+    for k, chosen in enumerate(combinations, start=1):
+        case: dict[str, Any] = {
+            "id": unique(base if len(combinations) == 1 else f"{base}-{k}", taken)
+        }
+        vars_out = vars_resolved(chosen)
+        for key in sorted(placeholders - set(vars_out)):
+            vars_out[key] = ""  # promptfoo renders a missing var as nothing
+        if vars_out:
+            case["vars"] = vars_out
+        cases.append(case | {key: copy.deepcopy(v) for key, v in shared.items() if v})
+    return cases
+
+
+def _combinations(
+    variables: dict[str, Any], number: int, at: At, c: Collector
+) -> list[dict[str, Any]]:
+    """The test's var combinations (promptfoo_vars) of the vars evalsite's case holds, each
+    other var listed once; none, listed, when they are more than MAX_COMBINATIONS."""
+    for key, value in variables.items():
+        if not _holds(value):
+            why = (
+                "evalsite's vars are text, numbers, true/false or null; a list whose first "
+                "item is no text is one value in promptfoo (its templates read the items)"
+                if isinstance(value, list)
+                else "evalsite's vars are text, numbers, true/false or null"
+            )
+            c.skip_at(at[1], f"test {number}: var {key}", why, file=at[0])
+    held = {key: value for key, value in variables.items() if _holds(value)}
+    if count(held) > MAX_COMBINATIONS:
+        lists = ", ".join(key for key, value in held.items() if expands(value))
+        why = (
+            f"its list vars ({lists}) make {count(held):,} tests, more than the "
+            f"{MAX_COMBINATIONS:,} the importer writes for one test: split them"
+        )
+        c.skip_at(at[1], f"test {number}", why, file=at[0])
+        return []
+    return combinations(held)
+
+
+def _holds(value: Any) -> bool:
+    """Whether an evalsite case var holds ``value`` (a list of texts expands first)."""
+    scalar = (str, int, float, bool, type(None))
+    return (
+        all(isinstance(v, scalar) for v in value) if expands(value) else isinstance(value, scalar)
+    )
 
 
 def _test_options(
@@ -466,23 +513,6 @@ def _test_options(
         why = f"{NO_PLACE}; the test's assertions ({asserted}, and defaultTest's) go with it"
         c.skip_at(line, f"test {number}: options.transform {outer.written}", why, file=file)
     return outer
-
-
-def _case_vars(variables: dict[str, Any], number: int, at: At, c: Collector) -> dict[str, Any]:
-    """The vars evalsite's case holds; any other value listed."""
-    out = {}
-    for key, value in variables.items():
-        if isinstance(value, str | int | float | bool) or value is None:
-            out[key] = value
-        else:
-            c.skip_at(
-                at[1],
-                f"test {number}: var {key}",
-                "evalsite's vars are text, numbers, "
-                "true/false or null (promptfoo expands a list into several tests)",
-                file=at[0],
-            )
-    return out
 
 
 def _vars(value: Any, at: At, c: Collector) -> dict[str, Any]:
