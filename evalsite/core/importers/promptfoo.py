@@ -51,12 +51,7 @@ from evalsite.core.importers.promptfoo_transform import (
     Transform,
 )
 from evalsite.core.importers.promptfoo_transform import read as read_transform
-from evalsite.core.importers.promptfoo_vars import (
-    MAX_COMBINATIONS,
-    combinations,
-    count,
-    expands,
-)
+from evalsite.core.importers.promptfoo_vars import case_combinations
 from evalsite.core.importers.promptfoo_vars import resolved as vars_resolved
 from evalsite.core.importers.promptfoo_weights import scorecard
 
@@ -433,7 +428,7 @@ def _cases(
     outer = _test_options(test, number, at, c, context)
     where = (file, line, f"{place}.vars" if place else "vars")
     variables = {**default_vars, **_vars(test.get("vars"), where, c)}
-    combinations = _combinations(variables, number, at, c)
+    combinations = case_combinations(variables, number, at, c)
     if not combinations:
         return []
     shared: dict[str, Any] = {}
@@ -455,40 +450,6 @@ def _cases(
             case["vars"] = vars_out
         cases.append(case | {key: copy.deepcopy(v) for key, v in shared.items() if v})
     return cases
-
-
-def _combinations(
-    variables: dict[str, Any], number: int, at: At, c: Collector
-) -> list[dict[str, Any]]:
-    """The test's var combinations (promptfoo_vars) of the vars evalsite's case holds, each
-    other var listed once; none, listed, when they are more than MAX_COMBINATIONS."""
-    for key, value in variables.items():
-        if not _holds(value):
-            why = (
-                "evalsite's vars are text, numbers, true/false or null; a list whose first "
-                "item is no text is one value in promptfoo (its templates read the items)"
-                if isinstance(value, list)
-                else "evalsite's vars are text, numbers, true/false or null"
-            )
-            c.skip_at(at[1], f"test {number}: var {key}", why, file=at[0])
-    held = {key: value for key, value in variables.items() if _holds(value)}
-    if count(held) > MAX_COMBINATIONS:
-        lists = ", ".join(key for key, value in held.items() if expands(value))
-        why = (
-            f"its list vars ({lists}) make {count(held):,} tests, more than the "
-            f"{MAX_COMBINATIONS:,} the importer writes for one test: split them"
-        )
-        c.skip_at(at[1], f"test {number}", why, file=at[0])
-        return []
-    return combinations(held)
-
-
-def _holds(value: Any) -> bool:
-    """Whether an evalsite case var holds ``value`` (a list of texts expands first)."""
-    scalar = (str, int, float, bool, type(None))
-    return (
-        all(isinstance(v, scalar) for v in value) if expands(value) else isinstance(value, scalar)
-    )
 
 
 def _test_options(

@@ -11,7 +11,9 @@ import math
 import re
 from typing import Any
 
-__all__ = ["MAX_COMBINATIONS", "combinations", "count", "expands", "resolved"]
+from evalsite.core.importers.common import At, Collector
+
+__all__ = ["MAX_COMBINATIONS", "case_combinations", "combinations", "count", "expands", "resolved"]
 
 MAX_COMBINATIONS = 1_000  # the tests one test may expand to in the written suite
 # promptfoo's resolveVariables: the first {{name}} of a text, at most five passes
@@ -35,6 +37,40 @@ def combinations(variables: dict[str, Any]) -> list[dict[str, Any]]:
 
 def count(variables: dict[str, Any]) -> int:
     return math.prod(len(v) for v in variables.values() if expands(v))
+
+
+def case_combinations(
+    variables: dict[str, Any], number: int, at: At, c: Collector
+) -> list[dict[str, Any]]:
+    """The test's var combinations (promptfoo_vars) of the vars evalsite's case holds, each
+    other var listed once; none, listed, when they are more than MAX_COMBINATIONS."""
+    for key, value in variables.items():
+        if not _holds(value):
+            why = (
+                "evalsite's vars are text, numbers, true/false or null; a list whose first "
+                "item is no text is one value in promptfoo (its templates read the items)"
+                if isinstance(value, list)
+                else "evalsite's vars are text, numbers, true/false or null"
+            )
+            c.skip_at(at[1], f"test {number}: var {key}", why, file=at[0])
+    held = {key: value for key, value in variables.items() if _holds(value)}
+    if count(held) > MAX_COMBINATIONS:
+        lists = ", ".join(key for key, value in held.items() if expands(value))
+        why = (
+            f"its list vars ({lists}) make {count(held):,} tests, more than the "
+            f"{MAX_COMBINATIONS:,} the importer writes for one test: split them"
+        )
+        c.skip_at(at[1], f"test {number}", why, file=at[0])
+        return []
+    return combinations(held)
+
+
+def _holds(value: Any) -> bool:
+    """Whether an evalsite case var holds ``value`` (a list of texts expands first)."""
+    scalar = (str, int, float, bool, type(None))
+    return (
+        all(isinstance(v, scalar) for v in value) if expands(value) else isinstance(value, scalar)
+    )
 
 
 def resolved(variables: dict[str, Any]) -> dict[str, Any]:
