@@ -365,6 +365,18 @@ def test_a_list_of_objects_is_one_value_listed_and_too_many_combinations_are_lis
     assert "make 1,600 tests, more than the 1,000" in skipped["test 2"]
 
 
+def test_a_config_whose_only_test_expands_too_far_is_refused_with_the_reason(tmp_path):
+    many = "[" + ", ".join(f"w{i}" for i in range(40)) + "]"
+    source = _config(
+        tmp_path,
+        f"prompts: ['{{{{a}}}} {{{{b}}}}']\nproviders: [openai:gpt-4.1]\n"
+        f"tests: [{{vars: {{a: {many}, b: {many}}}}}]\n",
+    )
+    with pytest.raises(SuiteError, match="no test translated") as caught:  # not "a bug"
+        translate("promptfoo", source)
+    assert [item.what for item in caught.value.untranslated] == ["test 1"]
+
+
 def test_a_var_naming_another_var_has_its_value_as_promptfoo_fills_it_in(tmp_path):
     # the model was sent "Write a tweet about {{topic}}" where promptfoo sends the topic
     result = _valid(

@@ -112,7 +112,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     if len(prompts) > 1:
         suite["variants"] = variant_specs(dict(prompts))
     suite["tasks"] = [task]
-    _refuse_empty(data, prompts, tests, c)
+    _refuse_empty(data, prompts, task["cases"], c)
     c.raise_problems()
     return Translation(
         "promptfoo",
@@ -126,9 +126,9 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     )
 
 
-def _refuse_empty(data: dict[str, Any], prompts: list[Any], tests: list[Any], c: Collector) -> None:
-    """A problem when no prompt translated, or tests were given and none translated (a file
-    that could not be read is a problem of its own already)."""
+def _refuse_empty(data: dict[str, Any], prompts: list[Any], cases: list[Any], c: Collector) -> None:
+    """A problem when no prompt translated, or tests were given and no case translated (a
+    file that could not be read is a problem of its own already)."""
     if c.problems:
         return
     if not prompts:
@@ -137,7 +137,7 @@ def _refuse_empty(data: dict[str, Any], prompts: list[Any], tests: list[Any], c:
             "no prompt translated (every prompt is listed as untranslated above); evalsite "
             "writes no suite without one",
         )
-    if data.get("tests") not in (None, []) and not tests:
+    if data.get("tests") not in (None, []) and not cases:
         c.problem(
             c.at(("tests",)),
             "no test translated (each is listed as untranslated above); evalsite writes no "
