@@ -17,7 +17,7 @@ __all__ = ["MAX_COMBINATIONS", "case_combinations", "combinations", "count", "ex
 
 MAX_COMBINATIONS = 1_000  # the tests one test may expand to in the written suite
 # promptfoo's resolveVariables: the first {{name}} of a text, at most five passes
-_REFERENCE = re.compile(r"\{\{\s*(\w+)\s*\}\}", re.ASCII)  # JavaScript's \w
+_REFERENCE = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")  # JavaScript's \w is ASCII
 _PASSES = 5
 
 
