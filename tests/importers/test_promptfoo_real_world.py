@@ -64,6 +64,30 @@ def test_tests_that_all_fail_to_translate_are_refused_not_a_placeholder_case(tmp
     assert [item.what for item in caught.value.untranslated] == ["test", "test"]
 
 
+def test_a_test_generator_is_listed_and_refused_not_one_empty_case(tmp_path):
+    # tests: {path, config} used to become one case with no vars, its keys listed
+    source = _config(
+        tmp_path,
+        "prompts: ['Q: {{q}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests:\n  path: file://make_tests.ts:generate\n  config: {dataset: x/y}\n",
+    )
+    with pytest.raises(SuiteError, match="no test translated") as caught:
+        translate("promptfoo", source)
+    (item,) = caught.value.untranslated
+    assert item.what == "tests file://make_tests.ts:generate"
+    assert item.why.startswith("a test generator: promptfoo calls the script")
+
+
+def test_a_tests_path_naming_a_tests_file_is_read_as_one(tmp_path):
+    result = _valid(
+        tmp_path,
+        "prompts: ['Q: {{q}}']\nproviders: [openai:gpt-4.1]\ntests: {path: file://t.yaml}\n",
+        **{"t.yaml": "- {vars: {q: one}}\n- {vars: {q: two}}\n"},
+    )
+    cases = result.suite["tasks"][0]["cases"]
+    assert [case["vars"] for case in cases] == [{"q": "one"}, {"q": "two"}]
+
+
 def test_a_config_without_tests_is_one_case_of_default_test_as_promptfoo_runs_it(tmp_path):
     result = _valid(
         tmp_path,
@@ -303,6 +327,68 @@ def test_a_var_file_too_long_to_inline_is_listed(tmp_path):
     (case,) = result.suite["tasks"][0]["cases"]
     assert case["vars"]["doc"] == ""  # listed, as a var the test left out renders
     assert "longer than 200,000 characters" in _skipped(result)["tests[0].vars.doc file://big.txt"]
+
+
+def test_list_vars_make_a_case_per_combination_as_promptfoo_expands_them(tmp_path):
+    # they were listed ("evalsite's vars are text…") and the test ran without them
+    result = _valid(
+        tmp_path,
+        "prompts: ['Say {{greeting}} in {{language}}']\nproviders: [openai:gpt-4.1]\n"
+        "tests:\n  - vars: {language: [French, German], greeting: [hi, bye]}\n"
+        "    assert: [{type: icontains, value: '{{greeting}}'}]\n",
+    )
+    cases = result.suite["tasks"][0]["cases"]
+    assert [(case["id"], case["vars"]) for case in cases] == [
+        ("test-1-1", {"language": "French", "greeting": "hi"}),
+        ("test-1-2", {"language": "French", "greeting": "bye"}),
+        ("test-1-3", {"language": "German", "greeting": "hi"}),
+        ("test-1-4", {"language": "German", "greeting": "bye"}),
+    ]
+    assert all(
+        case["checks"] == [{"contains": "{{greeting}}", "case_sensitive": False}] for case in cases
+    )
+    assert result.untranslated == ()
+
+
+def test_a_list_of_objects_is_one_value_listed_and_too_many_combinations_are_listed(tmp_path):
+    many = "[" + ", ".join(f"w{i}" for i in range(40)) + "]"
+    result = _valid(
+        tmp_path,
+        "prompts: ['{{a}} {{b}}']\nproviders: [openai:gpt-4.1]\ntests:\n"
+        "  - vars: {a: x, turns: [{input: q, output: r}]}\n"
+        f"  - vars: {{a: {many}, b: {many}}}\n",
+    )
+    (case,) = result.suite["tasks"][0]["cases"]
+    assert case["vars"] == {"a": "x", "b": ""}
+    skipped = _skipped(result)
+    assert "a list whose first item is no text is one value" in skipped["test 1: var turns"]
+    assert "make 1,600 tests, more than the 1,000" in skipped["test 2"]
+
+
+def test_a_config_whose_only_test_expands_too_far_is_refused_with_the_reason(tmp_path):
+    many = "[" + ", ".join(f"w{i}" for i in range(40)) + "]"
+    source = _config(
+        tmp_path,
+        f"prompts: ['{{{{a}}}} {{{{b}}}}']\nproviders: [openai:gpt-4.1]\n"
+        f"tests: [{{vars: {{a: {many}, b: {many}}}}}]\n",
+    )
+    with pytest.raises(SuiteError, match="no test translated") as caught:  # not "a bug"
+        translate("promptfoo", source)
+    assert [item.what for item in caught.value.untranslated] == ["test 1"]
+
+
+def test_a_var_naming_another_var_has_its_value_as_promptfoo_fills_it_in(tmp_path):
+    # the model was sent "Write a tweet about {{topic}}" where promptfoo sends the topic
+    result = _valid(
+        tmp_path,
+        "prompts: ['Write a {{sentence}}']\nproviders: [openai:gpt-4.1]\n"
+        "defaultTest: {vars: {who: 'my {{pet}}'}}\n"
+        "tests:\n  - vars: {sentence: 'tweet about {{topic}} for {{ who }}', topic: cats, "
+        "pet: dog}\n  - vars: {sentence: '{{nobody}} and {{topic}}', topic: 2.0}\n",
+    )
+    first, second = result.suite["tasks"][0]["cases"]
+    assert first["vars"]["sentence"] == "tweet about cats for my dog"
+    assert second["vars"]["sentence"] == "{{nobody}} and {{topic}}"  # the first name only
 
 
 def test_a_bare_prompt_path_is_read_and_a_csv_of_prompts_is_one_prompt_a_row(tmp_path):
@@ -584,6 +670,65 @@ def test_the_prompt_map_form_gives_each_file_its_label(tmp_path):
     assert result.suite["variants"]["llama"]["prompt"] == "Llama asks {{q}}"
 
 
+def test_a_prompt_object_without_raw_sends_its_id_as_promptfoo_does_and_says_so(tmp_path):
+    # promptfoo reads {id, label} with no raw as raw: id; the label only names the prompt
+    result = _valid(
+        tmp_path,
+        "prompts:\n  - id: short-answer\n    label: |\n      Answer briefly.\n"
+        "      {{question}}\n  - {id: 'Say {{question}} twice', label: twice}\n"
+        "providers: [openai:gpt-4.1-mini]\ntests: [{vars: {question: why}}]\n",
+    )
+    assert result.suite["tasks"][0]["prompt"] == "short-answer"
+    assert result.suite["variants"] == {
+        "short-answer": {},
+        "twice": {"prompt": "Say {{question}} twice"},
+    }
+    assert result.untranslated == ()
+    (note,) = [note for note in result.notes if "short-answer" in note]
+    assert "promptfoo sends its id as the prompt's whole text" in note
+    assert "write it as raw:" in note
+    assert not any("'Say" in note for note in result.notes)  # a one-line label is a name
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("prompt", "files", "what"),
+    [
+        (
+            "file://chat.json",
+            {
+                "chat.json": '[{"role": "system", "content": "Be brief"},\n'
+                "{% for turn in _conversation %}\n"
+                '{"role": "user", "content": "{{ turn.input }}"},\n'
+                '{"role": "assistant", "content": "{{ turn.output }}"},\n'
+                '{% endfor %}\n{"role": "user", "content": "{{ question }}"}]\n'
+            },
+            "prompt file://chat.json",
+        ),
+        (
+            "'{% for t in _conversation %}{{t.output}} {% endfor %}{{question}}'",
+            {},
+            "prompt",
+        ),
+    ],
+)
+def test_a_prompt_that_reads_conversation_exits_2_naming_why(tmp_path, prompt, files, what):
+    source = _config(
+        tmp_path,
+        f"prompts: [{prompt}]\nproviders: [openai:gpt-4.1-mini]\n"
+        "tests:\n  - {vars: {question: Who?}, metadata: {conversationId: a}}\n"
+        "  - {vars: {question: Where?}, metadata: {conversationId: a}}\n",
+        **files,
+    )
+    with pytest.raises(SuiteError, match="no prompt translated") as caught:
+        translate("promptfoo", source)
+    why = {item.what: item.why for item in caught.value.untranslated}[what]
+    assert why.startswith("reads _conversation, the earlier turns promptfoo keeps")
+    assert "no case sees another's answer" in why
+    code, stdout, _ = run_command("import", "promptfoo", str(source), "--out", str(tmp_path / "x"))
+    assert code == 2 and "reads _conversation" in stdout and not (tmp_path / "x").exists()
+
+
 def test_max_completion_tokens_num_predict_and_reasoning_effort_are_request_settings(tmp_path):
     result = _valid(
         tmp_path,
@@ -613,6 +758,24 @@ def test_a_vendor_provider_that_is_no_chat_model_is_listed_not_a_model_string(tm
     assert "no chat model" in skipped["provider openai:realtime:gpt-realtime"]
     # promptfoo's security-scan agent used to become the model openai/codex-security:…
     assert "no chat model" in skipped["provider openai:codex-security:gpt-5.6-sol"]
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [
+        "anthropic:claude-agent-sdk",
+        "anthropic:claude-code",
+        "openai:codex-sdk",
+        "google:live:gemini-2.5-flash-preview",
+    ],
+)
+def test_an_agent_sdk_or_live_api_provider_is_listed_not_a_model_string(tmp_path, provider):
+    # these became anthropic/claude-agent-sdk, google/live:…: models with no price row
+    result = _valid(
+        tmp_path, f"prompts: [Hi]\nproviders: [{provider}, openai:gpt-4.1]\ntests: [{{}}]\n"
+    )
+    assert result.suite["models"] == ["openai/gpt-4.1"]
+    assert "no chat model" in _skipped(result)[f"provider {provider}"]
 
 
 def test_a_local_server_s_note_says_a_free_model_is_a_row_of_zero_rates(tmp_path):

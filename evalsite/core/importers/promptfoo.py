@@ -8,6 +8,7 @@ other assertion is listed as untranslated (docs/importing.md has the table).
 
 from __future__ import annotations
 
+import copy
 import pathlib
 import re
 from typing import Any
@@ -50,6 +51,8 @@ from evalsite.core.importers.promptfoo_transform import (
     Transform,
 )
 from evalsite.core.importers.promptfoo_transform import read as read_transform
+from evalsite.core.importers.promptfoo_vars import case_combinations
+from evalsite.core.importers.promptfoo_vars import resolved as vars_resolved
 from evalsite.core.importers.promptfoo_weights import scorecard
 
 __all__ = ["translate"]
@@ -66,6 +69,7 @@ TOP = {
     "assertionTemplates",  # read where a $ref names one
 }
 TEST = {"description", "vars", "assert", "options"}
+TEST_FILES = DATA | {".csv", ".jsonl"}
 VAR_FILE_CHARS = 200_000  # a var file read into the suite; a suite is at most 5 MiB
 
 
@@ -108,7 +112,7 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     if len(prompts) > 1:
         suite["variants"] = variant_specs(dict(prompts))
     suite["tasks"] = [task]
-    _refuse_empty(data, prompts, tests, c)
+    _refuse_empty(data, prompts, task["cases"], c)
     c.raise_problems()
     return Translation(
         "promptfoo",
@@ -122,9 +126,9 @@ def translate(source: pathlib.Path, *, uploaded: bool = False) -> Translation:
     )
 
 
-def _refuse_empty(data: dict[str, Any], prompts: list[Any], tests: list[Any], c: Collector) -> None:
-    """A problem when no prompt translated, or tests were given and none translated (a file
-    that could not be read is a problem of its own already)."""
+def _refuse_empty(data: dict[str, Any], prompts: list[Any], cases: list[Any], c: Collector) -> None:
+    """A problem when no prompt translated, or tests were given and no case translated (a
+    file that could not be read is a problem of its own already)."""
     if c.problems:
         return
     if not prompts:
@@ -133,7 +137,7 @@ def _refuse_empty(data: dict[str, Any], prompts: list[Any], tests: list[Any], c:
             "no prompt translated (every prompt is listed as untranslated above); evalsite "
             "writes no suite without one",
         )
-    if data.get("tests") not in (None, []) and not tests:
+    if data.get("tests") not in (None, []) and not cases:
         c.problem(
             c.at(("tests",)),
             "no test translated (each is listed as untranslated above); evalsite writes no "
@@ -212,13 +216,34 @@ def _tests(value: Any, c: Collector) -> list[tuple[dict[str, Any], At]]:
     items = value if isinstance(value, list) else [] if value is None else [value]
     out: list[tuple[dict[str, Any], At]] = []
     for index, item in enumerate(items):
-        if isinstance(item, dict):
+        where = ("tests", index) if isinstance(value, list) else ("tests",)
+        if isinstance(item, dict) and "path" in item:
+            out += _test_generator(item, where, c)
+        elif isinstance(item, dict):
             out.append((item, c.at(("tests", index))))
         elif isinstance(item, str) and item.startswith("file://"):
             out += _test_file(item, ("tests", index), c)
         else:
             c.skip(("tests", index), "test", "not a test or a file:// reference")
     return out
+
+
+def _test_generator(
+    item: dict[str, Any], where: tuple[Any, ...], c: Collector
+) -> list[tuple[dict[str, Any], At]]:
+    """promptfoo's ``{path, config}``: a tests file (CSV, YAML, JSON, JSONL) with no config
+    is read as one; a script that makes the tests is listed, never one empty test."""
+    written = str(item.get("path"))
+    suffix = pathlib.PurePosixPath(written).suffix.lower()
+    if set(item) == {"path"} and written.startswith("file://") and suffix in TEST_FILES:
+        return _test_file(written, where, c)
+    why = (
+        "a test generator: promptfoo calls the script with its config to make the tests, "
+        "and evalsite runs no such script (a Python one is a cases_from: {python: "
+        "module:function} whose function takes no arguments: write one returning its cases)"
+    )
+    c.skip(where, f"tests {written}", why)
+    return []
 
 
 def _test_file(
@@ -320,8 +345,8 @@ def _task(
     default_vars = _vars(default.get("vars"), c.at(("defaultTest", "vars")), c)
     cases = []
     for number, (test, at) in enumerate(tests, start=1):
-        cases.append(
-            _case(
+        cases.extend(
+            _cases(
                 test,
                 number,
                 at,
@@ -382,7 +407,7 @@ def _grader(options: Any, path: tuple[Any, ...], c: Collector, context: Context)
         c.skip((*path, "provider"), f"{path[0]}.options.provider {written}", why)
 
 
-def _case(
+def _cases(
     test: dict[str, Any],
     number: int,
     at: At,
@@ -391,7 +416,9 @@ def _case(
     taken: set[str],
     c: Collector,
     context: Context,
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
+    """The test's cases: one per combination of its list vars (promptfoo_vars), each with
+    its vars' references to other vars filled in; the checks and grade of each the test's."""
     file, line, place = at
     for key in test:
         if key not in TEST:
@@ -399,27 +426,30 @@ def _case(
                 line, f"test {number}: {key}", "not a key this importer translates", file=file
             )
     outer = _test_options(test, number, at, c, context)
-    name = str(test.get("description") or "")
-    case: dict[str, Any] = {
-        "id": unique(identifier(name, f"test-{number}") if name else f"test-{number}", taken)
-    }
     where = (file, line, f"{place}.vars" if place else "vars")
-    vars_out = _case_vars({**default_vars, **_vars(test.get("vars"), where, c)}, number, at, c)
-    for key in sorted(placeholders - set(vars_out)):
-        vars_out[key] = ""  # promptfoo renders a missing var as nothing
-    if vars_out:
-        case["vars"] = vars_out
-    if outer.kind == "other":  # the checks would test the untransformed answer: listed
-        return case
-    checks, grade = assertions(test.get("assert"), (), file, c, context, line, outer)
-    defaults = context.defaults(outer, c)
-    checks = defaults[0] + checks
-    grade = grade or defaults[1]
-    if checks:
-        case["checks"] = checks
-    if grade:
-        case["grade"] = grade
-    return case
+    variables = {**default_vars, **_vars(test.get("vars"), where, c)}
+    combinations = case_combinations(variables, number, at, c)
+    if not combinations:
+        return []
+    shared: dict[str, Any] = {}
+    if outer.kind != "other":  # else the checks would test the untransformed answer: listed
+        checks, grade = assertions(test.get("assert"), (), file, c, context, line, outer)
+        defaults = context.defaults(outer, c)
+        shared = {"checks": defaults[0] + checks, "grade": grade or defaults[1]}
+    name = str(test.get("description") or "")
+    base = identifier(name, f"test-{number}") if name else f"test-{number}"
+    cases = []
+    for k, chosen in enumerate(combinations, start=1):
+        case: dict[str, Any] = {
+            "id": unique(base if len(combinations) == 1 else f"{base}-{k}", taken)
+        }
+        vars_out = vars_resolved(chosen)
+        for key in sorted(placeholders - set(vars_out)):
+            vars_out[key] = ""  # promptfoo renders a missing var as nothing
+        if vars_out:
+            case["vars"] = vars_out
+        cases.append(case | {key: copy.deepcopy(v) for key, v in shared.items() if v})
+    return cases
 
 
 def _test_options(
@@ -444,23 +474,6 @@ def _test_options(
         why = f"{NO_PLACE}; the test's assertions ({asserted}, and defaultTest's) go with it"
         c.skip_at(line, f"test {number}: options.transform {outer.written}", why, file=file)
     return outer
-
-
-def _case_vars(variables: dict[str, Any], number: int, at: At, c: Collector) -> dict[str, Any]:
-    """The vars evalsite's case holds; any other value listed."""
-    out = {}
-    for key, value in variables.items():
-        if isinstance(value, str | int | float | bool) or value is None:
-            out[key] = value
-        else:
-            c.skip_at(
-                at[1],
-                f"test {number}: var {key}",
-                "evalsite's vars are text, numbers, "
-                "true/false or null (promptfoo expands a list into several tests)",
-                file=at[0],
-            )
-    return out
 
 
 def _vars(value: Any, at: At, c: Collector) -> dict[str, Any]:

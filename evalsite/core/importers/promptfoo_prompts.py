@@ -1,12 +1,14 @@
 """promptfoo's ``prompts`` as evalsite prompts, and its YAML read as promptfoo reads it.
 
-A prompt is inline text, a file (``file://x.txt``, or a bare path such as ``prompts.txt``,
+A prompt is inline text (or a prompt object whose ``id`` is its text, as promptfoo reads one
+with no ``raw``), a file (``file://x.txt``, or a bare path such as ``prompts.txt``,
 which promptfoo reads as a file too), a chat file (JSON or YAML messages, JSONL one chat a
 line) or a CSV file with a ``prompt`` column. What evalsite cannot carry is listed: prompts
 stored in a service (``pf://``, ``langfuse://``…), prompt functions, globs, a prompt's own
-``config``, a chat file that is a Nunjucks template, and a template evalsite's Jinja2
-cannot compile (promptfoo's ``load`` filter, say). Nunjucks' ``dump`` is Jinja2's
-``tojson``, with a note on how they differ.
+``config``, a chat file that is a Nunjucks template, a prompt reading ``_conversation``
+(earlier turns with the model's answers, which no evalsite case sees), and a template
+evalsite's Jinja2 cannot compile (promptfoo's ``load`` filter, say). Nunjucks' ``dump`` is
+Jinja2's ``tojson``, with a note on how they differ.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ def needs_jinja(text: str) -> bool:
 
 def _compiled(text: str, path: tuple[Any, ...], c: Collector) -> str | None:
     """``text`` as evalsite's Jinja2 compiles it (``dump`` as ``tojson``), or None, listed."""
+    if _CONVERSATION.search(text):
+        c.skip(path, "prompt", CONVERSATION)
+        return None
     if not needs_jinja(text):
         return text
     if _DUMP.search(text):
@@ -92,13 +97,16 @@ def _prompt_texts(item: Any, path: tuple[Any, ...], c: Collector) -> list[tuple[
                     else "not a key this importer translates"
                 )
                 c.skip((*path, key), f"prompt {key}", why)
-        label = str(item.get("label") or item.get("id") or "")
+        label = _name(item)
         raw = item.get("raw")
         if isinstance(raw, str):
             return [(label, raw)]
-        if not isinstance(item.get("id"), str) or not _is_reference(item["id"]):
-            c.skip(path, "prompt", "a prompt object needs raw text or a file:// id")
+        if not isinstance(item.get("id"), str) or not item["id"]:
+            c.skip(path, "prompt", "a prompt object needs raw text or an id")
             return []
+        if not _is_reference(item["id"]):  # promptfoo's raw is the id when none is given
+            _note_id_is_the_text(item, path, c)
+            return [(label, item["id"])]
         found = _prompt_texts(item["id"], path, c)
         return [(label or name, text) for name, text in found]
     if not isinstance(item, str):
@@ -110,6 +118,27 @@ def _prompt_texts(item: Any, path: tuple[Any, ...], c: Collector) -> list[tuple[
         c.skip(path, f"prompt {item}", why + ": paste its text")
         return []
     return _prompt_file(item, path, c) if _is_reference(item) else [("", item)]
+
+
+def _name(item: dict[str, Any]) -> str:
+    """The variant name of a prompt object: its label, or its id when the label is none
+    (several lines are a text, not a name)."""
+    label = item.get("label")
+    if isinstance(label, str) and label.strip() and "\n" not in label.strip():
+        return label
+    return str(item.get("id") or "")
+
+
+def _note_id_is_the_text(item: dict[str, Any], path: tuple[Any, ...], c: Collector) -> None:
+    label = item.get("label")
+    if not isinstance(label, str) or not ("\n" in label.strip() or ANY_TAG.search(label)):
+        return
+    c.notes.append(
+        f"prompt {item['id']!r} (prompts[{path[-1]}]) has no raw, so promptfoo sends its id "
+        f"as the prompt's whole text and shows its label (a text of {len(label)} characters) "
+        "as its name only; the imported suite sends the id too. If the label is the prompt "
+        "you meant, write it as raw: and import again"
+    )
 
 
 def _is_reference(text: str) -> bool:
@@ -139,6 +168,9 @@ def _prompt_file(written: str, path: tuple[Any, ...], c: Collector) -> list[tupl
 def _chat_file(
     text: str, file: str, stem: str, written: str, path: tuple[Any, ...], c: Collector
 ) -> list[tuple[str, Any]]:
+    if _CONVERSATION.search(text):
+        c.skip(path, f"prompt {written}", CONVERSATION)
+        return []
     if "{%" in text or "{#" in text:
         c.skip(path, f"prompt {written}", NUNJUCKS_CHAT)
         return []
@@ -156,6 +188,16 @@ def _chat_file(
     return [(stem, [{"role": m["role"], "content": m["content"]} for m in data])]
 
 
+# promptfoo's var holding the earlier turns of a test's conversation
+_CONVERSATION = re.compile(r"(?<![\w.])_conversation\b")
+CONVERSATION = (
+    "reads _conversation, the earlier turns promptfoo keeps per provider, prompt and "
+    "metadata.conversationId (every earlier test of the same provider and prompt when no "
+    "test names one), each with the answer the model gave: evalsite's cases are "
+    "independent, no case sees another's answer, so the conversation cannot be rebuilt; "
+    "a case whose messages write the earlier turns out (the assistant's words fixed) is "
+    "the nearest evalsite has"
+)
 NUNJUCKS_CHAT = (
     "a chat prompt file that is a Nunjucks template (promptfoo renders it, then reads the "
     "JSON); evalsite renders each message's content: write the messages with the tags "

@@ -49,11 +49,14 @@ COMPATIBLE = {
 }
 MODES = ("chat:", "completion:", "messages:", "responses:")
 # promptfoo's vendor providers that are no chat model: an Assistants API id, embeddings,
-# images, the realtime and audio APIs, agent SDKs (``openai:assistant:asst_…``).
+# images, the realtime, live and audio APIs, agent SDKs (``openai:assistant:asst_…``).
 NOT_CHAT = {
-    "assistant", "embedding", "embeddings", "image", "realtime", "moderation",
+    "assistant", "embedding", "embeddings", "image", "realtime", "live", "moderation",
     "transcription", "speech", "video", "agents", "codex-sdk", "codex-security", "chatkit",
+    "claude-agent-sdk", "claude-code",
 }  # fmt: skip
+# ...of which these agents are whole provider ids too (``anthropic:claude-agent-sdk``)
+AGENTS = {"agents", "codex-sdk", "codex-security", "chatkit", "claude-agent-sdk", "claude-code"}
 SETTINGS = {"temperature", "max_tokens", "top_p"}
 KNOWN_CONFIG = SETTINGS | {"apiBaseUrl", "apiHost", "baseUrl"}
 SPEC_KEYS = {"id", "label", "config", "prompts"}
@@ -188,7 +191,7 @@ def _model(
     if base_url or prefix in COMPATIBLE:
         return _endpoint_model(provider, prefix, rest, base_url, path, c, out)
     kind = rest.partition(":")[0]
-    if prefix in PREFIXES and kind in NOT_CHAT and rest != kind:
+    if prefix in PREFIXES and kind in NOT_CHAT and (rest != kind or kind in AGENTS):
         why = (
             f"promptfoo's {prefix}:{kind} provider is no chat model evalsite calls "
             "(evalsite sends chat messages to a model)"
