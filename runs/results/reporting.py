@@ -8,6 +8,7 @@ thresholds of :func:`runs.results.calibration.calibration_gate`, as the pages an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -15,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
@@ -49,11 +50,14 @@ REPORT_FILES = ("report.json", "report.md", "report.html", "answers.jsonl", "pai
 def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
     """Build the report of `run` from its rows, store it on the run and write its files
     (`status`: the one the run is about to end with, when it is written first)."""
-    report = compute_report(run, store_consensus=True, status=status)
     directory = run.report_dir
     directory.mkdir(parents=True, exist_ok=True)
+    # The answers are read once: the report's rows, and answers.jsonl written as they are read
+    # (in place once the report is built).
+    with _replacing(directory / "answers.jsonl") as jsonl:
+        answers = _answer_rows_written(run, run.suite_version.core_suite(), jsonl)
+        report = compute_report(run, store_consensus=True, status=status, answers=answers)
     report["report_path"] = str(directory)
-    _write(directory / "answers.jsonl", _jsonl(_answer_lines(run)))
     _write(directory / "pairs.jsonl", _jsonl(_pair_lines(run)))
     _write(directory / "report.md", render_markdown(report))
     _write(directory / "report.html", render_html(report, report_attachments(run)))
@@ -64,12 +68,18 @@ def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
 
 
 def compute_report(
-    run: Run, *, store_consensus: bool = False, status: str | None = None
+    run: Run,
+    *,
+    store_consensus: bool = False,
+    status: str | None = None,
+    answers: list[AnswerRow] | None = None,
 ) -> dict[str, Any]:
     """The report of `run` from its rows; with `store_consensus`, each pair's labellers'
-    consensus is also kept on the pair (for the disagreement filter of the pairs page)."""
+    consensus is also kept on the pair (for the disagreement filter of the pairs page).
+    `answers`: the run's answer rows, when the caller has read them already."""
     suite = run.suite_version.core_suite()
-    answers = list(_answer_rows(run, suite))
+    if answers is None:
+        answers = list(_answer_rows(run, suite))
     rows = list(Pair.objects.filter(run=run).values(*PAIR_FIELDS).iterator(chunk_size=2000))
     pairs = [pair_row(row) for row in rows]
     judge = suite.judge or NO_JUDGE
@@ -340,21 +350,31 @@ def previous_report(run: Run) -> dict | None:
 # --- files -----------------------------------------------------------------------------------
 
 
-def _answer_lines(run: Run) -> Iterator[dict]:
-    """Each answer's values, and its scorecard: score, pass and each criterion's (or the
-    error that excludes it)."""
-    fields = (
-        "task_id", "case_id", "contestant", "repeat", "status", "text", "schema_verdict",
-        "schema_mode", "schema_error", "checks_passed", "checks", "exec_verdict", "exec_check",
-        "grade_score", "grade_passed", "match_score", "match_passed", "match_detail", "passed",
-        "latency_ms", "input_tokens", "output_tokens", "cost_usd", "cost_if_uncached_usd",
-        "cached", "error_kind", "error_message",
-    )  # fmt: skip
-    suite = run.suite_version.core_suite()
+# An answer's line in answers.jsonl: these values, then its scorecard.
+_LINE_FIELDS = (
+    "task_id", "case_id", "contestant", "repeat", "status", "text", "schema_verdict",
+    "schema_mode", "schema_error", "checks_passed", "checks", "exec_verdict", "exec_check",
+    "grade_score", "grade_passed", "match_score", "match_passed", "match_detail", "passed",
+    "latency_ms", "input_tokens", "output_tokens", "cost_usd", "cost_if_uncached_usd",
+    "cached", "error_kind", "error_message",
+)  # fmt: skip
+
+
+def _answer_rows_written(run: Run, suite: Suite, jsonl: TextIO) -> list[AnswerRow]:
+    """The report's answer rows (as :func:`_answer_rows` reads them), each answer's line
+    written to `jsonl` as it is read: its values, and its scorecard (score, pass and each
+    criterion's, or the error that excludes it)."""
     to_row = _row_maker(suite)
-    for row in Answer.objects.filter(run=run).finished().values(*fields).iterator(chunk_size=1000):
-        line = {key: _plain(value) for key, value in row.items()}
-        yield line | {"scorecard": score_answer(suite.scorecard, to_row(row)).to_dict()}
+    fields = dict.fromkeys(_LINE_FIELDS + _ROW_FIELDS)
+    rows = []
+    finished = Answer.objects.filter(run=run).finished()
+    for values in finished.values(*fields).iterator(chunk_size=2000):
+        row = to_row(values)
+        rows.append(row)
+        line = {key: _plain(values[key]) for key in _LINE_FIELDS}
+        line["scorecard"] = score_answer(suite.scorecard, row).to_dict()
+        jsonl.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return rows
 
 
 def _pair_lines(run: Run) -> Iterator[dict]:
@@ -396,11 +416,18 @@ def _jsonl(rows: Iterable[dict]) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    """Temp file in the same directory, then an atomic rename: readers never see half a file."""
+    with _replacing(path) as out:
+        out.write(text)
+
+
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[TextIO]:
+    """A temp file in the same directory, renamed over `path` when the block ends without an
+    error (and removed when it does not): readers never see half a file."""
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
+            yield out
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -89,9 +89,11 @@ class FakeProvider(SchemaModes):
     def __init__(self, *, sleep: bool = False, rates: FakeRates | None = None) -> None:
         self.sleep = sleep
         self.rates = rates or FakeRates()
-        # The text of a request whose output tokens were asked for (the engine reserves
-        # before it calls), by seed, until it is completed: made once, not twice.
-        self._made: dict[bytes, str] = {}
+        # The seed and text of each request whose output tokens were asked for (the engine
+        # reserves before it calls), until that same request is completed: hashed and made
+        # once, not twice. Keyed by the request object's id; the entry holds the request,
+        # so the id stays its own while the entry is kept.
+        self._made: dict[int, tuple[Request, bytes, str]] = {}
 
     def __repr__(self) -> str:
         return f"<FakeProvider sleep={self.sleep}>"
@@ -121,20 +123,25 @@ class FakeProvider(SchemaModes):
 
     def output_token_limit(self, request: Request) -> int:
         """The output tokens the completion of `request` will be counted at."""
-        request = self.prepare(request)
-        seed = _seed(request)
+        prepared = self.prepare(request)
+        seed = _seed(prepared)
+        text = self._text(prepared, seed)
         if len(self._made) >= MADE_KEPT:
             self._made.clear()  # asked for and never completed (a cancelled run): forgotten
-        text = self._made[seed] = self._text(request, seed)
+        self._made[id(request)] = (request, seed, text)
         return estimate_tokens(clean_text(text))
 
     async def complete(
         self, request: Request, client: httpx.AsyncClient | None = None
     ) -> Completion:
         """The deterministic completion for ``request``; sleeps only if built with sleep."""
-        request = self.prepare(request)
-        seed = _seed(request)
-        text = self._made.pop(seed, None) or self._text(request, seed)
+        made = self._made.pop(id(request), None)
+        asked, request = request, self.prepare(request)
+        if made is not None and made[0] is asked:
+            _, seed, text = made
+        else:
+            seed = _seed(request)
+            text = self._text(request, seed)
         low, high = LATENCY_MS
         latency = low + int(_fraction(seed, "latency") * (high - low + 1))
         if self.sleep:

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from evalsite.core.providers import Completion, Request, build_provider
+from evalsite.core.providers import Completion, Request, build_provider, fake
 from evalsite.core.providers.fake import (
     JUDGE_BIAS,
     LATENCY_MS,
@@ -217,3 +217,27 @@ def test_sleep_is_used_when_asked(monkeypatch: pytest.MonkeyPatch):
     provider = build_provider("openai/gpt-4o", env={}, fake=True, fake_sleep=True)
     completion = asyncio.run(provider.complete(make_request("openai/gpt-4o"), None))
     assert slept == [completion.simulated_latency_ms / 1000]
+
+
+@pytest.mark.parametrize("schema", [None, SCHEMA])
+def test_a_request_reserved_then_completed_is_hashed_and_made_once(
+    monkeypatch: pytest.MonkeyPatch, schema
+):
+    """The engine asks for a call's output tokens as it claims the call, then completes the
+    same request: the seed and the text are worked out once, and the completion is the one an
+    unasked provider gives."""
+    request = make_request(MODEL, schema=schema)
+    expected = complete(request)
+    counted = Counter()
+    for name in ("_seed", "_prompt_words"):
+        real = getattr(fake, name)
+        monkeypatch.setattr(
+            fake, name, lambda r, real=real, name=name: (counted.update([name]), real(r))[1]
+        )
+    provider = FakeProvider()
+    tokens = provider.output_token_limit(request)
+    completion = complete(request, provider)
+    assert counted == {"_seed": 1, "_prompt_words": 1}
+    assert completion == expected and completion.usage.output_tokens == tokens
+    complete(dataclasses.replace(request), provider)  # an equal request, another object
+    assert counted == {"_seed": 2, "_prompt_words": 2}

@@ -1,0 +1,43 @@
+"""Writing a run's report reads its answers once: the report's rows and answers.jsonl's lines
+come from the same read."""
+
+from __future__ import annotations
+
+import json
+
+from django.db import connection
+from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
+
+from runs.models import Answer, Run
+from runs.results.reporting import write_report
+from tests.helpers.factories import make_pair, make_run
+
+
+def _answer_reads(queries: CaptureQueriesContext) -> list[str]:
+    """The statements that read the answers' values (their error messages among them)."""
+    table = connection.ops.quote_name(Answer._meta.db_table)
+    return [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT")
+        and f"{table}.{connection.ops.quote_name('error_message')}" in q["sql"]
+    ]
+
+
+class ReportReadTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.subject = make_run(status=Run.Status.DONE)
+        make_pair(cls.subject, "greet", "one", sides=("candidate", "candidate"))
+        make_pair(cls.subject, "greet", "two", sides=("baseline", "candidate"))
+
+    def test_answers_jsonl_is_written_from_the_rows_the_report_read(self):
+        with CaptureQueriesContext(connection) as queries:
+            report = write_report(self.subject)
+        assert len(_answer_reads(queries)) == 1
+        lines = (self.subject.report_dir / "answers.jsonl").read_text().splitlines()
+        assert len(lines) == Answer.objects.filter(run=self.subject).count() == 4
+        first = json.loads(lines[0])
+        assert list(first)[-1] == "scorecard" and "text" in first
+        assert report["totals"]["answers"] == 4
