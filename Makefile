@@ -16,22 +16,27 @@ serve:
 # compiles the project again (about 0.2 s a start, and pytest's assertion rewriting of every
 # test module in each worker). Two workers a core: a browser test waiting on a page, or a test
 # waiting on a server's latency, leaves its core to another worker (the parallel pass in 0.85
-# of the time of one a core, measured idle on this 2-core machine). The tests that need the
-# machine to themselves are marked `serial` and run after it, alone.
+# of the time of one a core, measured idle on this 2-core machine). The tests of real worker
+# processes (marked `processes`) and those that need the machine to themselves (`serial`) run
+# after it.
 pytest = env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest
 workers = $(shell echo $$(( 2 * $$(nproc) )))
 
-# The files that hold `serial` tests: collecting only those, not the whole suite, spares the
-# serial pass about 7 s. tests/helpers/plugin.py refuses a `serial` test whose file does not
-# say `mark.serial`, which this list would miss.
+# The passes after the parallel one collect only the files that hold their tests (a grep for
+# `mark.processes`, `mark.serial`), not the whole suite: about 7 s each. tests/helpers/plugin.py
+# refuses a test so marked whose file does not say so, which these lists would miss.
+process_files = $(shell grep -rlE 'mark\.processes' tests --include='test_*.py' | sort)
 serial_files = $(shell grep -rlE 'mark\.serial' tests --include='test_*.py' | sort)
 
 # In parallel (pytest-xdist, a test file's tests on one worker; each worker has its own data
-# dir: tests/helpers/plugin.py), then the `serial` tests alone.
+# dir: tests/helpers/plugin.py); then the tests of real worker processes, signals and kills,
+# which mostly wait on leases and grace periods, a file a core; then the `serial` tests
+# (cgroups, memory bounds, fork bombs) alone.
 test:
 	@scripts/system-deps
 	@scripts/bootstrap dev
-	$(pytest) -q -n $(workers) --dist loadfile -m "not serial"
+	$(pytest) -q -n $(workers) --dist loadfile -m "not processes and not serial"
+	$(pytest) -q -n $$(nproc) --dist loadfile -m processes $(process_files)
 	$(pytest) -q -m serial $(serial_files)
 
 # The database tests again, on PostgreSQL with the Redis broker (CI's second leg), then the
@@ -41,10 +46,11 @@ test-pg:
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
 	$(pytest) -q -n $(workers) --dist loadfile \
-	  -m "not browser and not soak and not serial" tests --ignore=tests/core
+	  -m "not browser and not soak and not processes and not serial" tests --ignore=tests/core
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
 	EVALSITE_REDIS_URL=$${EVALSITE_REDIS_URL:-redis://127.0.0.1:6379/0} \
-	$(pytest) -q -m "serial and not browser and not soak" $(filter-out tests/core/%,$(serial_files))
+	$(pytest) -q -n $$(nproc) --dist loadfile -m "processes and not browser and not soak" \
+	  $(filter-out tests/core/%,$(process_files))
 	EVALSITE_SOAK=1 $(pytest) -q -m soak tests/ops/test_soak.py
 
 # mypy with django-stubs: strict on evalsite/core, check_untyped_defs elsewhere (pyproject.toml).

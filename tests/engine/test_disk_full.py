@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.cli import EVALSITE, ROOT, cli_env, evalsite, sqlite_rows
 
-pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+pytestmark = pytest.mark.processes  # workers, signals, kills: after the parallel pass
 
 DEMO = "examples/support-desk.yaml"
 

@@ -26,7 +26,7 @@ from tests.helpers.engine import (
 )
 from tests.ops.test_worker_signals import Worker
 
-pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+pytestmark = pytest.mark.processes  # workers, signals, kills: after the parallel pass
 ACTIVE = ("queued", "running", "judging", "reporting")
 
 

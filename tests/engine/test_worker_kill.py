@@ -29,7 +29,7 @@ from tests.helpers import launcher
 from tests.helpers.cli import EVALSITE, ROOT, cli_env, sqlite_rows
 from tests.helpers.engine import LocalServer, suite_text
 
-pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+pytestmark = pytest.mark.processes  # workers, signals, kills: after the parallel pass
 CASES = 30  # × 2 contestants = 60 answers, ~3 s of calls across two shards
 LEASE_S = 3
 FINAL = ("done", "failed", "cancelled", "refused", "aborted_over_budget")

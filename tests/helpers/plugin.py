@@ -74,18 +74,25 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.SECRET_KEY = TEST_SECRET_KEY
 
 
+# The markers of the passes `make test` runs after the parallel one. It collects each pass
+# from the files whose text says `mark.<marker>`, not from the whole suite.
+LATER_PASSES = ("processes", "serial")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs the `serial` tests of the files whose text says `mark.serial` (it
-    collects those alone): a test marked another way would run in neither pass."""
-    said: dict[str, bool] = {}
+    """A test marked for a later pass whose file never says `mark.<marker>` (a conftest hook
+    marked it) would run in no pass of `make test`: refused."""
+    texts: dict[str, str] = {}
     for item in items:
-        if item.get_closest_marker("serial") is None:
-            continue
-        path = str(item.path)
-        if path not in said:
-            said[path] = "mark.serial" in Path(path).read_text()
-        if not said[path]:
-            raise pytest.UsageError(
-                f"{item.nodeid} is marked serial, but its file never says mark.serial, by "
-                "which `make test` finds the serial tests: mark it there"
-            )
+        for marker in LATER_PASSES:
+            if item.get_closest_marker(marker) is None:
+                continue
+            path = str(item.path)
+            if path not in texts:
+                texts[path] = Path(path).read_text()
+            if f"mark.{marker}" not in texts[path]:
+                raise pytest.UsageError(
+                    f"{item.nodeid} is marked {marker}, but its file never says "
+                    f"mark.{marker}, by which `make test` finds the {marker} tests: mark it "
+                    "there"
+                )

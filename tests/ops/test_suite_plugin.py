@@ -3,10 +3,9 @@ xdist worker on a data dir and a Redis database of its own."""
 
 from __future__ import annotations
 
-import json
+import ast
 import os
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,43 +43,60 @@ def test_each_worker_gets_its_own_redis_database_never_the_worker_kill_tests():
     assert urls[0] == "redis://127.0.0.1:6379/1"
 
 
-def _item(path: Path, serial: bool) -> SimpleNamespace:
-    marker = pytest.mark.serial.mark if serial else None
+def _item(path: Path, marked: str | None) -> SimpleNamespace:
+    def get_closest_marker(name):
+        return getattr(pytest.mark, name).mark if name == marked else None
+
     return SimpleNamespace(
-        path=path, nodeid=f"{path.name}::test_x", get_closest_marker=lambda name: marker
+        path=path, nodeid=f"{path.name}::test_x", get_closest_marker=get_closest_marker
     )
 
 
-def test_a_serial_test_whose_file_make_test_would_not_find_is_refused(tmp_path):
-    """`make test` collects the serial pass from the files whose text says mark.serial;
-    a test marked serial another way (a conftest hook) would run in neither pass."""
+@pytest.mark.parametrize("marker", ["processes", "serial"])
+def test_a_later_pass_test_whose_file_make_test_would_not_find_is_refused(tmp_path, marker):
+    """`make test` collects the `processes` and the `serial` pass from the files whose text
+    says mark.processes / mark.serial; a test marked another way (a conftest hook) would run
+    in no pass."""
     said = tmp_path / "test_said.py"
-    said.write_text("pytestmark = pytest.mark.serial\n")
+    said.write_text(f"pytestmark = pytest.mark.{marker}\n")
     unsaid = tmp_path / "test_unsaid.py"
     unsaid.write_text("def test_x(): pass\n")
-    pytest_collection_modifyitems(None, [_item(said, True), _item(unsaid, False)])
-    with pytest.raises(pytest.UsageError, match="test_unsaid.py::test_x is marked serial"):
-        pytest_collection_modifyitems(None, [_item(said, True), _item(unsaid, True)])
+    pytest_collection_modifyitems(None, [_item(said, marker), _item(unsaid, None)])
+    with pytest.raises(pytest.UsageError, match=f"test_unsaid.py::test_x is marked {marker}"):
+        pytest_collection_modifyitems(None, [_item(said, marker), _item(unsaid, marker)])
 
 
-# What a test module must not import at its top (tests/helpers/references.py says why).
-HEAVY = ("sklearn", "statsmodels", "scipy.stats", "krippendorff", "anthropic", "openai",
-         "google.genai", "mcp")  # fmt: skip
-COLLECT = f"""
-import json, sys, pytest
-code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "tests"])
-print(json.dumps([code, sorted(name for name in {HEAVY!r} if name in sys.modules)]))
-"""
+# What a module of the tests must not import at its top (tests/helpers/references.py says
+# why): the reference libraries, the vendors' SDKs, the MCP SDK and the MCP server on it.
+HEAVY = ("sklearn", "statsmodels", "scipy", "krippendorff", "anthropic", "openai", "google",
+         "mcp", "mcp_types", "evalsite.mcp.server")  # fmt: skip
 
 
-def test_collecting_the_suite_imports_no_reference_library_and_no_sdk(tmp_path):
-    """Each xdist worker collects every test module: a library a module imports at its top
-    is imported by every worker, about 6 s of each one's collection before they were
-    deferred."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env["EVALSITE_DATA_DIR"] = str(tmp_path / "data")
-    result = subprocess.run(
-        [sys.executable, "-c", COLLECT], cwd=ROOT, env=env, capture_output=True, text=True
-    )
-    code, imported = json.loads(result.stdout.strip().splitlines()[-1])
-    assert (code, imported) == (0, [])
+def top_level_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """The modules a file imports when it is imported: its top-level statements, and those
+    inside a top-level `if`, `try` or `with`, not inside a function or class."""
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.If | ast.Try | ast.With):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                pending.extend(getattr(node, field, []))
+        elif isinstance(node, ast.ExceptHandler):
+            pending.extend(node.body)
+
+
+def test_no_module_of_the_tests_imports_a_reference_library_or_an_sdk_at_its_top():
+    """Each xdist worker collects every test module: a library a module (or a helper it
+    imports) imports at its top is imported by every worker, about 6 s of each one's
+    collection before they were deferred."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line, module in top_level_imports(ast.parse(path.read_text()))
+        if any(module == heavy or module.startswith(heavy + ".") for heavy in HEAVY)
+    ]
+    assert found == []

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import launcher
 
-pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+pytestmark = pytest.mark.processes  # workers, signals, kills: after the parallel pass
 
 ROOT = Path(__file__).resolve().parents[2]
 EVALSITE = Path(sys.executable).parent / "evalsite"

@@ -29,7 +29,7 @@ BOUND_S = 30
 GRACE_S = 3  # EVALSITE_WORKER_STOP_GRACE_S for the busy cases (the default is 10)
 
 pytestmark = [
-    pytest.mark.serial,  # kills and signals processes: alone, not beside xdist workers
+    pytest.mark.processes,  # kills and signals workers: after the parallel pass, a file a core
     pytest.mark.skipif(sys.platform != "linux", reason="reads /proc"),
 ]
 

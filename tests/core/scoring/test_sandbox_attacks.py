@@ -19,7 +19,7 @@ from evalsite.core.scoring.execution import run_execution_check, run_many
 from evalsite.core.scoring.sandbox import LIMITS, OUTPUT_TAIL_BYTES
 from tests.helpers.sandbox import block, next_check_works, no_processes_left
 
-pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+pytestmark = pytest.mark.serial  # cgroups, memory bounds, fork bombs: runs alone
 RUN_PYTHON = {"run": 'python3 "$ANSWER"', "timeout_s": 20}
 RUN_BASH = {"run": 'bash "$ANSWER"', "timeout_s": 20}
 REPO = pathlib.Path(__file__).resolve().parents[3]

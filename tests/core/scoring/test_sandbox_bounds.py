@@ -27,7 +27,7 @@ from evalsite.core.scoring.sandbox import (
 )
 from tests.helpers.sandbox import block, next_check_works, running_processes
 
-pytestmark = pytest.mark.serial  # cgroups, sandboxes or killed processes: runs alone
+pytestmark = pytest.mark.serial  # cgroups, memory bounds, fork bombs: runs alone
 RUN_BASH = {"run": 'bash "$ANSWER"', "timeout_s": 30}
 RUN_PYTHON = {"run": 'python3 "$ANSWER"', "timeout_s": 30}
 MiB = 1024**2
