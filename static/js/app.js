@@ -1,5 +1,5 @@
-// evalsite's one script: keyboard shortcuts on the labelling page, the copy button, and one
-// htmx setting the CSP needs.
+// evalsite's one script: keyboard shortcuts on the labelling page, the copy button, one htmx
+// setting the CSP needs, and stale htmx responses dropped.
 // Every shortcut presses a real button that also works without JavaScript.
 (function () {
   "use strict";
@@ -14,6 +14,22 @@
       return name !== "style";
     });
   }
+
+  // A response for a part of the page that was replaced while the request was out (a run's
+  // progress poll still in flight when "Cancel run…" swapped the progress) is dropped. htmx
+  // would swap it into the detached part and look for its out-of-band status badge there,
+  // logging htmx:oobErrorNoTarget. htmx asks the request's target before it swaps (the
+  // event does not reach the document from a detached element, hence a listener on each
+  // target, added once).
+  var guarded = new WeakSet();
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var target = event.detail.target;
+    if (!target || guarded.has(target)) return;
+    guarded.add(target);
+    target.addEventListener("htmx:beforeSwap", function (swap) {
+      if (!target.isConnected) swap.detail.shouldSwap = false;
+    });
+  });
 
   function typing(event) {
     var el = event.target;
