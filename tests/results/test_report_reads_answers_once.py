@@ -4,6 +4,7 @@ come from the same read."""
 from __future__ import annotations
 
 import json
+import re
 
 from django.db import connection
 from django.test import TestCase
@@ -15,12 +16,13 @@ from tests.helpers.factories import make_pair, make_run
 
 
 def _answer_reads(queries: CaptureQueriesContext) -> list[str]:
-    """The statements that read the answers' values (their error messages among them)."""
+    """The statements that read the answers' values (their error messages among them): a
+    SELECT, or on PostgreSQL the server-side cursor `.iterator()` declares for one."""
     table = connection.ops.quote_name(Answer._meta.db_table)
     return [
         q["sql"]
         for q in queries.captured_queries
-        if q["sql"].startswith("SELECT")
+        if (q["sql"].startswith("SELECT") or re.match(r"DECLARE .* FOR SELECT ", q["sql"]))
         and f"{table}.{connection.ops.quote_name('error_message')}" in q["sql"]
     ]
 
