@@ -77,17 +77,16 @@ def execute_here(
             sealed.release(run.id)  # a no-look run's case data: gone with its run
             stop.woken.set()  # the caller returns now, not at its next poll
 
-    stop.woken.clear()  # this run's shard has not ended (a stop asked stays asked)
-    if stop.asked.is_set():
-        stop.woken.set()
+    stop.woken.clear()  # set again when this run's shard ends (or a stop is asked)
     worker = threading.Thread(target=shard, name=f"run-{run.id}", daemon=True)
     worker.start()
     while worker.is_alive():
-        # A stop ends the wait at once (a short run might end first): its cancel is written
-        # now. So does the shard's end: its thread is exiting, and the run is returned now,
-        # not at the next poll.
-        if stop.asked.is_set() or (stop.woken.wait(poll_s) and not stop.asked.is_set()):
-            worker.join(poll_s)
+        if stop.asked.is_set():
+            worker.join(poll_s)  # stopping: the cancel is written at each look
+        elif stop.woken.wait(poll_s) and not stop.asked.is_set():
+            worker.join(poll_s)  # the shard ended: its thread is exiting, the run returns now
+        # else a stop was asked during the wait (a short run might end first): its cancel is
+        # written now
         stop.write(run)
         if on_progress is not None and not stop.asked.is_set():
             on_progress(run)

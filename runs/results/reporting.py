@@ -55,7 +55,7 @@ def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
     # The answers are read once: the report's rows, and answers.jsonl written as they are read
     # (in place once the report is built).
     with _replacing(directory / "answers.jsonl") as jsonl:
-        answers = _answer_rows_written(run, run.suite_version.core_suite(), jsonl)
+        answers = list(_answer_rows(run, run.suite_version.core_suite(), lines=jsonl))
         report = compute_report(run, store_consensus=True, status=status, answers=answers)
     report["report_path"] = str(directory)
     _write(directory / "pairs.jsonl", _jsonl(_pair_lines(run)))
@@ -187,6 +187,14 @@ _ROW_FIELDS = (
     "cost_if_uncached_usd", "cached", "error_kind", "error_message", "match_score",
     "match_passed", "finish_reason",
 )  # fmt: skip
+# An answer's line in answers.jsonl: these values, then its scorecard.
+_LINE_FIELDS = (
+    "task_id", "case_id", "contestant", "repeat", "status", "text", "schema_verdict",
+    "schema_mode", "schema_error", "checks_passed", "checks", "exec_verdict", "exec_check",
+    "grade_score", "grade_passed", "match_score", "match_passed", "match_detail", "passed",
+    "latency_ms", "input_tokens", "output_tokens", "cost_usd", "cost_if_uncached_usd",
+    "cached", "error_kind", "error_message",
+)  # fmt: skip
 
 
 def _reads_text(suite: Suite) -> bool:
@@ -194,12 +202,23 @@ def _reads_text(suite: Suite) -> bool:
     return any(criterion.scorer == "json_valid" for criterion in suite.scorecard)
 
 
-def _answer_rows(run: Run, suite: Suite) -> Iterator[AnswerRow]:
+def _answer_rows(run: Run, suite: Suite, *, lines: TextIO | None = None) -> Iterator[AnswerRow]:
+    """The report's row of each finished answer (a stopped run's pending are not among
+    them); with `lines`, each answer's line of answers.jsonl is written there as it is read:
+    its values, then its scorecard (score, pass and each criterion's, or the error that
+    excludes it)."""
     fields = _ROW_FIELDS + (("text",) if _reads_text(suite) else ())
+    if lines is not None:
+        fields = tuple(dict.fromkeys(_LINE_FIELDS + fields))
     to_row = _row_maker(suite)
-    finished = Answer.objects.filter(run=run).finished()  # a stopped run's pending are not in it
-    for row in finished.values(*fields).iterator(chunk_size=2000):
-        yield to_row(row)
+    finished = Answer.objects.filter(run=run).finished()
+    for values in finished.values(*fields).iterator(chunk_size=2000):
+        row = to_row(values)
+        if lines is not None:
+            line = {key: _plain(values[key]) for key in _LINE_FIELDS}
+            line["scorecard"] = score_answer(suite.scorecard, row).to_dict()
+            lines.write(_json_line(line))
+        yield row
 
 
 def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
@@ -350,33 +369,6 @@ def previous_report(run: Run) -> dict | None:
 # --- files -----------------------------------------------------------------------------------
 
 
-# An answer's line in answers.jsonl: these values, then its scorecard.
-_LINE_FIELDS = (
-    "task_id", "case_id", "contestant", "repeat", "status", "text", "schema_verdict",
-    "schema_mode", "schema_error", "checks_passed", "checks", "exec_verdict", "exec_check",
-    "grade_score", "grade_passed", "match_score", "match_passed", "match_detail", "passed",
-    "latency_ms", "input_tokens", "output_tokens", "cost_usd", "cost_if_uncached_usd",
-    "cached", "error_kind", "error_message",
-)  # fmt: skip
-
-
-def _answer_rows_written(run: Run, suite: Suite, jsonl: TextIO) -> list[AnswerRow]:
-    """The report's answer rows (as :func:`_answer_rows` reads them), each answer's line
-    written to `jsonl` as it is read: its values, and its scorecard (score, pass and each
-    criterion's, or the error that excludes it)."""
-    to_row = _row_maker(suite)
-    fields = dict.fromkeys(_LINE_FIELDS + _ROW_FIELDS)
-    rows = []
-    finished = Answer.objects.filter(run=run).finished()
-    for values in finished.values(*fields).iterator(chunk_size=2000):
-        row = to_row(values)
-        rows.append(row)
-        line = {key: _plain(values[key]) for key in _LINE_FIELDS}
-        line["scorecard"] = score_answer(suite.scorecard, row).to_dict()
-        jsonl.write(json.dumps(line, ensure_ascii=False) + "\n")
-    return rows
-
-
 def _pair_lines(run: Run) -> Iterator[dict]:
     verdicts: dict[int, dict] = {}
     calls = Judgement.objects.filter(run=run, kind=Judgement.Kind.PAIR).values(
@@ -412,7 +404,11 @@ def _plain(value):
 
 
 def _jsonl(rows: Iterable[dict]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return "".join(_json_line(row) for row in rows)
+
+
+def _json_line(row: dict) -> str:
+    return json.dumps(row, ensure_ascii=False) + "\n"
 
 
 def _write(path: Path, text: str) -> None:

@@ -48,15 +48,15 @@ COMPATIBLE = {
     "github": "https://models.github.ai/inference",
 }
 MODES = ("chat:", "completion:", "messages:", "responses:")
-# promptfoo's vendor providers that are no chat model: an Assistants API id, embeddings,
-# images, the realtime, live and audio APIs, agent SDKs (``openai:assistant:asst_…``).
-NOT_CHAT = {
-    "assistant", "embedding", "embeddings", "image", "realtime", "live", "moderation",
-    "transcription", "speech", "video", "agents", "codex-sdk", "codex-security", "chatkit",
-    "claude-agent-sdk", "claude-code",
-}  # fmt: skip
-# ...of which these agents are whole provider ids too (``anthropic:claude-agent-sdk``)
+# promptfoo's agent SDKs: no chat model, named as a whole provider id too
+# (``anthropic:claude-agent-sdk``)
 AGENTS = {"agents", "codex-sdk", "codex-security", "chatkit", "claude-agent-sdk", "claude-code"}
+# promptfoo's vendor providers that are no chat model: an Assistants API id, embeddings,
+# images, the realtime, live and audio APIs, the agents (``openai:assistant:asst_…``).
+NOT_CHAT = AGENTS | {
+    "assistant", "embedding", "embeddings", "image", "realtime", "live", "moderation",
+    "transcription", "speech", "video",
+}  # fmt: skip
 SETTINGS = {"temperature", "max_tokens", "top_p"}
 KNOWN_CONFIG = SETTINGS | {"apiBaseUrl", "apiHost", "baseUrl"}
 SPEC_KEYS = {"id", "label", "config", "prompts"}

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import functools
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -44,10 +43,7 @@ from evalsite.core.providers.http_errors import SNIPPET_CHARS, error_from_body
 from evalsite.core.providers.prompted import SchemaModes
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpx
-    from httpx_aiohttp import AiohttpTransport
 
 # httpx (and, through it, click, rich and pygments) is imported by the functions that make
 # a client or a call: `evalsite validate` builds providers and never calls one.
@@ -180,22 +176,10 @@ def make_client(
 def prepare_client() -> None:
     """Do now, once a process, what the first client would otherwise do when a run has
     already started: import aiohttp (~55 ms) and load the CA bundle (~35 ms)."""
+    from evalsite.core.providers.http_pool import aiohttp_transport, tls_context
+
     aiohttp_transport()
     tls_context()
-
-
-@functools.cache
-def aiohttp_transport() -> type[AiohttpTransport]:
-    from httpx_aiohttp import AiohttpTransport  # imported by processes that make calls only
-
-    return AiohttpTransport
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    import httpx
-
-    return httpx.create_ssl_context()
 
 
 async def post_json(

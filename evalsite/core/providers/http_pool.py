@@ -4,9 +4,14 @@ class, and httpx is imported only by a process that makes a client."""
 
 from __future__ import annotations
 
+import functools
+import ssl
+from typing import TYPE_CHECKING
+
 import httpx
 
-from evalsite.core.providers.http_json import aiohttp_transport, tls_context
+if TYPE_CHECKING:
+    from httpx_aiohttp import AiohttpTransport
 
 
 class AiohttpPool(httpx.AsyncBaseTransport):
@@ -25,3 +30,15 @@ class AiohttpPool(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         if self._transport is not None:
             await self._transport.aclose()
+
+
+@functools.cache
+def aiohttp_transport() -> type[AiohttpTransport]:
+    from httpx_aiohttp import AiohttpTransport  # imported by processes that make calls only
+
+    return AiohttpTransport
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
