@@ -784,3 +784,22 @@ def test_a_local_server_s_note_says_a_free_model_is_a_row_of_zero_rates(tmp_path
     (groq,) = [note for note in result.notes if note.startswith("groq:")]
     assert "a server on this machine that costs you nothing: rates of 0" in ollama
     assert "rates of 0" not in groq  # a hosted API is priced by its vendor
+
+
+@pytest.mark.django_db
+def test_a_translation_over_a_suites_size_is_refused_as_too_big_not_as_a_bug(tmp_path):
+    # A var naming itself doubles in each of promptfoo's five passes: 200,000 characters
+    # became a suite of 6 MiB, and the command called that "a bug of the importer".
+    big = "x" * 200_000
+    source = _config(
+        tmp_path,
+        "prompts: ['Say {{a}}']\nproviders: [openai:gpt-4.1]\n"
+        f"tests: [{{vars: {{a: '{{{{a}}}}{big}', note: kept}}}}]\n",
+    )
+    code, stdout, stderr = run_command(
+        "import", "promptfoo", str(source), "--out", str(tmp_path / "x")
+    )
+    assert code == 2
+    assert "bug of the importer" not in stderr
+    assert "the translated suite would be" in stderr and "split its tests" in stderr
+    assert not (tmp_path / "x").exists()

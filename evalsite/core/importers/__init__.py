@@ -15,13 +15,14 @@ import pathlib
 from typing import Any
 
 from evalsite.core.importers.common import (
+    Refused,
     Translation,
     Untranslated,
     check_translation,
     identifier,
 )
 from evalsite.core.importers.outputs import write_translation
-from evalsite.core.input_limits import decode_text
+from evalsite.core.input_limits import MAX_BYTES, decode_text
 from evalsite.core.problems import Problem, SuiteError
 
 __all__ = [
@@ -211,9 +212,22 @@ def translate(
 ) -> Translation:
     """The file at ``source`` in evalsite's format; SuiteError when it cannot be read, or
     when a file it refers to is outside its folder (or, ``uploaded``, at all). ``replies``
-    is the operator's own argument, read wherever it is."""
+    is the operator's own argument, read wherever it is. A suite over the size any suite may
+    be is refused, as too big (:func:`_within_a_suites_size`)."""
     if format == "auto":
         format = detect(source)
+    translation = _translated(format, source, replies=replies, repeats=repeats, uploaded=uploaded)
+    return _within_a_suites_size(translation)
+
+
+def _translated(
+    format: str,
+    source: pathlib.Path,
+    *,
+    replies: pathlib.Path | None,
+    repeats: int | None,
+    uploaded: bool,
+) -> Translation:
     if format == "evalpin":
         from evalsite.core.importers import evalpin
 
@@ -231,3 +245,21 @@ def translate(
 
         return promptfoo.translate(source, uploaded=uploaded)
     raise ValueError(f"unknown format {format!r}; one of {', '.join(FORMATS)} or auto")
+
+
+def _within_a_suites_size(translation: Translation) -> Translation:
+    """``translation``, or Refused when its suite file is over the size any suite may be:
+    the source's tests or data are too many for one suite (list vars, vars naming vars,
+    long files), which is the input's doing, not a fault of the translation."""
+    if translation.suite is None or translation.suite_file is None:
+        return translation
+    size = len(translation.rendered()[translation.suite_file])
+    if size <= MAX_BYTES:
+        return translation
+    message = (
+        f"the translated suite would be {size:,} bytes, over the {MAX_BYTES:,} "
+        f"({MAX_BYTES >> 20} MiB) a suite may be: split its tests (or the data its vars "
+        "read) over several configs"
+    )
+    problem = Problem(translation.suite_file, None, "", message)
+    raise Refused([problem], tuple(translation.untranslated))
