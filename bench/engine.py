@@ -75,14 +75,21 @@ from database import (
     set_up_database,
     write_suite,
 )
-from fanout import KINDS, measure_fan_out, request_bodies
+from fanout import KINDS, measure_fan_out, measure_process_fan_out, request_bodies
 from paths import EngineResult, cli_argv, in_cli, on_workers
 from printout import print_report
 from procs import ROOT, Processes, descendants, evalsite_command, peak_rss, start_mock, status_kb
-from results import ANSWER_TARGETS, PIPELINE_TARGET, Measurement, MemoryResult, Results
+from results import (
+    ANSWER_TARGETS,
+    PIPELINE_TARGET,
+    FakeRuns,
+    Measurement,
+    MemoryResult,
+    Results,
+)
 from startup import measure_startup
 
-PARTS = ("answers", "pipeline", "startup", "memory")
+PARTS = ("answers", "pipeline", "fake", "startup", "memory")
 MEMORY_REPEATS = 20
 
 
@@ -94,10 +101,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--concurrency", default="8,64,256", help="answers-only levels, comma-separated")
     add("--pipeline-concurrency", default="64", help="full-pipeline levels, comma-separated")
     add("--paths", default="worker,cli", help="worker and/or cli")
-    add("--parts", default="answers,pipeline,startup", help=f"any of {', '.join(PARTS)}")
+    add("--parts", default="answers,pipeline,fake,startup", help=f"any of {', '.join(PARTS)}")
     add("--memory", action="store_true", help="also the long memory run (adds 'memory')")
     add("--memory-answers", type=int, default=100_000, help="a multiple of 40")
     add("--startup-runs", type=int, default=7)
+    add("--fake-runs", type=int, default=5, help="runs of the --fake part (median)")
     add("--clusters", type=int, default=1, help="`evalsite worker` processes")
     add("--worker-processes", type=int, default=2, help="EVALSITE_WORKERS for each cluster")
     add("--shards", type=int, help="shards per queued run (default: all worker processes)")
@@ -114,8 +122,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--answers must be an even number >= 2 (cases x 2 contestants)")
     if args.memory_answers < 40 or args.memory_answers % 40:
         parser.error("--memory-answers must be a multiple of 40 (cases x 2 x 20 repeats)")
-    if min(args.clusters, args.worker_processes, args.startup_runs) < 1:
-        parser.error("clusters, worker processes and start-up runs must be >= 1")
+    if min(args.clusters, args.worker_processes, args.startup_runs, args.fake_runs) < 1:
+        parser.error("clusters, worker processes, start-up runs and fake runs must be >= 1")
     args.shards = args.shards or args.clusters * args.worker_processes
     return args
 
@@ -276,6 +284,33 @@ class Bench:
                 f"{kind} {r.wall_s:.2f}s ({r.wall_s / ideal:.2f} x)" for kind, r in found.items()
             ]
             self.say(f"fan-outs, C={level}: {', '.join(walls)}")
+            whole = measure_process_fan_out(
+                self.processes, "aiohttp", url, bodies, level, self.data_dir
+            )
+            self.results.process_fan_outs[level] = whole
+            self.say(
+                f"plain aiohttp as a process, C={level}: {whole.process_wall_s:.2f}s "
+                f"({whole.process_wall_s / ideal:.2f} x), {whole.errors} errors"
+            )
+
+    def fake_runs(self) -> None:
+        """`evalsite run --fake` of the answers-only suite: the engine with an instant
+        provider, spawn to exit (issue 31: at most 2 s for 4,000 answers)."""
+        fake = FakeRuns(answers=self.args.answers)
+        self.results.fake = fake
+        shape = SuiteShape(cases=self.args.answers // 2)
+        for n in range(self.args.fake_runs + 1):  # the first, untimed, warms the data dir
+            label = new_label("cli-fake")
+            argv = cli_argv(write_suite(self.data_dir, shape), label, None, fake=True)
+            engine = in_cli(self.processes, argv, label, self.env, mock=None, timeout_s=600)
+            if engine.returncode or engine.status != "done" or engine.errors:
+                fake.failures.append(f"{engine.status or 'no run'}: {'; '.join(engine.notes)}")
+            elif n and engine.process_wall_s is not None:
+                fake.walls_s.append(engine.process_wall_s)
+                fake.cpus_s.append(engine.cpu_process_s or 0.0)
+                fake.max_rss_mb = max(fake.max_rss_mb, *engine.peak_rss_mb.values())
+        median = "-" if fake.median_s is None else f"{fake.median_s:.2f}s"
+        self.say(f"run --fake of {fake.answers} answers: median {median} {fake.verdict}")
 
     def startup(self) -> None:
         self.results.startup = measure_startup(self.processes, self.env, self.args.startup_runs)
@@ -322,12 +357,15 @@ def run_bench(args, data_dir: Path, processes: Processes) -> Results:
     try:
         restore = set_up_database(mock)
         print(f"data dir {data_dir}; mock at {mock}", flush=True)
-        if "worker" in args.paths and args.parts - {"startup"}:
+        engine_parts = args.parts & {"answers", "pipeline", "memory"}
+        if "worker" in args.paths and engine_parts:
             bench.worker_path()
-        if "cli" in args.paths and args.parts - {"startup"}:
+        if "cli" in args.paths and engine_parts:
             bench.cli_path()
         if not args.skip_plain and "answers" in args.parts:
             bench.fan_outs()
+        if "cli" in args.paths and "fake" in args.parts:
+            bench.fake_runs()
         if "startup" in args.parts:
             bench.startup()
     finally:

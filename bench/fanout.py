@@ -8,6 +8,11 @@ the mock saw at once:
 - ``aiohttp``: one ``aiohttp.ClientSession`` on a ``TCPConnector(limit=C)``, a semaphore of C;
 - ``raw``: C keep-alive connections written by hand over asyncio streams, no HTTP library:
   the floor this machine and the mock allow.
+
+Issue 31 compares whole processes too: :func:`measure_process_fan_out` runs this file as a
+script, ``python bench/fanout.py KIND URL BODIES.json C``, which imports its client, reads the
+bodies, sends them and prints ``{"wall_s": …, "errors": …}``; the figure is the script's wall
+time from spawn to exit, as ``evalsite run``'s is.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from procs import own_cpu_s
+from procs import Processes, own_cpu_s
 
 KINDS = ("httpx", "aiohttp", "raw")
 
@@ -30,6 +37,18 @@ class FanOutResult:
     errors: int
     cpu_ms_per_request: float
     peak_in_flight: int
+
+
+@dataclass
+class ProcessFanOut:
+    """A plain fan-out as a whole process: spawn to exit, as a user waits for a command."""
+
+    kind: str
+    requests: int
+    process_wall_s: float
+    cpu_s: float
+    errors: int
+    max_rss_mb: float
 
 
 def mock_stats(base: str, *, reset: bool = False) -> dict:
@@ -62,6 +81,24 @@ def measure_fan_out(kind: str, url: str, bodies: list[dict], concurrency: int, m
     stats = mock_stats(mock)
     per_request_ms = cpu / len(bodies) * 1000
     return FanOutResult(len(bodies), wall, errors, per_request_ms, stats["max_in_flight"])
+
+
+def measure_process_fan_out(
+    processes: Processes, kind: str, url: str, bodies: list[dict], concurrency: int, folder: Path
+) -> ProcessFanOut:
+    """This file as a script in a process of its own, timed from spawn to exit."""
+    path = folder / f"bodies-c{concurrency}.json"
+    path.write_text(json.dumps(bodies), "utf-8")
+    name = f"plain-{kind}-c{concurrency}"
+    argv = [sys.executable, str(Path(__file__)), kind, url, str(path), str(concurrency)]
+    started = time.time()
+    exited = processes.reap(processes.start(name, argv, dict(os.environ)), started)
+    try:
+        errors = json.loads(processes.tail(name, 1))["errors"]
+    except (ValueError, KeyError):
+        errors = len(bodies)  # it did not finish: every request counts as failed
+    return ProcessFanOut(kind, len(bodies), exited.wall_s, exited.cpu_s, errors,
+                         exited.max_rss_mb)  # fmt: skip
 
 
 async def _gather(one, bodies: list[dict]) -> tuple[float, int]:
@@ -139,3 +176,10 @@ async def _raw(url: str, bodies: list[dict], concurrency: int) -> tuple[float, i
 
 
 _CLIENTS = {"httpx": _httpx, "aiohttp": _aiohttp, "raw": _raw}
+
+
+if __name__ == "__main__":
+    kind, url, bodies_path, level = sys.argv[1:5]
+    loaded = json.loads(Path(bodies_path).read_text("utf-8"))
+    wall, failed = asyncio.run(_CLIENTS[kind](url, loaded, int(level)))
+    print(json.dumps({"wall_s": wall, "errors": failed}))

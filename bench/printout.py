@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 from paths import EngineResult
-from results import MEMORY_TARGET_MB, Results, mark
+from results import MEMORY_TARGET_MB, PROCESS_ANSWERS, Results, mark
 
 PATH_NAMES = {"worker": "engine, evalsite worker", "cli": "engine, evalsite run"}
 CLIENT_NAMES = {"httpx": "plain httpx", "aiohttp": "plain aiohttp", "raw": "raw floor"}
@@ -17,6 +18,8 @@ def print_report(results: Results, out=print) -> None:
     for lines in (
         _answers_table(results),
         _pipeline_table(results),
+        _process_table(results),
+        _fake_table(results),
         _startup_table(results),
         _memory_table(results),
         _details(results),
@@ -116,6 +119,53 @@ def _pipeline_table(results: Results) -> list[str]:
         "CPU: the engine processes' over the whole run",
         *_table(header, rows),
     ]
+
+
+def _process_table(results: Results) -> list[str]:
+    """Issue 31: `evalsite run` from spawn to exit, beside plain aiohttp as a process."""
+    measured = [m for m in (*results.answers, *results.pipeline) if m.engine.path == "cli"]
+    if not measured and not results.process_fan_outs:
+        return []
+    latency_s = results.config["latency_ms"] / 1000
+    rows = []
+    for m in measured:
+        e = m.engine
+        rows.append([str(m.concurrency), f"evalsite run, {m.part}", str(m.calls),
+                     _f(e.process_wall_s), _f(m.ideal_s), _f(m.process_ratio),
+                     _f(m.process_target), m.process_verdict, _f(e.cpu_process_s),
+                     _f(max(e.peak_rss_mb.values(), default=None), 0)])  # fmt: skip
+    for level, fan in sorted(results.process_fan_outs.items()):
+        ideal = fan.requests * latency_s / level
+        rows.append([str(level), f"plain {fan.kind} script, answers", str(fan.requests),
+                     _f(fan.process_wall_s), _f(ideal), _f(fan.process_wall_s / ideal), "",
+                     "" if not fan.errors else f"{fan.errors} errors", _f(fan.cpu_s),
+                     _f(fan.max_rss_mb, 0)])  # fmt: skip
+    header = ["C", "process", "calls", "wall s", "ideal s", "x ideal", "target", "", "CPU s",
+              "peak RSS MB"]  # fmt: skip
+    return [
+        "Whole process (issue 31): spawn to exit, the figure a user waits for; ideal as above. "
+        f"Targets for runs of {PROCESS_ANSWERS:,} answers (--answers {PROCESS_ANSWERS}). The "
+        "plain aiohttp script imports aiohttp, reads the same request bodies and sends them",
+        *_table(header, rows),
+    ]
+
+
+def _fake_table(results: Results) -> list[str]:
+    fake = results.fake
+    if fake is None:
+        return []
+    row = [str(fake.answers), _f(fake.median_s), _f(min(fake.walls_s, default=None)),
+           _f(max(fake.walls_s, default=None)), str(len(fake.walls_s)),
+           _f(statistics.median(fake.cpus_s) if fake.cpus_s else None), _f(fake.target_s),
+           fake.verdict, _f(fake.max_rss_mb, 0)]  # fmt: skip
+    header = ["answers", "median s", "min s", "max s", "runs", "CPU s", "target s", "",
+              "peak RSS MB"]  # fmt: skip
+    lines = [
+        "evalsite run --fake --no-cache of the answers-only suite (no judge), spawn to exit, "
+        f"after one untimed run; target for {PROCESS_ANSWERS:,} answers",
+        *_table(header, [row]),
+    ]
+    return lines + [f"failed: {failure}" for failure in fake.failures]
 
 
 def _startup_table(results: Results) -> list[str]:

@@ -14,16 +14,19 @@ an id or name reaches a terminal.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+from evalsite.core.providers.base import ErrorKind
+from evalsite.core.providers.http_clients import HttpFailure
+
+if TYPE_CHECKING:
+    from evalsite.core.providers.http_clients import HttpClient
 
 __all__ = [
     "FETCH_TIMEOUT_S",
@@ -83,7 +86,7 @@ class Catalog:
 
 
 async def fetch_catalog(
-    client: httpx.AsyncClient,
+    client: HttpClient,
     url: str,
     *,
     timeout_s: float = FETCH_TIMEOUT_S,
@@ -94,31 +97,24 @@ async def fetch_catalog(
     is public."""
     max_bytes = MAX_CATALOG_BYTES if max_bytes is None else max_bytes
     try:
-        async with asyncio.timeout(timeout_s):
-            async with client.stream("GET", url, timeout=timeout_s) as response:
-                if response.status_code != 200:
-                    raise CatalogError(f"HTTP {response.status_code} from {url}")
-                return await _bounded_body(response, max_bytes)
-    except TimeoutError:
-        raise CatalogError(f"no reply from {url} within {timeout_s:g}s") from None
-    except httpx.TimeoutException as error:
-        cause = error.__cause__
-        # aiohttp's transport reports a refused or dropped connection as a ConnectTimeout.
-        if cause is not None and not isinstance(cause, TimeoutError):
-            reason = str(cause) or type(cause).__name__
-            raise CatalogError(f"cannot connect to {url}: {reason}") from None
-        raise CatalogError(f"no reply from {url} within {timeout_s:g}s") from None
-    except httpx.HTTPError as error:
-        raise CatalogError(f"{url}: {type(error).__name__}: {error}") from None
-
-
-async def _bounded_body(response: httpx.Response, max_bytes: int) -> bytes:
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > max_bytes:
-            raise CatalogError(f"the reply is larger than {max_bytes:,} bytes")
-    return bytes(body)
+        reply = await client.fetch(
+            "GET",
+            url,
+            headers={},
+            body=None,
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+            too_big=lambda: CatalogError(f"the reply is larger than {max_bytes:,} bytes"),
+        )
+    except HttpFailure as failure:
+        if failure.kind == ErrorKind.TIMEOUT:
+            raise CatalogError(f"no reply from {url} within {timeout_s:g}s") from None
+        if failure.kind == ErrorKind.NETWORK:
+            raise CatalogError(f"cannot connect to {url}: {failure.reason}") from None
+        raise CatalogError(f"{url}: {failure.reason}") from None
+    if reply.status != 200:
+        raise CatalogError(f"HTTP {reply.status} from {url}")
+    return reply.body
 
 
 def parse_catalog(data: bytes) -> Catalog:

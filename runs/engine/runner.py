@@ -65,6 +65,8 @@ from runs.sealed import Sealed
 if TYPE_CHECKING:
     import httpx
 
+    from evalsite.core.providers.http_clients import HttpClient
+
 db = sync_to_async(thread_sensitive=True)
 log = logging.getLogger(__name__)
 
@@ -223,14 +225,14 @@ class Shard:
             await db(phases.report)(self.run_id)
         await db(_close_stopped)(self.claims)
 
-    def _client(self) -> contextlib.AbstractAsyncContextManager[httpx.AsyncClient | None]:
+    def _client(self) -> contextlib.AbstractAsyncContextManager[HttpClient | None]:
         """The shared HTTP client; none for a run whose providers all answer in this process
-        (fake, scripted, command, given), which take none: httpx is then never imported."""
+        (fake, scripted, command, given), which take none: aiohttp is then never imported."""
         if self.transport is None and not self.setup.over_http:
             return contextlib.nullcontext(None)
         return make_client(transport=self.transport, max_connections=self.setup.concurrency)
 
-    async def _calls(self, phase: str, client: httpx.AsyncClient | None) -> str | None:
+    async def _calls(self, phase: str, client: HttpClient | None) -> str | None:
         """The answers, then the judge calls: the phase after them, or None."""
         after: str | None = phase
         if phase == Run.Status.RUNNING:
@@ -275,7 +277,7 @@ class Shard:
         run.mark_running()
         return run.status
 
-    async def _loop(self, client: httpx.AsyncClient | None) -> None:
+    async def _loop(self, client: HttpClient | None) -> None:
         """Keep every model's slots busy with claimed calls, a few claimed ahead, until
         nothing is pending here or in another shard."""
         in_flight: set[asyncio.Task] = set()
@@ -319,9 +321,7 @@ class Shard:
             await asyncio.gather(*in_flight, return_exceptions=True)
             await self.writer.close()
 
-    async def _claim_calls(
-        self, limit: int, client: httpx.AsyncClient | None
-    ) -> list[asyncio.Task]:
+    async def _claim_calls(self, limit: int, client: HttpClient | None) -> list[asyncio.Task]:
         claimed = await db(self.claims.claim)(limit)
         for claim in claimed:
             if claim.hit is not None:
@@ -345,7 +345,7 @@ class Shard:
 
     # --- one call ----------------------------------------------------------------------------
 
-    async def _answer(self, claim: Claim, client: httpx.AsyncClient | None) -> None:
+    async def _answer(self, claim: Claim, client: HttpClient | None) -> None:
         call = claim.call
         if call.model in self.stopped_models:
             why = self.stop_reasons.get(call.model, "")

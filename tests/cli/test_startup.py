@@ -23,7 +23,7 @@ RUN_ONLY = (
     "evalsite.core.stats",
     "runs.results.calibration",
 )
-CALLS_ONLY = ("httpx", "aiohttp", "httpx_aiohttp", "evalsite.core.providers.http_pool")
+CALLS_ONLY = ("httpx", "aiohttp", "certifi")
 HTTPX_CLI = ("click", "rich", "pygments")  # what importing httpx imports with it
 JINJA = ("jinja2", "evalsite.core.jinja_engine", "evalsite.core.jinja_budget")
 # Runs a verb as the console script does, then lists every module it imported.

@@ -33,7 +33,7 @@ from evalsite.core.providers.endpoints import host_problem, key_variable_problem
 from evalsite.core.providers.fake import FakeProvider
 from evalsite.core.providers.given import GivenProvider
 from evalsite.core.providers.google import GoogleProvider
-from evalsite.core.providers.http_json import make_client, prepare_client
+from evalsite.core.providers.http_clients import make_client, prepare_client
 from evalsite.core.providers.openai import OPENROUTER_BASE_URL, compatible_provider, openai_provider
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, schema_instruction
 from evalsite.core.providers.scripted import (

@@ -25,7 +25,7 @@ from evalsite.core.pricing import Usage
 from evalsite.core.providers.capabilities import fit
 
 if TYPE_CHECKING:
-    import httpx
+    from evalsite.core.providers.http_clients import HttpClient
 
 __all__ = [
     "Completion", "ErrorKind", "Provider", "ProviderError", "Request", "ROLES",
@@ -411,7 +411,7 @@ class Provider(Protocol):
 
     def prepare(self, request: Request) -> Request: ...
 
-    async def complete(self, request: Request, client: httpx.AsyncClient) -> Completion: ...
+    async def complete(self, request: Request, client: HttpClient) -> Completion: ...
 
 
 class CacheDefaults:

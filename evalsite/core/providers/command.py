@@ -47,7 +47,7 @@ from evalsite.core.providers.base import (
 from evalsite.core.providers.prompted import SchemaModes
 
 if TYPE_CHECKING:
-    import httpx
+    from evalsite.core.providers.http_clients import HttpClient
 
 MAX_OUTPUT_BYTES = MAX_REPLY_BYTES  # the cap every provider's reply is held to
 STDERR_TAIL_CHARS = 2000
@@ -118,9 +118,7 @@ class CommandProvider(SchemaModes):
         secrets = [value for key, value in env.items() if key not in child]
         return cls(model_name, argv, child, secrets)
 
-    async def complete(
-        self, request: Request, client: httpx.AsyncClient | None = None
-    ) -> Completion:
+    async def complete(self, request: Request, client: HttpClient | None = None) -> Completion:
         """Run the program once with the request on stdin; its stdout is the answer."""
         request = self.prepare(request)
         # backslashreplace turns a lone surrogate into its JSON escape, so stdin stays UTF-8.

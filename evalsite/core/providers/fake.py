@@ -44,7 +44,7 @@ from evalsite.core.providers.base import (
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION, SchemaModes
 
 if TYPE_CHECKING:
-    import httpx
+    from evalsite.core.providers.http_clients import HttpClient
 
 PARSE_FAILURE_RATE = 0.05
 SCHEMA_FAILURE_RATE = 0.05
@@ -131,9 +131,7 @@ class FakeProvider(SchemaModes):
         self._made[id(request)] = (request, seed, text)
         return estimate_tokens(clean_text(text))
 
-    async def complete(
-        self, request: Request, client: httpx.AsyncClient | None = None
-    ) -> Completion:
+    async def complete(self, request: Request, client: HttpClient | None = None) -> Completion:
         """The deterministic completion for ``request``; sleeps only if built with sleep."""
         made = self._made.pop(id(request), None)
         asked, request = request, self.prepare(request)

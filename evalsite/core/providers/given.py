@@ -15,7 +15,7 @@ from evalsite.core.providers.base import Completion, ErrorKind, ProviderError, R
 from evalsite.core.providers.prompted import SchemaModes
 
 if TYPE_CHECKING:
-    import httpx
+    from evalsite.core.providers.http_clients import HttpClient
 
 
 class GivenProvider(SchemaModes):
@@ -27,7 +27,5 @@ class GivenProvider(SchemaModes):
     def __repr__(self) -> str:
         return "<GivenProvider>"
 
-    async def complete(
-        self, request: Request, client: httpx.AsyncClient | None = None
-    ) -> Completion:
+    async def complete(self, request: Request, client: HttpClient | None = None) -> Completion:
         raise ProviderError(ErrorKind.CONFIG, "given answers are never requested")

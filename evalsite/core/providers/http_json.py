@@ -1,12 +1,12 @@
-"""The one HTTP seam: a shared client, the JSON POST every HTTP adapter makes, and helpers
-for reading provider replies.
+"""The JSON POST every HTTP adapter makes, through the one HTTP seam
+(:mod:`~evalsite.core.providers.http_clients`), and helpers for reading provider replies.
 
-Failures are mapped to error kinds by :mod:`~evalsite.core.providers.http_errors`; the call
-itself is bounded by the request's ``timeout_s`` as a whole (connect, send, wait, read):
-running out of it, or an ``httpx.TimeoutException``, is ``timeout`` (unless the deadline
-passed while the process was stopped: then a reply that arrived meanwhile is read); a URL without
-http(s) is ``config``; any other ``httpx.TransportError`` is ``network``; a 2xx whose body
-is not a JSON object is ``malformed``, and so is a reply of any status over
+The call is bounded by the request's ``timeout_s`` as a whole (connect, send, wait, read):
+running out of it is ``timeout`` (unless the deadline passed while the process was stopped:
+then a reply that arrived meanwhile is read); a URL without http(s) is ``config``; a
+connection refused, reset or dropped is ``network``. A reply's status and body are mapped to
+error kinds by :mod:`~evalsite.core.providers.http_errors`; a 2xx whose body is not a JSON
+object is ``malformed``, and so is a reply of any status over
 :data:`~evalsite.core.providers.base.MAX_REPLY_BYTES` (read no further).
 
 Media parts: an adapter reads a part's bytes when it builds the body
@@ -19,11 +19,9 @@ model's other calls should still be made.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalsite.core.media import BlobStore, MediaError, read_part
@@ -39,14 +37,12 @@ from evalsite.core.providers.base import (
     over_reply_cap,
     scrub,
 )
+from evalsite.core.providers.http_clients import HttpFailure
 from evalsite.core.providers.http_errors import SNIPPET_CHARS, error_from_body
 from evalsite.core.providers.prompted import SchemaModes
 
 if TYPE_CHECKING:
-    import httpx
-
-# httpx (and, through it, click, rich and pygments) is imported by the functions that make
-# a client or a call: `evalsite validate` builds providers and never calls one.
+    from evalsite.core.providers.http_clients import HttpClient
 
 __all__ = [
     "HttpAdapter",
@@ -54,11 +50,8 @@ __all__ = [
     "dig_list",
     "optional_str",
     "token_counts",
-    "make_client",
     "post_json",
 ]
-
-USER_AGENT = "evalsite"
 
 
 class HttpAdapter(SchemaModes):
@@ -129,7 +122,7 @@ class HttpAdapter(SchemaModes):
             raise self.unsendable(media[0], "a system message carries text only")
         return message_text(message)
 
-    async def complete(self, request: Request, client: httpx.AsyncClient) -> Completion:
+    async def complete(self, request: Request, client: HttpClient) -> Completion:
         """Send the prepared request and parse the reply; raises ProviderError."""
         request = self.prepare(request)
         data = await post_json(
@@ -144,46 +137,8 @@ class HttpAdapter(SchemaModes):
         return self.parse(data, request)
 
 
-def make_client(
-    *, transport: httpx.AsyncBaseTransport | None = None, max_connections: int = 64
-) -> httpx.AsyncClient:
-    """The shared AsyncClient, at most ``max_connections`` open at once. Tests pass
-    ``httpx.MockTransport``; otherwise requests go through aiohttp's connection pool.
-
-    httpx's own pool (httpcore) scans every connection for every queued request and
-    collapses above about 64 connections: 17 × the ideal time at 256 on this machine,
-    against 1.27 × through aiohttp's pool behind the same httpx API (docs/performance.md).
-    Redirects are not followed; each call sets its own timeout.
-    """
-    import httpx
-
-    from evalsite.core.providers.http_pool import AiohttpPool
-
-    limits = httpx.Limits(
-        max_connections=max_connections, max_keepalive_connections=max_connections
-    )
-    if transport is None:
-        transport = AiohttpPool(limits)
-    return httpx.AsyncClient(
-        transport=transport,
-        limits=limits,
-        timeout=httpx.Timeout(60.0),
-        follow_redirects=False,
-        headers={"user-agent": USER_AGENT},
-    )
-
-
-def prepare_client() -> None:
-    """Do now, once a process, what the first client would otherwise do when a run has
-    already started: import aiohttp (~55 ms) and load the CA bundle (~35 ms)."""
-    from evalsite.core.providers.http_pool import aiohttp_transport, tls_context
-
-    aiohttp_transport()
-    tls_context()
-
-
 async def post_json(
-    client: httpx.AsyncClient,
+    client: HttpClient,
     url: str,
     *,
     headers: Mapping[str, str],
@@ -197,108 +152,33 @@ async def post_json(
     ``timeout_s`` bounds the whole call (connect, send, wait and read), not each step.
     """
     secrets = tuple(secrets)
-    response, text = await _send(client, url, headers, body, timeout_s, provider, secrets)
+    try:
+        reply = await client.fetch(
+            "POST",
+            url,
+            headers={**headers, "content-type": "application/json"},
+            body=json_bytes(body),
+            timeout_s=timeout_s,
+            max_bytes=MAX_REPLY_BYTES,
+            too_big=lambda: over_reply_cap(f"{provider}: the reply"),
+        )
+    except HttpFailure as failure:
+        raise ProviderError(failure.kind, scrub(f"{provider}: {failure.reason}", secrets)) from None
+    text = reply.text()
     data = _json_object(text)
-    status = response.status_code
-    if not 200 <= status < 300:
-        raise error_from_body(status, data, text, response.headers, provider, secrets)
+    if not 200 <= reply.status < 300:
+        raise error_from_body(reply.status, data, text, reply.headers, provider, secrets)
     if data is None:
         snippet = scrub(text[:SNIPPET_CHARS], secrets)
         message = f"{provider}: the reply is not a JSON object: {snippet!r}"
-        raise ProviderError(ErrorKind.MALFORMED, message, status=status)
+        raise ProviderError(ErrorKind.MALFORMED, message, status=reply.status)
     return data
 
 
-async def _send(
-    client: httpx.AsyncClient,
-    url: str,
-    headers: Mapping[str, str],
-    body: Mapping[str, Any],
-    timeout_s: float,
-    provider: str,
-    secrets: tuple[str, ...],
-) -> tuple[httpx.Response, str]:
-    """The response, whatever its status, and its body as text (:func:`_capped_text`);
-    transport failures as ProviderError."""
-    import httpx
-
-    try:
-        async with (
-            _call_timeout(timeout_s),
-            client.stream(
-                "POST", url, headers=dict(headers), json=body, timeout=timeout_s
-            ) as response,
-        ):
-            return response, await _capped_text(response, provider)
-    except (TimeoutError, httpx.TimeoutException) as error:
-        if _dropped(error):
-            message = scrub(f"{provider}: connection lost: {error.__cause__}", secrets)
-            raise ProviderError(ErrorKind.NETWORK, message) from None
-        message = f"{provider}: no reply within {timeout_s:g}s"
-        raise ProviderError(ErrorKind.TIMEOUT, message) from None
-    except httpx.UnsupportedProtocol:
-        message = f"{provider}: the URL must start with http:// or https:// (check the base URL)"
-        raise ProviderError(ErrorKind.CONFIG, message) from None
-    except httpx.TransportError as error:
-        message = scrub(f"{provider}: {type(error).__name__}: {error}", secrets)
-        raise ProviderError(ErrorKind.NETWORK, message) from None
-    except httpx.InvalidURL as error:
-        raise ProviderError(ErrorKind.CONFIG, f"{provider}: bad URL: {error}") from None
-
-
-# A timer that fires this late (seconds) means the process did not run meanwhile (SIGSTOP,
-# a suspended machine), not that the provider was slow: its reply may be waiting unread.
-_FROZEN_S = 1.0
-# How long such a call is then given to read what arrived while the process was stopped.
-_THAW_GRACE_S = 2.0
-
-
-@contextlib.asynccontextmanager
-async def _call_timeout(timeout_s: float) -> AsyncIterator[None]:
-    """``asyncio.timeout(timeout_s)``, except when its deadline passed while the process was
-    stopped: the reply that arrived meanwhile was paid for, so the call gets
-    :data:`_THAW_GRACE_S` more to read it rather than being counted a timeout and sent again
-    (docs/running.md, what the spent counts)."""
-    loop = asyncio.get_running_loop()
-    async with asyncio.timeout(None) as deadline:
-        due = loop.time() + timeout_s
-        handle = loop.call_at(due, _expire, loop, deadline, due)
-        try:
-            yield
-        finally:
-            handle.cancel()
-
-
-def _expire(loop: asyncio.AbstractEventLoop, deadline: asyncio.Timeout, due: float) -> None:
-    now = loop.time()
-    frozen = now - due > _FROZEN_S
-    deadline.reschedule(now + _THAW_GRACE_S if frozen else now)
-
-
-async def _capped_text(response: httpx.Response, provider: str) -> str:
-    """The body as text, read as it streams in (unpacked, when it comes compressed) and no
-    further than :data:`MAX_REPLY_BYTES`: past that, or when the declared length is, it is
-    ProviderError(MALFORMED) and the rest is never read, so no reply holds more memory."""
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
-        raise over_reply_cap(f"{provider}: the reply")
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > MAX_REPLY_BYTES:
-            raise over_reply_cap(f"{provider}: the reply")
-    return body.decode(response.encoding or "utf-8", errors="replace")
-
-
-def _dropped(error: Exception) -> bool:
-    """A connection aiohttp lost (refused, reset, closed by the server) that the transport
-    reports as httpx's ConnectTimeout: a network error, not a timeout."""
-    import aiohttp  # already imported by the transport when it raised this
-
-    cause = error.__cause__
-    return isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(
-        cause, aiohttp.ServerTimeoutError | TimeoutError
-    )
+def json_bytes(body: Mapping[str, Any]) -> bytes:
+    """The JSON a request sends: compact, UTF-8, no NaN (the bytes httpx's ``json=`` sent)."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

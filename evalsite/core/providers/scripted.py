@@ -51,7 +51,7 @@ from evalsite.core.suite_files import UnreadableFile, read_bounded
 from evalsite.core.yamlsafe import load_yaml
 
 if TYPE_CHECKING:
-    import httpx
+    from evalsite.core.providers.http_clients import HttpClient
 
 _CASE_KEY = re.compile(r"[^/\s]+/[^/\s]+")
 _JUDGE_KEY = re.compile(r"(judge|grade)(-retry)?/[^/\s]+/[^/\s]+")
@@ -188,9 +188,7 @@ class ScriptedProvider(SchemaModes):
             return 0
         return 0 if isinstance(item, ScriptedError) else estimate_tokens(clean_text(item))
 
-    async def complete(
-        self, request: Request, client: httpx.AsyncClient | None = None
-    ) -> Completion:
+    async def complete(self, request: Request, client: HttpClient | None = None) -> Completion:
         """The scripted reply; a scripted failure raises ProviderError of its kind."""
         request = self.prepare(request)
         item = self.replies.item(request, self.variant)

@@ -7,7 +7,13 @@ import asyncio
 import httpx
 import pytest
 
-from evalsite.core.providers import EndpointConfig, ErrorKind, ProviderError, build_provider
+from evalsite.core.providers import (
+    EndpointConfig,
+    ErrorKind,
+    ProviderError,
+    build_provider,
+    make_client,
+)
 from evalsite.core.providers.prompted import SCHEMA_INSTRUCTION
 from tests.core.providers.test_openai import chat
 from tests.helpers.providers import (
@@ -88,7 +94,7 @@ def test_an_endpoint_url_without_a_scheme_is_a_config_error_not_a_retry():
     provider = build_provider(request.model, env={}, endpoints=endpoints)
 
     async def run() -> None:
-        async with httpx.AsyncClient() as client:  # a real transport: the URL is refused first
+        async with make_client() as client:  # the engine's own client: the URL is refused first
             await provider.complete(request, client)
 
     with pytest.raises(ProviderError) as info:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import socket
 import threading
@@ -13,7 +14,10 @@ import time
 
 import pytest
 
+from evalsite.core.catalog import CatalogError, fetch_catalog
 from evalsite.core.providers import ErrorKind, ProviderError, make_client
+from evalsite.core.providers.base import MAX_REPLY_BYTES
+from evalsite.core.providers.http_json import json_bytes
 from evalsite.core.providers.openai import compatible_provider
 from tests.helpers.providers import ThreadedServer, make_request
 
@@ -119,12 +123,15 @@ def test_150_calls_at_once_are_all_in_flight_together_and_all_complete():
     assert server.most_in_flight == 150
 
 
-def test_a_refused_connection_is_a_network_error():
-    with socket.socket() as probe:  # a port nothing listens on
+def free_port() -> int:
+    """A port nothing listens on."""
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return probe.getsockname()[1]
 
-    error = failure(complete(f"http://127.0.0.1:{port}/v1"))
+
+def test_a_refused_connection_is_a_network_error():
+    error = failure(complete(f"http://127.0.0.1:{free_port()}/v1"))
 
     assert error.kind == ErrorKind.NETWORK and error.retryable
     assert error.message.startswith("local: ")
@@ -207,3 +214,100 @@ def test_a_call_stopped_past_its_timeout_with_no_reply_is_still_a_timeout():
         error = failure(frozen_call(server, timeout_s=1, frozen_s=2.5))
 
     assert error.kind == ErrorKind.TIMEOUT
+
+
+# -- what the engine's client (aiohttp, no httpx) sends and reads ---------------------------
+
+
+class Recording(ThreadedServer):
+    """Answers each POST with `status`, `headers` and `body`; keeps what it was sent."""
+
+    def __init__(self, status: int = 200, body: bytes = b"", headers: dict | None = None):
+        self.sent: list[tuple[dict, bytes]] = []
+        self.status, self.body, self.headers = status, body or json.dumps(CHAT).encode(), headers
+        super().__init__(self._answer)
+
+    def _answer(self, handler) -> None:
+        content = handler.rfile.read(int(handler.headers["content-length"]))
+        self.sent.append(({k.lower(): v for k, v in handler.headers.items()}, content))
+        handler.send_response(self.status)
+        for name, value in {"content-type": "application/json", **(self.headers or {})}.items():
+            handler.send_header(name, value)
+        handler.send_header("content-length", str(len(self.body)))
+        handler.end_headers()
+        handler.wfile.write(self.body)
+
+
+def test_the_body_is_compact_utf8_json_sent_with_its_content_type_and_user_agent():
+    request = make_request("local/m", messages=({"role": "user", "content": "café ✓"},))
+    with Recording() as server:
+        provider = compatible_provider("local", server.url, None)
+        completion = asyncio.run(_one(provider, request))
+
+    headers, content = server.sent[-1]
+    assert content == json_bytes(provider.body(provider.prepare(request)))
+    assert "café ✓".encode() in content and b", " not in content and b": " not in content
+    assert headers["content-type"] == "application/json"
+    assert headers["user-agent"] == "evalsite"
+    assert completion.text == "hi"
+
+
+async def _one(provider, request):
+    async with make_client() as client:
+        return await provider.complete(request, client)
+
+
+def test_a_gzip_reply_is_unpacked():
+    with Recording(body=gzip.compress(json.dumps(CHAT).encode()),
+                   headers={"content-encoding": "gzip"}) as server:  # fmt: skip
+        [completion] = asyncio.run(complete(server.url))
+    assert completion.text == "hi"
+
+
+def test_a_gzip_bomb_is_held_to_the_cap_as_it_unpacks():
+    content = b"x" * (MAX_REPLY_BYTES + 2**20)
+    packed = gzip.compress(b'{"choices": [{"message": {"content": "' + content + b'"}}]}')
+    with Recording(body=packed, headers={"content-encoding": "gzip"}) as server:
+        error = failure(complete(server.url))
+    assert error.kind == ErrorKind.MALFORMED and "10 MiB reply cap" in error.message
+
+
+def test_an_error_status_is_read_with_its_headers():
+    body = json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode()
+    with Recording(status=429, body=body, headers={"Retry-After": "7"}) as server:
+        error = failure(complete(server.url))
+    assert error.kind == ErrorKind.RATE_LIMITED and error.retry_after == 7
+    assert "slow down" in error.message
+
+
+def test_a_url_that_is_not_http_is_a_config_error():
+    error = failure(complete("ftp://127.0.0.1:9/v1"))
+    assert error.kind == ErrorKind.CONFIG and "http:// or https://" in error.message
+
+
+def test_the_catalog_is_fetched_by_the_same_client():
+    catalog = json.dumps({"data": []}).encode()
+
+    class Catalog(ThreadedServer):
+        def __init__(self):
+            super().__init__(lambda handler: None)
+            outer = self
+
+            def do_get(handler):
+                outer.path = handler.path
+                handler.send_response(200)
+                handler.send_header("content-length", str(len(catalog)))
+                handler.end_headers()
+                handler.wfile.write(catalog)
+
+            self.httpd.RequestHandlerClass.do_GET = do_get
+
+    async def go(url: str) -> bytes:
+        async with make_client(max_connections=1) as client:
+            return await fetch_catalog(client, url)
+
+    with Catalog() as server:
+        assert asyncio.run(go(server.url + "/models")) == catalog
+    assert server.path == "/v1/models"
+    with pytest.raises(CatalogError, match="cannot connect to"):
+        asyncio.run(go(f"http://127.0.0.1:{free_port()}/models"))
