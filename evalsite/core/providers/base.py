@@ -402,6 +402,7 @@ class Provider(Protocol):
     name: str
     version: str
     cacheable: bool  # False: every call is made afresh (the reply cannot be known ahead)
+    waits: bool  # False: a call is answered in this process at once (nothing to wait on)
 
     def schema_mode(self, request: Request) -> str | None: ...
 
@@ -420,6 +421,7 @@ class CacheDefaults:
     says what from (:meth:`reply_source`), and the cache key covers it."""
 
     cacheable = True
+    waits = True  # on a network, a process or a simulated latency
 
     def reply_source(self, request: Request) -> str | None:
         return None

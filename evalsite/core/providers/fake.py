@@ -87,7 +87,7 @@ class FakeProvider(SchemaModes):
     version = "fake-2"  # fake-2: a grade gets {reasoning, score}, not a pairwise verdict
 
     def __init__(self, *, sleep: bool = False, rates: FakeRates | None = None) -> None:
-        self.sleep = sleep
+        self.sleep = self.waits = sleep
         self.rates = rates or FakeRates()
         # The seed and text of each request whose output tokens were asked for (the engine
         # reserves before it calls), until that same request is completed: hashed and made

@@ -23,6 +23,7 @@ class GivenProvider(SchemaModes):
 
     name = "given"
     version = "given-1"
+    waits = False
 
     def __repr__(self) -> str:
         return "<GivenProvider>"

@@ -161,6 +161,7 @@ class ScriptedProvider(SchemaModes):
 
     name = "scripted"
     version = "scripted-1"
+    waits = False
 
     def __init__(self, replies: ScriptedReplies, variant: str | None = None) -> None:
         self.replies = replies

@@ -1,0 +1,51 @@
+"""How many calls a shard claims at once: a few more than its slots when its calls wait on
+something (a network), one writer batch when every call is answered in the process at once
+(fake, scripted, given), where claims of a few calls each were most of a run's work."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from unittest.mock import patch
+
+import pytest
+
+from runs.engine.claims import Claims
+from runs.engine.runner import INSTANT_AHEAD
+from runs.engine.writer import FLUSH_ROWS
+from tests.helpers.engine import MockLLM, execute, mock_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CASES = 300  # x mock/a and mock/b: 600 answers
+CAP = Decimal("1000")
+
+
+def claimed_sizes(run, transport=None) -> list[int]:
+    sizes: list[int] = []
+    claim = Claims.claim
+
+    def counted(self, limit):
+        claimed = claim(self, limit)
+        if claimed:
+            sizes.append(len(claimed))
+        return claimed
+
+    with patch.object(Claims, "claim", counted):
+        done = execute(run.id, transport)
+    assert done.status == "done"
+    assert sum(sizes) == 2 * CASES
+    return sizes
+
+
+def test_a_fake_run_claims_a_writer_batch_at_a_time():
+    sizes = claimed_sizes(mock_run(cases=CASES, fake=True, max_cost=CAP))
+
+    assert INSTANT_AHEAD == FLUSH_ROWS
+    assert len(sizes) <= 5 and max(sizes) > 100  # 3 or 4 claims, not ~25 of 24 calls
+
+
+def test_calls_that_wait_on_a_network_are_claimed_a_few_more_than_the_slots():
+    sizes = claimed_sizes(mock_run(cases=CASES, max_cost=CAP), MockLLM().transport)
+
+    # 8 slots a model, two models: claimed up to half the slots again (24), not 200
+    assert max(sizes) <= 24 and len(sizes) >= 2 * CASES // 24
