@@ -210,13 +210,8 @@ class Command(EvalsiteCommand):
         when its lease is out (runs.management.interrupts)."""
         interrupts = self.interrupts
         bar = ProgressPrinter(self.stderr, quiet=quiet or interrupts.asked.is_set())
-
-        def on_progress(run: Run) -> None:
-            if not bar.quiet:
-                bar.show(progress(run))
-
         try:
-            run = execute_here(run, on_progress=on_progress, stop=interrupts)
+            run = execute_here(run, on_progress=bar.poll, stop=interrupts)
         except BaseException:
             if bar.tty:
                 self.stderr.write("")
@@ -349,6 +344,13 @@ def summary_lines(run: Run, totals: dict) -> list[str]:
     ]
 
 
+# How often the run's calls are counted for the progress: for a bar on a terminal at most
+# five times a second, for plain lines (every 10% or 10 s) at most once a second, and never
+# more than a twentieth of the time: counting a big run's calls takes long enough to slow
+# the run it counts (the shard shares this process).
+BAR_EVERY_S, LINES_EVERY_S, COUNTING_SHARE = 0.2, 1.0, 20
+
+
 class ProgressPrinter:
     """A bar on a terminal; a plain line every 10% (or 10 s) otherwise."""
 
@@ -358,6 +360,18 @@ class ProgressPrinter:
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.last_step = -1
         self.last_time = 0.0
+        self.next_count = 0.0
+
+    def poll(self, run: Run) -> None:
+        """Count the run's calls and show them, when a count is due."""
+        now = time.monotonic()
+        if self.quiet or now < self.next_count:
+            return
+        snap = progress(run)
+        took = time.monotonic() - now
+        every = BAR_EVERY_S if self.tty else LINES_EVERY_S
+        self.next_count = now + max(every, COUNTING_SHARE * took)
+        self.show(snap)
 
     def show(self, snap, final: bool = False) -> None:
         if self.quiet or snap.total == 0:
