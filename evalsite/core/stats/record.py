@@ -14,6 +14,8 @@ DIGITS = 6
 def jsonable(value: Any, digits: int = DIGITS) -> Any:
     """``value`` as plain JSON: floats rounded to `digits` places (NaN and infinities
     become None), tuples become lists, nested records become dicts."""
+    if value is None or type(value) is str:  # most of a report's values: returned first
+        return value
     if isinstance(value, Record):
         return value.to_dict()
     if isinstance(value, bool | np.bool_):
