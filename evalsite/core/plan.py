@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -67,11 +67,13 @@ def plan_cells(
     or tag, a limit below 1, or a selection that leaves no case.
     """
     cells = []
+    made: dict[tuple[str, str], Request] = {}  # a task's request of a contestant: _cell
     for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
         rendered: dict[str | None, list[Any]] = {}  # a case renders once per variant, not per cell
-        for repeat in range(repeats):
-            for text in contestants:
-                cells.append(_cell(suite, task, case.id, text, repeat, rendered))
+        firsts = [_cell(suite, task, case.id, text, rendered, made) for text in contestants]
+        cells += firsts
+        for repeat in range(1, repeats):  # a repeat's request differs in its number alone
+            cells += [_repeated(cell, repeat) for cell in firsts]
     return cells
 
 
@@ -114,23 +116,35 @@ def _cell(
     task: Task,
     case_id: str,
     text: str,
-    repeat: int,
     rendered: dict[str | None, list[Any]],
+    made: dict[tuple[str, str], Request],
 ) -> Cell:
+    """The first repeat's cell of a case and contestant. Its request is the one `made` for
+    another case of the task with this contestant, with this case's messages: what a
+    contestant is sent besides them (its fitted parameters, the schema) is the task's."""
     contestant = parse_contestant(text)
     if contestant.variant not in rendered:
         rendered[contestant.variant] = render_messages(suite, task.id, case_id, contestant)
-    request = Request.from_params(
-        contestant.model,
-        rendered[contestant.variant],
-        request_params(suite, task.id, contestant),
-        explicit=explicit_params(suite, contestant),
-        schema=task.schema if isinstance(task.schema, Mapping) else None,
-        task_id=task.id,
-        case_id=case_id,
-        repeat=repeat,
-    )
-    return Cell(task.id, case_id, str(contestant), repeat, request)
+    messages = rendered[contestant.variant]
+    if (task.id, text) in made:
+        request = replace(made[task.id, text], messages=tuple(messages), case_id=case_id)
+    else:
+        request = made[task.id, text] = Request.from_params(
+            contestant.model,
+            messages,
+            request_params(suite, task.id, contestant),
+            explicit=explicit_params(suite, contestant),
+            schema=task.schema if isinstance(task.schema, Mapping) else None,
+            task_id=task.id,
+            case_id=case_id,
+            repeat=0,
+        )
+    return Cell(task.id, case_id, str(contestant), 0, request)
+
+
+def _repeated(cell: Cell, repeat: int) -> Cell:
+    request = replace(cell.request, repeat=repeat)
+    return Cell(cell.task_id, cell.case_id, cell.contestant, repeat, request)
 
 
 def _selector(suite: Suite, text: str) -> tuple[str, str]:

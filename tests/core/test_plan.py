@@ -13,7 +13,8 @@ from evalsite.core.plan import (
 )
 from evalsite.core.pricing import PriceRow, Usage, call_cost
 from evalsite.core.providers.base import Request
-from evalsite.core.suites import parse_suite
+from evalsite.core.suite_params import explicit_params
+from evalsite.core.suites import parse_contestant, parse_suite, render_messages, request_params
 
 SUITE = b"""
 suite: plan-test
@@ -53,6 +54,40 @@ def test_a_plan_has_one_cell_per_task_case_repeat_and_contestant(suite):
     variant = next(c for c in cells if c.contestant == "fake/b@short")
     assert variant.request.messages[0] == {"role": "system", "content": "Be brief."}
     assert variant.request.model == "fake/b" and variant.request.max_tokens == 100
+
+
+def test_a_contestants_parameters_are_fitted_once_a_task_not_once_a_cell(suite, monkeypatch):
+    """A 100,000-answer plan fitted the same parameters to the same model 100,000 times; the
+    cells' requests are the same as when each was built on its own."""
+    fitted = []
+    from_params = Request.from_params
+
+    def counted(model, messages, params, **fields):
+        fitted.append((fields["task_id"], model))
+        return from_params(model, messages, params, **fields)
+
+    monkeypatch.setattr(Request, "from_params", counted)
+    cells = plan_cells(suite, ["fake/a", "fake/b@short"], repeats=3)
+    assert len(cells) == 3 * 2 * 3
+    assert sorted(fitted) == [
+        ("one", "fake/a"),
+        ("one", "fake/b"),
+        ("two", "fake/a"),
+        ("two", "fake/b"),
+    ]
+    monkeypatch.undo()
+    for cell in cells:
+        contestant = parse_contestant(cell.contestant)
+        alone = Request.from_params(
+            contestant.model,
+            render_messages(suite, cell.task_id, cell.case_id, contestant),
+            request_params(suite, cell.task_id, contestant),
+            explicit=explicit_params(suite, contestant),
+            task_id=cell.task_id,
+            case_id=cell.case_id,
+            repeat=cell.repeat,
+        )
+        assert cell.request == alone
 
 
 def test_only_narrows_the_plan_and_names_an_unknown_task(suite):
