@@ -29,7 +29,9 @@ What it does, start to finish (the parts and paths chosen run in this order):
    Then it stops the workers, so none can take a CLI run.
 4. **CLI path**: the same runs through ``evalsite run SUITE --no-cache --concurrency C
    --max-cost 1000`` (``--fake`` for memory) as a subprocess, timed from the run's
-   ``started_at``; the process's wall time, CPU and ru_maxrss from wait4().
+   ``started_at``; the process's wall time, CPU and ru_maxrss from wait4(). For the memory
+   run, issue 31's two targets around the fan-out, 5 s each: *planned and stored* (spawn to
+   ``started_at``) and *scored and reported* (the last answer stored to ``finished_at``).
 5. Plain fan-outs of the same request bodies at each C in this process: httpx, aiohttp and a
    raw asyncio-streams client (the floor).
 6. Start-up: the median of ``--startup-runs`` runs of ``evalsite validate`` and ``evalsite
