@@ -243,7 +243,7 @@ def _answer_rows(
 def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
     """The report's row of an answer from its values (with ``text`` when the scorecard has
     a json_valid criterion)."""
-    tasks = {task.id: task for task in suite.tasks}
+    schemas = {task.id: task.answer_schema is not None for task in suite.tasks}
     graded = suite.graded_cases()
     tags = {
         (task.id, case.id): answer_tags(task.tags, case.tags)
@@ -253,7 +253,7 @@ def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
     wants_json = _reads_text(suite)
 
     def to_row(row: dict) -> AnswerRow:
-        task = tasks.get(row["task_id"])
+        has_schema = schemas.get(row["task_id"])  # None: a task the suite no longer has
         return AnswerRow(
             task=row["task_id"],
             case=row["case_id"],
@@ -263,12 +263,12 @@ def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
             tags=tags.get((row["task_id"], row["case_id"]), ()),
             schema_verdict=row["schema_verdict"],
             schema_mode=row["schema_mode"],
-            has_schema=bool(task and task.answer_schema is not None),
+            has_schema=bool(has_schema),
             has_checks=bool((row["checks"] or {}).get("results")),
             checks_passed=row["checks_passed"],
             exec_verdict=row["exec_verdict"],
             isolation=(row["exec_check"] or {}).get("isolation", ""),
-            graded=bool(task and (row["task_id"], row["case_id"]) in graded),
+            graded=has_schema is not None and (row["task_id"], row["case_id"]) in graded,
             grade_score=row["grade_score"],
             grade_passed=row["grade_passed"],
             match_score=row["match_score"],

@@ -13,6 +13,7 @@ from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 
 from runs.models import Answer, Run
+from runs.results.media import report_attachments
 from runs.results.reporting import write_report
 from tests.helpers.factories import make_pair, make_run
 
@@ -65,3 +66,10 @@ class ReportReadTests(TestCase):
                 stack.enter_context(mock.patch.object(module, "score_answer", counted, create=True))
             write_report(self.subject)
         assert len(scored) == len(set(scored)) == 4
+
+    def test_a_suite_that_attaches_no_file_lists_none_without_reading_the_answers(self):
+        run = Run.objects.get(pk=self.subject.pk)
+        run.suite_version.core_suite()  # read before: only the attachments' own reads count
+        with CaptureQueriesContext(connection) as queries:
+            assert report_attachments(run) == []
+        assert queries.captured_queries == []
