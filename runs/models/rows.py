@@ -97,11 +97,15 @@ def insert_each(
         f"({columns}) VALUES ({marks}) {suffix}"
     ).rstrip()
     prepared = Prepared(fields, connection)
+    index = {f.attname: i for i, f in enumerate(fields)}
     params = []
     for row in rows:
         if not row.keys() <= names:
             raise ValueError(f"{model.__name__} has no field {sorted(row.keys() - names)}")
-        params.append(prepared.row([row.get(f.attname, _DEFAULT) for f in fields], defaults))
+        values = list(defaults)  # a field the row does not name: its default
+        for name, value in row.items():
+            values[index[name]] = prepared.value(index[name], value)
+        params.append(values)
     if params:
         with connection.cursor() as cursor:
             cursor.executemany(sql, params)
@@ -112,7 +116,6 @@ def insert_each(
 # prepared once per column. Not floats or Decimals, whose equal values may differ (-0.0
 # and 0.0, 1.0 and 1.00).
 _SCALARS = frozenset({type(None), bool, int, str, dt.datetime, dt.date})
-_DEFAULT = object()  # insert_each: the field is not named, so it takes its default
 
 
 class Prepared:
@@ -129,21 +132,18 @@ class Prepared:
         self.connection = connection
         self.seen: list[dict[tuple[type, Any], Any]] = [{} for _ in self.fields]
 
-    def row(self, values: Sequence[Any], defaults: Sequence[Any] = ()) -> list[Any]:
-        """The row's values as the database takes them (`defaults`: for a value that is
-        ``_DEFAULT``, its column's, already prepared)."""
-        out = []
-        for index, value in enumerate(values):
-            if value is _DEFAULT:
-                out.append(defaults[index])
-            elif type(value) in _SCALARS or isinstance(value, Enum):
-                seen, key = self.seen[index], (type(value), value)
-                if key not in seen:
-                    seen[key] = self.fields[index].get_db_prep_save(value, self.connection)
-                out.append(seen[key])
-            else:
-                out.append(self.fields[index].get_db_prep_save(value, self.connection))
-        return out
+    def row(self, values: Sequence[Any]) -> list[Any]:
+        """A value for each column, as the database takes them."""
+        return [self.value(index, value) for index, value in enumerate(values)]
+
+    def value(self, index: int, value: Any) -> Any:
+        """`value` of the column at `index`, as the database takes it."""
+        if type(value) in _SCALARS or isinstance(value, Enum):
+            seen, key = self.seen[index], (type(value), value)
+            if key not in seen:
+                seen[key] = self.fields[index].get_db_prep_save(value, self.connection)
+            return seen[key]
+        return self.fields[index].get_db_prep_save(value, self.connection)
 
 
 def _field(model: type[models.Model], name: str) -> models.Field:
