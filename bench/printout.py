@@ -6,7 +6,7 @@ import math
 import statistics
 
 from paths import EngineResult
-from results import MEMORY_TARGET_MB, PROCESS_ANSWERS, Results, mark
+from results import MEMORY_TARGET_MB, PHASE_TARGET_S, PROCESS_ANSWERS, Results, mark
 
 PATH_NAMES = {"worker": "engine, evalsite worker", "cli": "engine, evalsite run"}
 CLIENT_NAMES = {"httpx": "plain httpx", "aiohttp": "plain aiohttp", "raw": "raw floor"}
@@ -22,6 +22,7 @@ def print_report(results: Results, out=print) -> None:
         _fake_table(results),
         _startup_table(results),
         _memory_table(results),
+        _phases_table(results),
         _details(results),
     ):
         if lines:
@@ -200,6 +201,27 @@ def _memory_table(results: Results) -> list[str]:
         "evalsite run. plan s: loading the suite and make_plan (evalsite run: from its spawn "
         "to its Run row, start-up included); store s: store_plan (evalsite run: from the Run "
         "row to started_at); answers s and run s from the same start as above",
+        *_table(header, rows),
+    ]
+
+
+def _phases_table(results: Results) -> list[str]:
+    """Issue 31's targets around the memory run's fan-out, for evalsite run."""
+    measured = [m for m in results.memory if m.engine.path == "cli"]
+    if not measured:
+        return []
+    rows = []
+    for m in measured:
+        stored, reported = m.planned_and_stored_s, m.scored_and_reported_s
+        rows.append([str(m.engine.answers), _f(stored, 1), _f(PHASE_TARGET_S, 0),
+                     mark(stored, PHASE_TARGET_S), _f(reported, 1), _f(PHASE_TARGET_S, 0),
+                     mark(reported, PHASE_TARGET_S)])  # fmt: skip
+    header = ["answers", "planned and stored s", "target s", "", "scored and reported s",
+              "target s", ""]  # fmt: skip
+    return [
+        "Around the fan-out, evalsite run of the memory run: planned and stored is from its "
+        "spawn to the run's started_at; scored and reported from the last answer stored to "
+        "the run's finished_at (the report written)",
         *_table(header, rows),
     ]
 

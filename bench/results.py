@@ -17,6 +17,8 @@ MEMORY_TARGET_MB = 400.0
 PROCESS_ANSWERS = 4000
 PROCESS_TARGETS = {("answers", 64): 1.15, ("answers", 256): 1.5, ("pipeline", 64): 1.25}
 FAKE_TARGET_S = 2.0  # `evalsite run --fake` of 4,000 answers, no judge, end to end
+PHASE_TARGET_S = 5.0  # issue 31, evalsite run of the memory run: planned and stored, and
+# scored and reported, each in 5 s
 
 
 @dataclass
@@ -100,6 +102,33 @@ class MemoryResult:
             return "FAIL"
         return mark(max(self.processes.values(), default=math.inf), MEMORY_TARGET_MB)
 
+    @property
+    def planned_and_stored_s(self) -> float | None:
+        """evalsite run: from its spawn to the run's started_at (start-up, the suite read,
+        planned and its rows stored); None on the worker path, which plans in the bench."""
+        e = self.engine
+        if e.path != "cli" or e.plan_s is None or e.store_s is None:
+            return None
+        return e.plan_s + e.store_s
+
+    @property
+    def scored_and_reported_s(self) -> float | None:
+        """evalsite run: from the last answer stored to the run's finished_at (the answers
+        scored, the report written); None on the worker path."""
+        e = self.engine
+        if e.path != "cli" or e.answers_s is None or e.done_s is None:
+            return None
+        return e.done_s - e.answers_s
+
+    def phase_verdicts(self) -> dict[str, str]:
+        """The two phase targets of evalsite run's memory run, by name (none for workers)."""
+        if self.engine.path != "cli":
+            return {}
+        return {
+            "memory cli planned and stored": mark(self.planned_and_stored_s, PHASE_TARGET_S),
+            "memory cli scored and reported": mark(self.scored_and_reported_s, PHASE_TARGET_S),
+        }
+
 
 @dataclass
 class FakeRuns:
@@ -150,7 +179,8 @@ class Results:
         if self.fake is not None:
             found[f"run --fake of {self.fake.answers} answers"] = self.fake.verdict
         found |= {s.command: mark(s.median_s, s.target_s) for s in self.startup}
-        return found | {f"memory {m.path}": m.verdict for m in self.memory}
+        found |= {f"memory {m.path}": m.verdict for m in self.memory}
+        return found | {name: v for m in self.memory for name, v in m.phase_verdicts().items()}
 
     def as_json(self) -> dict:
         """Every figure: the measured fields and what the tables compute from them."""
@@ -174,7 +204,9 @@ class Results:
             item |= {"median_s": s.median_s, "median_cpu_s": s.median_cpu_s,
                      "verdict": mark(s.median_s, s.target_s)}  # fmt: skip
         for item, m in zip(data["memory"], self.memory, strict=True):
-            item |= {"processes_rss_mb": m.processes, "verdict": m.verdict}
+            item |= {"processes_rss_mb": m.processes, "verdict": m.verdict,
+                     "planned_and_stored_s": m.planned_and_stored_s,
+                     "scored_and_reported_s": m.scored_and_reported_s}  # fmt: skip
         return data | {"verdicts": self.verdicts()}
 
 

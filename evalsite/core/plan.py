@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -67,11 +67,13 @@ def plan_cells(
     or tag, a limit below 1, or a selection that leaves no case.
     """
     cells = []
+    made: dict[tuple[str, str], Request] = {}  # a task's request of a contestant: _cell
     for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
         rendered: dict[str | None, list[Any]] = {}  # a case renders once per variant, not per cell
-        for repeat in range(repeats):
-            for text in contestants:
-                cells.append(_cell(suite, task, case.id, text, repeat, rendered))
+        firsts = [_cell(suite, task, case.id, text, rendered, made) for text in contestants]
+        cells += firsts
+        for repeat in range(1, repeats):  # a repeat's request differs in its number alone
+            cells += [_repeated(cell, repeat) for cell in firsts]
     return cells
 
 
@@ -114,23 +116,34 @@ def _cell(
     task: Task,
     case_id: str,
     text: str,
-    repeat: int,
     rendered: dict[str | None, list[Any]],
+    made: dict[tuple[str, str], Request],
 ) -> Cell:
+    """The first repeat's cell of a case and contestant. Its request is the one `made` for
+    another case of the task with this contestant, with this case's messages: what a
+    contestant is sent besides them (its fitted parameters, the schema) is the task's."""
     contestant = parse_contestant(text)
     if contestant.variant not in rendered:
         rendered[contestant.variant] = render_messages(suite, task.id, case_id, contestant)
-    request = Request.from_params(
-        contestant.model,
-        rendered[contestant.variant],
-        request_params(suite, task.id, contestant),
-        explicit=explicit_params(suite, contestant),
-        schema=task.schema if isinstance(task.schema, Mapping) else None,
-        task_id=task.id,
-        case_id=case_id,
-        repeat=repeat,
-    )
-    return Cell(task.id, case_id, str(contestant), repeat, request)
+    messages = rendered[contestant.variant]
+    if (task.id, text) in made:
+        request = replace(made[task.id, text], messages=tuple(messages), case_id=case_id)
+    else:
+        request = made[task.id, text] = Request.from_params(
+            contestant.model,
+            messages,
+            request_params(suite, task.id, contestant),
+            explicit=explicit_params(suite, contestant),
+            schema=task.schema if isinstance(task.schema, Mapping) else None,
+            task_id=task.id,
+            case_id=case_id,
+            repeat=0,
+        )
+    return Cell(task.id, case_id, str(contestant), 0, request)
+
+
+def _repeated(cell: Cell, repeat: int) -> Cell:
+    return Cell(cell.task_id, cell.case_id, cell.contestant, repeat, cell.request.repeated(repeat))
 
 
 def _selector(suite: Suite, text: str) -> tuple[str, str]:
@@ -285,23 +298,38 @@ class CellCost:
 def estimate_answers(costs: Iterable[CellCost]) -> dict[str, EstimateLine]:
     """Calls, tokens and cost per contestant; cached cells count as calls costing nothing."""
     lines: dict[str, EstimateLine] = {}
+    # A cell's repeats differ in their number alone: sized and priced once, added each time.
+    sizes: dict[tuple[str, str, str], tuple[int, int, str, Decimal | None]] = {}
     for item in costs:
-        line = lines.setdefault(item.cell.contestant, EstimateLine(item.cell.contestant))
+        cell = item.cell
+        line = lines.setdefault(cell.contestant, EstimateLine(cell.contestant))
         line.calls += 1
         line.priced = line.priced and item.row is not None
-        if item.row is not None and item.row.model != item.cell.request.model:
+        if item.row is not None and item.row.model != cell.request.model:
             line.priced_as = item.row.model
         if item.cached:
             line.cached_calls += 1
             continue
-        output, source = _expected_output(item)
+        key = (cell.contestant, cell.task_id, cell.case_id)
+        if key not in sizes:
+            sizes[key] = _size(item)
+        tokens_in, output, source, cost = sizes[key]
         line.output_source.add(source)
-        tokens_in = input_tokens(item.cell.request)
         line.input_tokens += tokens_in
         line.output_tokens += output
-        if item.row is not None:
-            line.cost_usd += call_cost(item.row, Usage(tokens_in, output)) or Decimal(0)
+        if cost is not None:
+            line.cost_usd += cost
     return lines
+
+
+def _size(item: CellCost) -> tuple[int, int, str, Decimal | None]:
+    """A cell's expected input and output tokens, where the output's figure comes from,
+    and their cost (None when it is not priced)."""
+    output, source = _expected_output(item)
+    tokens_in = input_tokens(item.cell.request)
+    if item.row is None:
+        return tokens_in, output, source, None
+    return tokens_in, output, source, call_cost(item.row, Usage(tokens_in, output)) or Decimal(0)
 
 
 def _expected_output(item: CellCost) -> tuple[int, str]:
@@ -347,11 +375,15 @@ def estimate_judge(
 
     sizes: list[tuple[int, float]] = []  # (prompt, answers) of each pair: for consistency
     for cell in cells:
+        graded = cell.task_id in graded_tasks or (cell.task_id, cell.case_id) in graded_cases
+        judged = cell.task_id in judged_tasks and cell.contestant in contestants
+        if not graded and not judged:
+            continue  # no judge call: its prompt is not measured
         prompt = prompt_chars(cell.request) + rubric_chars
         own = mean_output.get(cell.contestant, 0)
-        if cell.task_id in graded_tasks or (cell.task_id, cell.case_id) in graded_cases:
+        if graded:
             add(1, prompt, own)
-        if cell.task_id not in judged_tasks or cell.contestant not in contestants:
+        if not judged:
             continue
         index = contestants.index(cell.contestant)
         partners = contestants[:index] if pairing == "all" else contestants[:1] if index else []

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -86,6 +87,19 @@ def sandbox_or_none() -> Sandbox | None:
 SCORE_BATCH = 1000
 
 
+@dataclass(frozen=True, slots=True, eq=False)  # one per row: kept apart by identity
+class Unscored:
+    """What scoring reads of an answer: its values, not an ``Answer`` built from them
+    (building 100,000 model instances was a third of the reading)."""
+
+    pk: int
+    task_id: str
+    case_id: str
+    text: str
+    grade_passed: bool | None
+    is_judge_call = False  # for the no-look store's key (runs.sealed), as Answer has it
+
+
 def score_run(run: Run) -> int:
     """Score every done answer not scored yet; returns how many were scored. In batches by
     id, so a run of 100,000 answers never holds them all."""
@@ -97,10 +111,13 @@ def score_run(run: Run) -> int:
     tasks = {task.id: task for task in suite.tasks}
     folders = python_path(version)
     sandbox: Sandbox | None = None
-    unscored = Answer.objects.filter(run=run, status=Answer.Status.DONE, scored_at__isnull=True)
-    unscored = unscored.only("pk", "task_id", "case_id", "text", "grade_passed").order_by("pk")
+    unscored = (
+        Answer.objects.filter(run=run, status=Answer.Status.DONE, scored_at__isnull=True)
+        .values_list("pk", "task_id", "case_id", "text", "grade_passed")
+        .order_by("pk")
+    )
 
-    def score(answer: Answer) -> tuple[Answer, AnswerScore]:
+    def score(answer: Unscored) -> tuple[Unscored, AnswerScore]:
         task = tasks[answer.task_id]
         return answer, score_answer(
             task,
@@ -115,7 +132,7 @@ def score_run(run: Run) -> int:
 
     scored, after = 0, 0
     with ThreadPoolExecutor(max_workers=settings.EVALSITE_CHECK_CONCURRENCY) as pool:
-        while batch := list(unscored.filter(pk__gt=after)[:SCORE_BATCH]):
+        while batch := [Unscored(*row) for row in unscored.filter(pk__gt=after)[:SCORE_BATCH]]:
             executes = any(tasks[a.task_id].case(a.case_id).check for a in batch)
             if executes and sandbox is None:
                 sandbox = sandbox_or_none()
@@ -128,7 +145,7 @@ def score_run(run: Run) -> int:
     return scored
 
 
-def _store(results: dict[Answer, AnswerScore], *, sealed: bool = False) -> None:
+def _store(results: dict[Unscored, AnswerScore], *, sealed: bool = False) -> None:
     """The verdicts on their rows; in a no-look run, without the notes that quote the
     answer or the case (:func:`~evalsite.core.no_look.sealed_scores`)."""
     now = timezone.now()

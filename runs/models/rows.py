@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from enum import Enum
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
@@ -26,14 +28,15 @@ def update_each(
     one prepared UPDATE sent with ``executemany``: the engine finishes hundreds of calls a
     second, and building each UPDATE with the ORM, or sending each through Django's cursor
     one by one, cost more CPU than the database spent running them (docs/performance.md).
-    Values go through each field's own ``get_db_prep_save``, as the ORM's would.
+    Values go through each field's own ``get_db_prep_save``, as the ORM's would (a scalar
+    value once per column: :class:`Prepared`).
     """
     guard = guard or {}
     connection = connections[using]
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
     groups: dict[tuple[str, ...], list[list[Any]]] = {}
-    fields: dict[tuple[str, ...], list[models.Field]] = {}
+    fields: dict[tuple[str, ...], Prepared] = {}
     with transaction.atomic(using=using):
         written = set(changes)
         if guard and changes:
@@ -43,13 +46,10 @@ def update_each(
             if pk in written:
                 names = tuple(values)
                 if names not in fields:
-                    fields[names] = [_field(model, n) for n in (*names, "pk", *guard)]
+                    columns = [_field(model, n) for n in (*names, "pk", *guard)]
+                    fields[names] = Prepared(columns, connection)
                 row = (*values.values(), pk, *guard.values())
-                prepared = [
-                    f.get_db_prep_save(v, connection)
-                    for f, v in zip(fields[names], row, strict=True)
-                ]
-                groups.setdefault(names, []).append(prepared)
+                groups.setdefault(names, []).append(fields[names].row(row))
         with connection.cursor() as cursor:
             for names, params in groups.items():
                 sets = ", ".join(f"{quote(column_name(model, n))} = %s" for n in names)
@@ -75,8 +75,9 @@ def insert_each(
     One prepared INSERT of every column, sent with ``executemany``: storing a plan of
     thousands of rows, ``bulk_create`` spent most of its time assembling the SQL of its
     multi-row INSERTs, far more than the database spent running them (docs/performance.md).
-    Values go through each field's own ``get_db_prep_save``, as the ORM's would; a field
-    whose default is callable is refused rather than given one value for every row."""
+    Values go through each field's own ``get_db_prep_save``, as the ORM's would (a scalar
+    value once per column: :class:`Prepared`); a field whose default is callable is refused
+    rather than given one value for every row."""
     connection = connections[using]
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     for f in fields:
@@ -95,20 +96,54 @@ def insert_each(
         f"{ops.insert_statement(on_conflict=conflict)} {quote(model._meta.db_table)} "
         f"({columns}) VALUES ({marks}) {suffix}"
     ).rstrip()
+    prepared = Prepared(fields, connection)
+    index = {f.attname: i for i, f in enumerate(fields)}
     params = []
     for row in rows:
         if not row.keys() <= names:
             raise ValueError(f"{model.__name__} has no field {sorted(row.keys() - names)}")
-        params.append(
-            [
-                f.get_db_prep_save(row[f.attname], connection) if f.attname in row else default
-                for f, default in zip(fields, defaults, strict=True)
-            ]
-        )
+        values = list(defaults)  # a field the row does not name: its default
+        for name, value in row.items():
+            values[index[name]] = prepared.value(index[name], value)
+        params.append(values)
     if params:
         with connection.cursor() as cursor:
             cursor.executemany(sql, params)
     return len(params)
+
+
+# Values whose prepared form depends on the value alone (these, and a choice's member):
+# prepared once per column. Not floats or Decimals, whose equal values may differ (-0.0
+# and 0.0, 1.0 and 1.00).
+_SCALARS = frozenset({type(None), bool, int, str, dt.datetime, dt.date})
+
+
+class Prepared:
+    """Each column's ``get_db_prep_save`` of the values of many rows: a scalar value (text,
+    an integer, a flag, a time, None) is worked out once per column, for every row with it.
+
+    The rows of one statement often share values: every answer scored in a batch has the
+    same ``scored_at``, most have no match and an empty schema error. Preparing each again
+    was most of the CPU of writing 100,000 rows (docs/performance.md); a value of any other
+    type (a JSON mapping or list) is prepared for each row."""
+
+    def __init__(self, fields: Sequence[models.Field], connection: Any) -> None:
+        self.fields = list(fields)
+        self.connection = connection
+        self.seen: list[dict[tuple[type, Any], Any]] = [{} for _ in self.fields]
+
+    def row(self, values: Sequence[Any]) -> list[Any]:
+        """A value for each column, as the database takes them."""
+        return [self.value(index, value) for index, value in enumerate(values)]
+
+    def value(self, index: int, value: Any) -> Any:
+        """`value` of the column at `index`, as the database takes it."""
+        if type(value) in _SCALARS or isinstance(value, Enum):
+            seen, key = self.seen[index], (type(value), value)
+            if key not in seen:
+                seen[key] = self.fields[index].get_db_prep_save(value, self.connection)
+            return seen[key]
+        return self.fields[index].get_db_prep_save(value, self.connection)
 
 
 def _field(model: type[models.Model], name: str) -> models.Field:

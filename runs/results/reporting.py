@@ -30,10 +30,11 @@ from evalsite.core.report.html import render_html
 from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.sent import SENT_FIELDS, sent_sets
 from evalsite.core.scoring.aggregate import answer_tags
-from evalsite.core.scoring.scorecard import json_valid_of, score_answer
+from evalsite.core.scoring.scorecard import CaseScore, json_valid_of, score_answer
 from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite
 from runs.models import Answer, Call, Judgement, Pair, Run
+from runs.models.run import MoneyField
 from runs.results.calibration import (
     PAIR_FIELDS,
     calibration_gate,
@@ -55,8 +56,11 @@ def write_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
     # The answers are read once: the report's rows, and answers.jsonl written as they are read
     # (in place once the report is built).
     with _replacing(directory / "answers.jsonl") as jsonl:
-        answers = list(_answer_rows(run, run.suite_version.core_suite(), lines=jsonl))
-        report = compute_report(run, store_consensus=True, status=status, answers=answers)
+        cards: list[CaseScore] = []  # each answer's scorecard, worked out once for all three
+        answers = list(_answer_rows(run, run.suite_version.core_suite(), lines=jsonl, cards=cards))
+        report = compute_report(
+            run, store_consensus=True, status=status, answers=answers, scorecards=cards
+        )
     report["report_path"] = str(directory)
     _write(directory / "pairs.jsonl", _jsonl(_pair_lines(run)))
     _write(directory / "report.md", render_markdown(report))
@@ -73,10 +77,12 @@ def compute_report(
     store_consensus: bool = False,
     status: str | None = None,
     answers: list[AnswerRow] | None = None,
+    scorecards: Sequence[CaseScore] = (),
 ) -> dict[str, Any]:
     """The report of `run` from its rows; with `store_consensus`, each pair's labellers'
     consensus is also kept on the pair (for the disagreement filter of the pairs page).
-    `answers`: the run's answer rows, when the caller has read them already."""
+    `answers`: the run's answer rows, when the caller has read them already, and
+    `scorecards`: theirs, when it has worked them out."""
     suite = run.suite_version.core_suite()
     if answers is None:
         answers = list(_answer_rows(run, suite))
@@ -147,6 +153,7 @@ def compute_report(
             case_baseline=baseline.name if baseline else "",
             baseline_changes=_against(baseline, run),
             scorecard=suite.scorecard,
+            scorecards=scorecards,
             judge_consistency=judge.consistency,
             rechecks=recheck_rows(run) if judge.consistency else (),
             sent=sent_params(run),
@@ -197,16 +204,23 @@ _LINE_FIELDS = (
 )  # fmt: skip
 
 
+_LINE_MONEY = tuple(
+    name for name in _LINE_FIELDS if isinstance(Answer._meta.get_field(name), MoneyField)
+)
+
+
 def _reads_text(suite: Suite) -> bool:
     """Whether the answer rows need the text: a json_valid criterion parses it."""
     return any(criterion.scorer == "json_valid" for criterion in suite.scorecard)
 
 
-def _answer_rows(run: Run, suite: Suite, *, lines: TextIO | None = None) -> Iterator[AnswerRow]:
+def _answer_rows(
+    run: Run, suite: Suite, *, lines: TextIO | None = None, cards: list[CaseScore] | None = None
+) -> Iterator[AnswerRow]:
     """The report's row of each finished answer (a stopped run's pending are not among
     them); with `lines`, each answer's line of answers.jsonl is written there as it is read:
     its values, then its scorecard (score, pass and each criterion's, or the error that
-    excludes it)."""
+    excludes it), which is also put on `cards` for the report."""
     fields = _ROW_FIELDS + (("text",) if _reads_text(suite) else ())
     if lines is not None:
         fields = tuple(dict.fromkeys(_LINE_FIELDS + fields))
@@ -215,8 +229,13 @@ def _answer_rows(run: Run, suite: Suite, *, lines: TextIO | None = None) -> Iter
     for values in finished.values(*fields).iterator(chunk_size=2000):
         row = to_row(values)
         if lines is not None:
-            line = {key: _plain(values[key]) for key in _LINE_FIELDS}
-            line["scorecard"] = score_answer(suite.scorecard, row).to_dict()
+            card = score_answer(suite.scorecard, row)
+            if cards is not None:
+                cards.append(card)
+            line = {key: values[key] for key in _LINE_FIELDS}
+            for key in _LINE_MONEY:  # Decimal USD, which JSON has no type for
+                line[key] = _plain(line[key])
+            line["scorecard"] = card.to_dict()
             lines.write(_json_line(line))
         yield row
 
@@ -224,7 +243,7 @@ def _answer_rows(run: Run, suite: Suite, *, lines: TextIO | None = None) -> Iter
 def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
     """The report's row of an answer from its values (with ``text`` when the scorecard has
     a json_valid criterion)."""
-    tasks = {task.id: task for task in suite.tasks}
+    schemas = {task.id: task.answer_schema is not None for task in suite.tasks}
     graded = suite.graded_cases()
     tags = {
         (task.id, case.id): answer_tags(task.tags, case.tags)
@@ -234,7 +253,7 @@ def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
     wants_json = _reads_text(suite)
 
     def to_row(row: dict) -> AnswerRow:
-        task = tasks.get(row["task_id"])
+        has_schema = schemas.get(row["task_id"])  # None: a task the suite no longer has
         return AnswerRow(
             task=row["task_id"],
             case=row["case_id"],
@@ -244,12 +263,12 @@ def _row_maker(suite: Suite) -> Callable[[dict], AnswerRow]:
             tags=tags.get((row["task_id"], row["case_id"]), ()),
             schema_verdict=row["schema_verdict"],
             schema_mode=row["schema_mode"],
-            has_schema=bool(task and task.answer_schema is not None),
+            has_schema=bool(has_schema),
             has_checks=bool((row["checks"] or {}).get("results")),
             checks_passed=row["checks_passed"],
             exec_verdict=row["exec_verdict"],
             isolation=(row["exec_check"] or {}).get("isolation", ""),
-            graded=bool(task and (row["task_id"], row["case_id"]) in graded),
+            graded=has_schema is not None and (row["task_id"], row["case_id"]) in graded,
             grade_score=row["grade_score"],
             grade_passed=row["grade_passed"],
             match_score=row["match_score"],

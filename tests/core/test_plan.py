@@ -1,3 +1,4 @@
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -13,7 +14,8 @@ from evalsite.core.plan import (
 )
 from evalsite.core.pricing import PriceRow, Usage, call_cost
 from evalsite.core.providers.base import Request
-from evalsite.core.suites import parse_suite
+from evalsite.core.suite_params import explicit_params
+from evalsite.core.suites import parse_contestant, parse_suite, render_messages, request_params
 
 SUITE = b"""
 suite: plan-test
@@ -53,6 +55,40 @@ def test_a_plan_has_one_cell_per_task_case_repeat_and_contestant(suite):
     variant = next(c for c in cells if c.contestant == "fake/b@short")
     assert variant.request.messages[0] == {"role": "system", "content": "Be brief."}
     assert variant.request.model == "fake/b" and variant.request.max_tokens == 100
+
+
+def test_a_contestants_parameters_are_fitted_once_a_task_not_once_a_cell(suite, monkeypatch):
+    """A 100,000-answer plan fitted the same parameters to the same model 100,000 times; the
+    cells' requests are the same as when each was built on its own."""
+    fitted = []
+    from_params = Request.from_params
+
+    def counted(model, messages, params, **fields):
+        fitted.append((fields["task_id"], model))
+        return from_params(model, messages, params, **fields)
+
+    monkeypatch.setattr(Request, "from_params", counted)
+    cells = plan_cells(suite, ["fake/a", "fake/b@short"], repeats=3)
+    assert len(cells) == 3 * 2 * 3
+    assert sorted(fitted) == [
+        ("one", "fake/a"),
+        ("one", "fake/b"),
+        ("two", "fake/a"),
+        ("two", "fake/b"),
+    ]
+    monkeypatch.undo()
+    for cell in cells:
+        contestant = parse_contestant(cell.contestant)
+        alone = Request.from_params(
+            contestant.model,
+            render_messages(suite, cell.task_id, cell.case_id, contestant),
+            request_params(suite, cell.task_id, contestant),
+            explicit=explicit_params(suite, contestant),
+            task_id=cell.task_id,
+            case_id=cell.case_id,
+            repeat=cell.repeat,
+        )
+        assert cell.request == alone
 
 
 def test_only_narrows_the_plan_and_names_an_unknown_task(suite):
@@ -123,3 +159,49 @@ def test_the_judge_estimate_is_two_calls_per_judged_pair(suite):
     )
     assert judge.calls == 4  # task one has 2 cases, 1 candidate, 2 orders
     assert judge.output_tokens == 4 * 50 and judge.cost_usd > 0
+
+
+def test_a_cells_repeats_are_sized_once_and_priced_as_each_alone(suite, monkeypatch):
+    import evalsite.core.plan as plan
+
+    cells = plan_cells(suite, ["fake/a", "fake/b"], repeats=4)
+    alone = [estimate_answers([CellCost(c, ROW, False, None)])[c.contestant] for c in cells]
+    sized = []
+    measure = plan.input_tokens
+    monkeypatch.setattr(plan, "input_tokens", lambda r, **k: sized.append(r) or measure(r, **k))
+    lines = estimate_answers(CellCost(c, ROW, False, None) for c in cells)
+    assert len(sized) == 3 * 2  # a case and contestant: not each of its 4 repeats
+    for name, line in lines.items():
+        mine = [one for one, c in zip(alone, cells, strict=True) if c.contestant == name]
+        assert line.input_tokens == sum(one.input_tokens for one in mine)
+        assert line.cost_usd == sum((one.cost_usd for one in mine), Decimal(0))
+
+
+def test_the_judge_estimate_measures_no_prompt_of_a_cell_nobody_judges(suite, monkeypatch):
+    import evalsite.core.plan as plan
+
+    cells = plan_cells(suite, ["fake/a", "fake/b"], repeats=2)
+    lines = estimate_answers(CellCost(c, ROW, False, None) for c in cells)
+    measured = []
+    measure = plan.prompt_chars
+    monkeypatch.setattr(plan, "prompt_chars", lambda r: measured.append(r) or measure(r))
+    judge = estimate_judge(
+        lines, cells, ["fake/a", "fake/b"], judge_row=ROW, judge_max_tokens=50,
+        judged_tasks={"one"}, rubric_chars=0,
+    )  # fmt: skip
+    assert judge.calls == 2 * 2 * 2  # task one: 2 cases x 2 repeats x 2 orders
+    assert len(measured) == 2 * 2 * 2  # task one's cells (2 contestants), not task two's
+
+
+def test_a_repeats_request_is_its_first_repeats_with_its_number(suite, monkeypatch):
+    import evalsite.core.providers.base as base
+
+    normalised = []
+    normal = base._normal_messages
+    monkeypatch.setattr(base, "_normal_messages", lambda m: normalised.append(m) or normal(m))
+    cells = plan_cells(suite, ["fake/a", "fake/b@short"], repeats=5)
+    assert len(normalised) == 3 * 2  # once a case and contestant, not for each of 5 repeats
+    firsts = {(c.task_id, c.case_id, c.contestant): c.request for c in cells if not c.repeat}
+    for cell in cells:
+        made = replace(firsts[cell.task_id, cell.case_id, cell.contestant], repeat=cell.repeat)
+        assert cell.request == made and cell.request.to_json() == made.to_json()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import TestCase
+from django.utils import timezone
 
 from runs.models import Answer, Judgement, Run
 from runs.models.rows import insert_each, update_each
@@ -62,6 +63,51 @@ class UpdateEachColumnsTests(TestCase):
         assert update_each(Answer, {answer.pk: {"text": "after"}}, {"run": run.pk}) == {answer.pk}
         answer.refresh_from_db()
         assert answer.text == "after"
+
+
+def _counting_preps(monkeypatch, name: str) -> list:
+    """Each value `Answer.<name>`'s field prepares for the database, as it is prepared."""
+    field = Answer._meta.get_field(name)
+    seen: list = []
+    prepare = field.get_db_prep_save
+
+    def counted(value, connection):
+        seen.append(value)
+        return prepare(value, connection)
+
+    monkeypatch.setattr(field, "get_db_prep_save", counted)
+    return seen
+
+
+@pytest.fixture
+def answers(db):
+    run = make_run()
+    return [make_answer(run, "greet", f"c{n}", "fake/small") for n in range(5)]
+
+
+def test_a_value_many_rows_share_is_prepared_once_and_a_mapping_each_time(answers, monkeypatch):
+    times = _counting_preps(monkeypatch, "scored_at")
+    checks = _counting_preps(monkeypatch, "checks")
+    now = timezone.now()
+    changes = {a.pk: {"scored_at": now, "checks": {"results": [a.case_id]}} for a in answers}
+    update_each(Answer, changes)
+    assert times == [now]  # not once a row: a batch of scores shares its time
+    assert len(checks) == 5
+    for answer in Answer.objects.filter(pk__in=changes):
+        assert (answer.scored_at, answer.checks) == (now, {"results": [answer.case_id]})
+
+
+def test_an_insert_prepares_a_shared_value_once(answers, monkeypatch):
+    statuses = _counting_preps(monkeypatch, "status")
+    run_id = answers[0].run_id
+    rows = [
+        {"run_id": run_id, "task_id": "greet", "case_id": f"new{n}", "contestant": "fake/small",
+         "status": Answer.Status.DONE, "request": {}, "request_hash": f"h{n}"}
+        for n in range(4)
+    ]  # fmt: skip
+    assert insert_each(Answer, rows) == 4
+    assert statuses == [Answer.Status.PENDING, Answer.Status.DONE]  # the default, then theirs
+    assert Answer.objects.filter(case_id__startswith="new", status=Answer.Status.DONE).count() == 4
 
 
 class InsertEachTests(TestCase):

@@ -3,14 +3,17 @@ come from the same read."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from unittest import mock
 
 from django.db import connection
 from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 
 from runs.models import Answer, Run
+from runs.results.media import report_attachments
 from runs.results.reporting import write_report
 from tests.helpers.factories import make_pair, make_run
 
@@ -43,3 +46,30 @@ class ReportReadTests(TestCase):
         first = json.loads(lines[0])
         assert list(first)[-1] == "scorecard" and "text" in first
         assert report["totals"]["answers"] == 4
+
+    def test_each_answers_scorecard_is_worked_out_once(self):
+        """answers.jsonl, the scorecard table and the paired units share one scorecard an
+        answer (a 100,000-answer report worked each out three times)."""
+        import evalsite.core.report.build as build
+        import evalsite.core.report.pairing as pairing
+        import evalsite.core.scoring.scorecard as scorecard
+        import runs.results.reporting as reporting
+
+        scored, score = [], scorecard.score_answer
+
+        def counted(criteria, answer):
+            scored.append((answer.task, answer.case, answer.contestant, answer.repeat))
+            return score(criteria, answer)
+
+        with contextlib.ExitStack() as stack:
+            for module in (build, pairing, reporting, scorecard):
+                stack.enter_context(mock.patch.object(module, "score_answer", counted, create=True))
+            write_report(self.subject)
+        assert len(scored) == len(set(scored)) == 4
+
+    def test_a_suite_that_attaches_no_file_lists_none_without_reading_the_answers(self):
+        run = Run.objects.get(pk=self.subject.pk)
+        run.suite_version.core_suite()  # read before: only the attachments' own reads count
+        with CaptureQueriesContext(connection) as queries:
+            assert report_attachments(run) == []
+        assert queries.captured_queries == []

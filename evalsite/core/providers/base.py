@@ -191,6 +191,14 @@ class Request:
         if self.purpose not in PURPOSES:
             raise ValueError(f"purpose must be one of {PURPOSES}, not {self.purpose!r}")
 
+    def repeated(self, repeat: int) -> Request:
+        """This request as another repeat of its case: equal to one made with ``repeat``,
+        without normalising its messages again (a plan of 100,000 answers with repeats
+        spent a third of its planning there). Its messages are this request's."""
+        copy = object.__new__(Request)
+        copy.__dict__.update(self.__dict__, repeat=repeat)
+        return copy
+
     @property
     def provider(self) -> str:
         """The provider part of the model string (``openai`` in ``openai/gpt-4o-mini``)."""

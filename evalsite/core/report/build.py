@@ -36,7 +36,7 @@ from evalsite.core.scoring.aggregate import (
     contestant_rates,
     tag_rates,
 )
-from evalsite.core.scoring.scorecard import Criterion, scorecard_report
+from evalsite.core.scoring.scorecard import CaseScore, Criterion, score_answer, scorecard_report
 from evalsite.core.stats import (
     bradley_terry,
     latency_percentiles,
@@ -170,11 +170,21 @@ class ReportInput:
     # …and its cases against the run's, or why they cannot be held against it
     baseline_changes: Sequence[CaseChange] | str = ()
     scorecard: Sequence[Criterion] = ()  # the suite's scorecard: criteria
+    # each answer's scorecard, in the order of `answers`, when the caller has worked them
+    # out (answers.jsonl shows them); else build_report works them out, once
+    scorecards: Sequence[CaseScore] = ()
     report_path: str = ""
     frontier_points: float = DEFAULT_POINTS  # the suite's report.frontier_points
     judge_consistency: int = 0  # the suite's judge.consistency: k extra judgements
     rechecks: Sequence[tuple[str, int, str, str]] = ()  # (candidate, pair, first, again)
     sent: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)  # report.sent
+
+
+def scorecards(data: ReportInput) -> Sequence[CaseScore]:
+    """Each answer's scorecard, in the order of its answers: the caller's, or worked out."""
+    if data.scorecards:
+        return data.scorecards
+    return [score_answer(data.scorecard, answer) for answer in data.answers]
 
 
 def build_report(data: ReportInput) -> dict[str, Any]:
@@ -196,6 +206,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     for rate in win_rates.values():  # flagged on the rate itself, wherever it is read
         rate["uncalibrated"] = not eligible
     per_tag = _per_tag(data)
+    cards = scorecards(data)
     report = {
         "format": FORMAT,
         "run_id": data.run_id,
@@ -232,7 +243,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "pairwise": bool(data.pairs),
         "bradley_terry": _ranking(data, seed) if data.pairing == "all" else None,
         "per_contestant": _per_contestant(data),
-        "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants),
+        "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants, cards),
         "per_task": _per_task(data),
         "per_tag": per_tag,
         # the tag cells tested against the floor: the family the per-tag Holm correction reads
@@ -251,7 +262,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
             "cache": data.cache_state,
         },
         "report_path": data.report_path,
-        "paired": paired_units(data),  # per unit, for paired comparisons
+        "paired": paired_units(data, cards),  # per unit, for paired comparisons
     }
     report["movers"] = _movers(report, data.previous, data.mover_threshold)
     report["warnings"] = _warnings(data, report) + length_warnings(report["win_rates"])

@@ -10,11 +10,11 @@ Reports written before this key have no units and get no significance (said so).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evalsite.core.report import numbers as num
-from evalsite.core.scoring.scorecard import score_answer
+from evalsite.core.scoring.scorecard import CaseScore, score_answer
 from evalsite.core.stats.bootstrap import seed_from
 from evalsite.core.stats.mcnemar import case_mcnemar
 from evalsite.core.stats.paired import paired_bootstrap
@@ -27,12 +27,15 @@ Report = Mapping[str, Any]
 Unit = tuple[str, str, int]
 
 
-def paired_units(data: Any) -> dict[str, Any]:
+def paired_units(data: Any, cards: Sequence[CaseScore] | None = None) -> dict[str, Any]:
     """The ``paired`` key of a report built from ``data`` (a ReportInput): ``units`` lists
     every (task, case, repeat) answered; ``win``, ``score`` and ``passed`` hold, per
     candidate or contestant, one value per unit (None where it has none). ``passed`` is the
     attempt's pass (an answer that errored is a failed attempt), as pass^k, the pass rate
-    and the per-case diff count it; ``score`` is the scorecard's."""
+    and the per-case diff count it; ``score`` is the scorecard's (`cards`: each answer's,
+    when the caller has them)."""
+    if cards is None:
+        cards = [score_answer(data.scorecard, answer) for answer in data.answers]
     keys = sorted({(a.task, a.case, a.repeat) for a in data.answers})
     index = {key: i for i, key in enumerate(keys)}
 
@@ -47,10 +50,9 @@ def paired_units(data: Any) -> dict[str, Any]:
             win[p.candidate][index[unit]] = p.score
     score: dict[str, list[Any]] = defaultdict(column)
     passed: dict[str, list[Any]] = defaultdict(column)
-    for answer in data.answers:
+    for answer, case in zip(data.answers, cards, strict=True):
         at = index[answer.task, answer.case, answer.repeat]
         passed[answer.contestant][at] = answer.effective_pass  # the one rule; an error fails
-        case = score_answer(data.scorecard, answer)
         if case.score is not None:
             score[answer.contestant][at] = case.score
     return {

@@ -176,13 +176,19 @@ def score_answer(criteria: Sequence[Criterion], answer: Verdicts) -> CaseScore:
 
 
 def scorecard_report(
-    criteria: Sequence[Criterion], answers: Iterable[Verdicts], contestants: Sequence[str]
+    criteria: Sequence[Criterion],
+    answers: Sequence[Verdicts],
+    contestants: Sequence[str],
+    cards: Sequence[CaseScore] | None = None,
 ) -> dict[str, Any]:
     """The report's ``scorecard``: the criteria (None without a scorecard) and per contestant
-    its score, passed / scored answers, errors and each criterion's mean and pass rate."""
+    its score, passed / scored answers, errors and each criterion's mean and pass rate.
+    `cards`: each answer's :func:`score_answer`, when the caller has them."""
+    if cards is None:
+        cards = [score_answer(criteria, answer) for answer in answers]
     cases: dict[str, list[CaseScore]] = defaultdict(list)
-    for answer in answers:
-        cases[answer.contestant].append(score_answer(criteria, answer))
+    for answer, card in zip(answers, cards, strict=True):
+        cases[answer.contestant].append(card)
     names = [*contestants, *(name for name in cases if name not in contestants)]
     return {
         "criteria": [c.to_dict() for c in criteria] or None,
