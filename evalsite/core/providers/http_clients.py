@@ -183,9 +183,17 @@ class AiohttpClient:
         except aiohttp.InvalidURL as error:
             raise HttpFailure(ErrorKind.CONFIG, f"bad URL: {error}") from None
         except aiohttp.ClientConnectionError as error:  # refused, reset, dropped, TLS
-            raise HttpFailure(ErrorKind.NETWORK, f"connection lost: {error}") from None
-        except aiohttp.ClientError as error:  # a reply cut off, or not HTTP
-            raise HttpFailure(ErrorKind.NETWORK, f"{type(error).__name__}: {error}") from None
+            raise HttpFailure(ErrorKind.NETWORK, f"connection lost: {_line(error)}") from None
+        except aiohttp.ClientPayloadError as error:  # cut off, or not packed as it says
+            reason = f"the reply's body could not be read: {_line(error)}"
+            raise HttpFailure(ErrorKind.NETWORK, reason) from None
+        except aiohttp.ClientResponseError as error:  # raised for a reply that is not HTTP
+            reason = f"the reply is not HTTP: {_line(error.message)}"
+            raise HttpFailure(ErrorKind.NETWORK, reason) from None
+        except aiohttp.ClientError as error:
+            raise HttpFailure(
+                ErrorKind.NETWORK, f"{type(error).__name__}: {_line(error)}"
+            ) from None
 
 
 class HttpxClient:
@@ -243,6 +251,11 @@ class HttpxClient:
             raise HttpFailure(ErrorKind.NETWORK, f"{type(error).__name__}: {error}") from None
         except httpx.InvalidURL as error:
             raise HttpFailure(ErrorKind.CONFIG, f"bad URL: {error}") from None
+
+
+def _line(error: object) -> str:
+    """aiohttp's message on one line (it quotes the bytes it choked on over several)."""
+    return " ".join(str(error).split())
 
 
 async def read_capped(

@@ -311,3 +311,64 @@ def test_the_catalog_is_fetched_by_the_same_client():
     assert server.path == "/v1/models"
     with pytest.raises(CatalogError, match="cannot connect to"):
         asyncio.run(go(f"http://127.0.0.1:{free_port()}/models"))
+
+
+# -- a server that lies: what it sends is not what it says --------------------------------
+
+
+async def lying(reply: bytes) -> ProviderError:
+    """The error of a call to a server that answers every request with `reply`."""
+
+    async def behave(server, reader, writer):
+        await read_request(reader)
+        writer.write(reply)
+        await writer.drain()
+
+    async with Server(behave) as url:
+        with pytest.raises(ProviderError) as info:
+            await complete(url, timeout_s=5)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (b"garbage\r\n\r\n", "the reply is not HTTP"),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 5\r\n\r\nhello",
+            "the reply's body could not be read",
+        ),
+        (
+            b'HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n{"a":',
+            "the reply's body could not be read",
+        ),
+    ],
+    ids=["not-http", "not-gzip", "cut-off"],
+)
+def test_a_reply_that_is_not_what_it_says_is_a_network_error_on_one_line(reply, said):
+    # Through httpx's layer the first two escaped as raw aiohttp and httpx exceptions.
+    error = asyncio.run(lying(reply))
+
+    assert error.kind == ErrorKind.NETWORK and error.retryable
+    assert error.message.startswith(f"local: {said}: ") and "\n" not in error.message
+
+
+def test_a_charset_python_does_not_know_is_read_as_utf8():
+    body = json.dumps(CHAT).encode()
+    reply = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json; charset=bogus\r\n"
+        + f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+    async def behave(server, reader, writer):
+        await read_request(reader)
+        writer.write(reply)
+        await writer.drain()
+
+    async def go():
+        async with Server(behave) as url:
+            return await complete(url)
+
+    [completion] = asyncio.run(go())
+    assert completion.text == "hi"
