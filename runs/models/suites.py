@@ -15,6 +15,7 @@ from evalsite.core.no_look import strip_document, stripped_text
 from evalsite.core.suites import Suite as CoreSuite
 from evalsite.core.suites import parse_document
 from runs import sealed
+from runs.kept import settled
 
 identifier = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
@@ -268,5 +269,5 @@ def _kept[T](kept: dict[tuple, T], key: tuple, read: Callable[[], T]) -> T:
     if value is None:
         if len(kept) >= _KEPT_MAX:
             kept.clear()
-        value = kept[key] = read()
+        value = kept[key] = settled(read())
     return value

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
+from runs.kept import settled
 from runs.models import Run
 
 
@@ -26,5 +27,5 @@ class FinishedRunMemo[T]:
         if key not in self._values:
             if len(self._values) >= self.size:
                 self._values.clear()
-            self._values[key] = compute()
+            self._values[key] = settled(compute())
         return self._values[key]
