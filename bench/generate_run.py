@@ -22,10 +22,16 @@ have, then builds the report the way the app does. In the data dir of ``EVALSITE
 7. the report, with ``runs.results.reporting.write_report`` (stored on the run and written under
    ``REPORTS_DIR``), then ``run.finish("done")``.
 
-Rows are bulk-created in batches of 2,000. The answers and verdicts are random but seeded
-(``--seed``; the suite is the same for every seed, so runs of one size share a suite version
-and each later run's report has a previous run to compare with), and each task leans its own
-way so the per-task tables differ. Timings of each step are printed.
+Rows are written as they are made, in batches of 2,000 (each its own transaction), with the
+engine's prepared-statement writer ``runs.models.rows.insert_each``; what the later rows need
+of the earlier ones (the answers' texts, the ids) is kept in plain dicts, not model objects.
+At 100,000 pairs that took 70 to 94 s, with a peak RSS of 363 MB before the report and 622
+MB once ``write_report`` had read the run back (``bulk_create`` of model objects kept in
+lists: 196 s, and 1.6 GB for the benchmark's process). The answers and verdicts are random
+but seeded (``--seed``; the suite is the same for every seed, so runs of one size share a
+suite version and each later run's report has a previous run to compare with; the same seed
+gives the same run as before this writer), and each task leans its own way so the per-task
+tables differ. Timings of each step and the peak RSS so far are printed.
 ``generate_run()`` is the same thing for a caller that has already set up Django.
 """
 
@@ -34,9 +40,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
+import itertools
 import json
 import os
 import random
+import resource
 import sys
 import time
 from dataclasses import dataclass, field
@@ -114,7 +122,8 @@ class Timings:
     def step(self, name: str) -> None:
         now = time.perf_counter()
         self.steps.append((name, now - self.started))
-        print(f"  {name}: {now - self.started:.2f}s", flush=True)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # KiB on Linux
+        print(f"  {name}: {now - self.started:.2f}s (peak RSS so far {peak} MB)", flush=True)
         self.started = now
 
 
@@ -221,13 +230,10 @@ def _answer_text(rng: random.Random, verdict: str, topic: str, plan: str) -> str
 def generate_run(pairs: int = 10_000, *, seed: int = 0) -> str:
     """Write a finished run of `pairs` pairs (fake/b against fake/a) and its report; return
     the run id. Django must be set up."""
-    from django.db import transaction
     from django.utils import timezone
 
-    from evalsite.core.judging import PairSide, exclusion_reason, judge_messages
-    from evalsite.core.stats.pairs import pair_score
-    from evalsite.core.suites import parse_suite, render_messages
-    from runs.models import Answer, Judgement, Pair, PriceTable, Run, SuiteVersion, text_sha
+    from evalsite.core.suites import parse_suite
+    from runs.models import PriceTable, Run, SuiteVersion
     from runs.planning.planner import new_run_id
     from runs.results.reporting import write_report
 
@@ -257,202 +263,17 @@ def generate_run(pairs: int = 10_000, *, seed: int = 0) -> str:
     )
     timings.step(f"run {run.id}")
 
-    answer_rows: dict[tuple, Answer] = {}
-    spent_answers = Decimal(0)
-    for task in loaded.tasks:
-        topic = task.id.split("-", 1)[1]
-        for case in task.cases:
-            plan = str(case.vars.get("plan", "Team"))
-            prompts = {
-                (case.id, c): render_messages(loaded, task.id, case.id, _contestant(c))
-                for c in CONTESTANTS
-            }
-            for repeat in range(loaded.repeats):
-                for contestant in CONTESTANTS:
-                    roll = rng.random()
-                    verdict = (
-                        "parse_fail"
-                        if roll < PARSE_FAIL_RATE
-                        else "schema_fail"
-                        if roll < PARSE_FAIL_RATE + SCHEMA_FAIL_RATE
-                        else "pass"
-                    )
-                    answer_text = _answer_text(rng, verdict, topic, plan)
-                    messages = prompts[(case.id, contestant)]
-                    request = {
-                        "model": contestant,
-                        "messages": messages,
-                        "temperature": 0,
-                        "max_tokens": 700,
-                        "schema": task.schema,
-                        "task_id": task.id,
-                        "case_id": case.id,
-                        "repeat": repeat,
-                    }
-                    tokens_in = sum(len(m["content"]) for m in messages) // 4
-                    tokens_out = len(answer_text) // 4
-                    cost = Decimal(tokens_in * 150 + tokens_out * 600) / Decimal(10**9)
-                    spent_answers += cost
-                    checks = (
-                        [{"kind": "max_chars", "passed": True, "note": None}] if task.checks else []
-                    )
-                    parsed = json.loads(answer_text) if verdict != "parse_fail" else None
-                    answer_rows[(task.id, case.id, repeat, contestant)] = Answer(
-                        run=run,
-                        task_id=task.id,
-                        case_id=case.id,
-                        repeat=repeat,
-                        contestant=contestant,
-                        status=Answer.Status.DONE,
-                        attempts=1,
-                        request=request,
-                        request_hash=_hash("answer", run.id, request),
-                        text=answer_text,
-                        finish_reason="stop",
-                        schema_mode="native" if contestant == CONTESTANTS[0] else "prompted",
-                        input_tokens=tokens_in,
-                        output_tokens=tokens_out,
-                        cached_input_tokens=0,
-                        cost_usd=cost,
-                        cost_if_uncached_usd=cost,
-                        latency_ms=int(rng.lognormvariate(6.5, 0.4)),
-                        cached=False,
-                        finished_at=started + dt.timedelta(milliseconds=len(answer_rows) * 50),
-                        schema_verdict=verdict,
-                        schema_error=(
-                            ""
-                            if verdict == "pass"
-                            else "$: 'next_step' is a required property"
-                            if verdict == "schema_fail"
-                            else "not JSON: Expecting value: line 1 column 1 (char 0)"
-                        ),
-                        parsed_json=parsed if verdict == "pass" else None,
-                        checks={"passed": True, "results": checks, "note": None},
-                        checks_passed=True,
-                        exec_verdict="",
-                        passed=verdict == "pass",
-                        scored_at=timezone.now(),
-                    )
-    timings.step(f"{len(answer_rows):,} answers built")
-    with transaction.atomic():
-        Answer.objects.bulk_create(answer_rows.values(), batch_size=BATCH)
-    timings.step(f"{len(answer_rows):,} answers stored")
-
-    pair_rows: list[Pair] = []
-    sides_of: list[tuple[str, str] | None] = []
-    for task_n, task in enumerate(loaded.tasks):
-        lean = LEANS[task_n % len(LEANS)]
-        for case in task.cases:
-            for repeat in range(loaded.repeats):
-                base = answer_rows[(task.id, case.id, repeat, CONTESTANTS[0])]
-                cand = answer_rows[(task.id, case.id, repeat, CONTESTANTS[1])]
-                excluded = exclusion_reason(
-                    {"status": base.status, "schema_verdict": base.schema_verdict},
-                    {"status": cand.status, "schema_verdict": cand.schema_verdict},
-                )
-                pair = Pair(
-                    run=run,
-                    task_id=task.id,
-                    case_id=case.id,
-                    repeat=repeat,
-                    baseline=base,
-                    candidate=cand,
-                    baseline_contestant=CONTESTANTS[0],
-                    candidate_contestant=CONTESTANTS[1],
-                    baseline_sha=text_sha(base.text),
-                    candidate_sha=text_sha(cand.text),
-                )
-                if excluded:
-                    pair.excluded_reason, pair.excluded_side = excluded
-                    sides_of.append(None)
-                else:
-                    first = rng.choices(SIDES, weights=lean)[0]
-                    second = (
-                        first if rng.random() < AGREE_RATE else rng.choices(SIDES, weights=lean)[0]
-                    )
-                    sides = (first, second)
-                    combined = pair_score(*sides)
-                    pair.score, pair.flip, pair.category = (
-                        combined.score,
-                        combined.flip,
-                        combined.category,
-                    )
-                    sides_of.append(sides)
-                pair_rows.append(pair)
-    with transaction.atomic():
-        Pair.objects.bulk_create(pair_rows, batch_size=BATCH)
-    timings.step(f"{len(pair_rows):,} pairs stored")
-
-    judgements: list[Judgement] = []
-    spent_judge = Decimal(0)
-    stored = 0
-    for pair, sides in zip(pair_rows, sides_of, strict=True):
-        if sides is None:
-            continue
-        base = PairSide(pair.baseline.text)
-        cand = PairSide(pair.candidate.text)
-        prompt = pair.baseline.request["messages"]
-        for order, side in ((1, sides[0]), (2, sides[1])):
-            first, second = (base, cand) if order == 1 else (cand, base)
-            messages = judge_messages(prompt[-1]["content"], loaded.judge.rubric, first, second)
-            winner = _shown(side, order)
-            rationale = (
-                TIE_RATIONALE
-                if winner == "tie"
-                else rng.choice(RATIONALES).format(w=winner, l="1" if winner == "2" else "2")
-            )
-            reply = json.dumps({"reason": rationale, "winner": winner})
-            request = {
-                "model": JUDGE,
-                "messages": messages,
-                "temperature": 0,
-                "max_tokens": 400,
-                "purpose": "judge",
-                "task_id": pair.task_id,
-                "case_id": pair.case_id,
-                "repeat": pair.repeat,
-                "order": order,
-            }
-            tokens_in = sum(len(m["content"]) for m in messages) // 4
-            cost = Decimal(tokens_in * 300 + len(reply) // 4 * 1200) / Decimal(10**9)
-            spent_judge += cost
-            judgements.append(
-                Judgement(
-                    run=run,
-                    task_id=pair.task_id,
-                    case_id=pair.case_id,
-                    repeat=pair.repeat,
-                    status=Judgement.Status.DONE,
-                    attempts=1,
-                    request=request,
-                    request_hash=_hash("judge", run.id, pair.pk, order),
-                    text=reply,
-                    finish_reason="stop",
-                    input_tokens=tokens_in,
-                    output_tokens=len(reply) // 4,
-                    cached_input_tokens=0,
-                    cost_usd=cost,
-                    cost_if_uncached_usd=cost,
-                    latency_ms=int(rng.lognormvariate(6.8, 0.3)),
-                    finished_at=timezone.now(),
-                    kind=Judgement.Kind.PAIR,
-                    judge_model=JUDGE,
-                    pair=pair,
-                    order=order,
-                    parse_status=Judgement.Parse.OK,
-                    winner=winner,
-                    side=side,
-                    rationale=rationale,
-                )
-            )
-        if len(judgements) >= BATCH:
-            stored += _store_judgements(judgements)
-    stored += _store_judgements(judgements)
+    answers = _store_answers(run, loaded, rng, started)
+    timings.step(f"{len(answers.texts):,} answers built and stored")
+    sides_of = _store_pairs(run, loaded, rng, answers)
+    timings.step(f"{len(sides_of):,} pairs built and stored")
+    spent_judge, stored = _store_judgements(run, loaded, rng, answers, sides_of)
     Run.objects.filter(pk=run.pk).update(
-        spent_answers_usd=spent_answers, spent_judge_usd=spent_judge, uncached_usd=0
+        spent_answers_usd=answers.spent, spent_judge_usd=spent_judge, uncached_usd=0
     )
     run.refresh_from_db()
-    timings.step(f"{stored:,} judgements stored")
+    timings.step(f"{stored:,} judgements built and stored")
+    del answers, sides_of  # the texts and ids: the report reads the rows again
 
     report = write_report(run)
     timings.step("report written (runs.results.reporting.write_report)")
@@ -469,16 +290,247 @@ def generate_run(pairs: int = 10_000, *, seed: int = 0) -> str:
     return run.id
 
 
-def _store_judgements(judgements: list) -> int:
+@dataclass
+class StoredAnswers:
+    """What the pairs and judgements need of the stored answers: by (task, case, repeat,
+    contestant) each answer's text and schema verdict, and its id; by (task, case) the
+    baseline's last prompt message (what the judge is shown of the task)."""
+
+    texts: dict[tuple, tuple[str, str]] = field(default_factory=dict)
+    ids: dict[tuple, int] = field(default_factory=dict)
+    prompts: dict[tuple[str, str], str] = field(default_factory=dict)
+    spent: Decimal = Decimal(0)
+
+
+def _store(model, rows) -> int:
+    """Insert `rows` (dicts of field values) in batches of BATCH, each batch in its own
+    transaction, with the engine's prepared-statement writer: bulk_create spent most of its
+    time building SQL, and a list of every row of a 100,000-pair run took gigabytes."""
     from django.db import transaction
 
+    from runs.models.rows import insert_each
+
+    count = 0
+    for batch in itertools.batched(rows, BATCH):
+        with transaction.atomic():
+            count += insert_each(model, batch)
+    return count
+
+
+def _store_answers(run, loaded, rng: random.Random, started: dt.datetime) -> StoredAnswers:
+    """One Answer per (task, case, repeat, contestant), done and scored."""
+    from evalsite.core.suites import render_messages
+    from runs.models import Answer
+
+    stored = StoredAnswers()
+
+    def rows():
+        for task in loaded.tasks:
+            for case in task.cases:
+                prompts = {
+                    c: render_messages(loaded, task.id, case.id, _contestant(c))
+                    for c in CONTESTANTS
+                }
+                stored.prompts[task.id, case.id] = prompts[CONTESTANTS[0]][-1]["content"]
+                for repeat in range(loaded.repeats):
+                    for contestant in CONTESTANTS:
+                        row = _answer_row(run, task, case, repeat, contestant, prompts, rng)
+                        row["finished_at"] = started + dt.timedelta(
+                            milliseconds=len(stored.texts) * 50
+                        )
+                        stored.spent += row["cost_usd"]
+                        key = (task.id, case.id, repeat, contestant)
+                        stored.texts[key] = (row["text"], row["schema_verdict"])
+                        yield row
+
+    _store(Answer, rows())
+    fields = ("task_id", "case_id", "repeat", "contestant", "pk")
+    for *key, pk in Answer.objects.filter(run=run).values_list(*fields).iterator(BATCH):
+        stored.ids[tuple(key)] = pk
+    return stored
+
+
+def _answer_row(run, task, case, repeat: int, contestant: str, prompts, rng) -> dict:
+    from django.utils import timezone
+
+    from runs.models import Answer
+
+    topic = task.id.split("-", 1)[1]
+    plan = str(case.vars.get("plan", "Team"))
+    roll = rng.random()
+    verdict = (
+        "parse_fail"
+        if roll < PARSE_FAIL_RATE
+        else "schema_fail"
+        if roll < PARSE_FAIL_RATE + SCHEMA_FAIL_RATE
+        else "pass"
+    )
+    answer_text = _answer_text(rng, verdict, topic, plan)
+    messages = prompts[contestant]
+    request = {
+        "model": contestant,
+        "messages": messages,
+        "temperature": 0,
+        "max_tokens": 700,
+        "schema": task.schema,
+        "task_id": task.id,
+        "case_id": case.id,
+        "repeat": repeat,
+    }
+    tokens_in = sum(len(m["content"]) for m in messages) // 4
+    tokens_out = len(answer_text) // 4
+    cost = Decimal(tokens_in * 150 + tokens_out * 600) / Decimal(10**9)
+    checks = [{"kind": "max_chars", "passed": True, "note": None}] if task.checks else []
+    return {
+        "run_id": run.pk,
+        "task_id": task.id,
+        "case_id": case.id,
+        "repeat": repeat,
+        "contestant": contestant,
+        "status": Answer.Status.DONE,
+        "attempts": 1,
+        "request": request,
+        "request_hash": _hash("answer", run.id, request),
+        "text": answer_text,
+        "finish_reason": "stop",
+        "schema_mode": "native" if contestant == CONTESTANTS[0] else "prompted",
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cached_input_tokens": 0,
+        "cost_usd": cost,
+        "cost_if_uncached_usd": cost,
+        "latency_ms": int(rng.lognormvariate(6.5, 0.4)),
+        "cached": False,
+        "schema_verdict": verdict,
+        "schema_error": (
+            ""
+            if verdict == "pass"
+            else "$: 'next_step' is a required property"
+            if verdict == "schema_fail"
+            else "not JSON: Expecting value: line 1 column 1 (char 0)"
+        ),
+        "parsed_json": json.loads(answer_text) if verdict == "pass" else None,
+        "checks": {"passed": True, "results": checks, "note": None},
+        "checks_passed": True,
+        "exec_verdict": "",
+        "passed": verdict == "pass",
+        "scored_at": timezone.now(),
+    }
+
+
+def _store_pairs(run, loaded, rng: random.Random, answers: StoredAnswers) -> dict[tuple, tuple]:
+    """One Pair per (task, case, repeat): excluded when an answer failed, else scored from
+    two judge sides. Returns the sides of each included pair by its id."""
+    from evalsite.core.judging import exclusion_reason
+    from evalsite.core.stats.pairs import pair_score
+    from runs.models import Answer, Pair, text_sha
+
+    sides_at: dict[tuple, tuple[str, str] | None] = {}
+
+    def rows():
+        for task_n, task in enumerate(loaded.tasks):
+            lean = LEANS[task_n % len(LEANS)]
+            for case in task.cases:
+                for repeat in range(loaded.repeats):
+                    keys = [(task.id, case.id, repeat, c) for c in CONTESTANTS]
+                    (base, base_verdict), (cand, cand_verdict) = (answers.texts[k] for k in keys)
+                    done = Answer.Status.DONE
+                    excluded = exclusion_reason(
+                        {"status": done, "schema_verdict": base_verdict},
+                        {"status": done, "schema_verdict": cand_verdict},
+                    )
+                    row = {
+                        "run_id": run.pk,
+                        "task_id": task.id,
+                        "case_id": case.id,
+                        "repeat": repeat,
+                        "baseline_id": answers.ids[keys[0]],
+                        "candidate_id": answers.ids[keys[1]],
+                        "baseline_contestant": CONTESTANTS[0],
+                        "candidate_contestant": CONTESTANTS[1],
+                        "baseline_sha": text_sha(base),
+                        "candidate_sha": text_sha(cand),
+                    }
+                    sides = None
+                    if excluded:
+                        row["excluded_reason"], row["excluded_side"] = excluded
+                    else:
+                        first = rng.choices(SIDES, weights=lean)[0]
+                        again = rng.random() < AGREE_RATE
+                        sides = (first, first if again else rng.choices(SIDES, weights=lean)[0])
+                        combined = pair_score(*sides)
+                        row["score"], row["flip"] = combined.score, combined.flip
+                        row["category"] = combined.category
+                    sides_at[task.id, case.id, repeat] = sides
+                    yield row
+
+    _store(Pair, rows())
+    ids = Pair.objects.filter(run=run).values_list("task_id", "case_id", "repeat", "pk")
+    pair_of = {(t, c, r): pk for t, c, r, pk in ids.iterator(BATCH)}
+    # in the order the pairs were made: the judgements draw from `rng` in that order
+    return {(*key, pair_of[key]): sides for key, sides in sides_at.items()}
+
+
+def _store_judgements(
+    run, loaded, rng: random.Random, answers: StoredAnswers, sides_of: dict[tuple, tuple]
+) -> tuple[Decimal, int]:
+    """Two Judgements per included pair (order 1 and 2); (their cost, how many)."""
     from runs.models import Judgement
 
-    count = len(judgements)
-    with transaction.atomic():
-        Judgement.objects.bulk_create(judgements, batch_size=BATCH)
-    judgements.clear()
-    return count
+    spent = Decimal(0)
+
+    def rows():
+        nonlocal spent
+        for (task_id, case_id, repeat, pair_id), sides in sides_of.items():
+            if sides is None:
+                continue
+            texts = [answers.texts[task_id, case_id, repeat, c][0] for c in CONTESTANTS]
+            prompt = answers.prompts[task_id, case_id]
+            where = (task_id, case_id, repeat)
+            for order, side in ((1, sides[0]), (2, sides[1])):
+                row = _judgement_row(run, loaded, where, pair_id, texts, prompt, order, side, rng)
+                spent += row["cost_usd"]
+                yield row
+
+    stored = _store(Judgement, rows())
+    return spent, stored
+
+
+def _judgement_row(run, loaded, where, pair_id, texts, prompt, order, side, rng) -> dict:
+    from django.utils import timezone
+
+    from evalsite.core.judging import PairSide, judge_messages
+    from runs.models import Judgement
+
+    task_id, case_id, repeat = where
+    base, cand = PairSide(texts[0]), PairSide(texts[1])
+    first, second = (base, cand) if order == 1 else (cand, base)
+    messages = judge_messages(prompt, loaded.judge.rubric, first, second)
+    winner = _shown(side, order)
+    rationale = (
+        TIE_RATIONALE
+        if winner == "tie"
+        else rng.choice(RATIONALES).format(w=winner, l="1" if winner == "2" else "2")
+    )
+    reply = json.dumps({"reason": rationale, "winner": winner})
+    request = {
+        "model": JUDGE, "messages": messages, "temperature": 0, "max_tokens": 400,
+        "purpose": "judge", "task_id": task_id, "case_id": case_id, "repeat": repeat,
+        "order": order,
+    }  # fmt: skip
+    tokens_in = sum(len(m["content"]) for m in messages) // 4
+    cost = Decimal(tokens_in * 300 + len(reply) // 4 * 1200) / Decimal(10**9)
+    return {
+        "run_id": run.pk, "task_id": task_id, "case_id": case_id, "repeat": repeat,
+        "status": Judgement.Status.DONE, "attempts": 1, "request": request,
+        "request_hash": _hash("judge", run.id, pair_id, order), "text": reply,
+        "finish_reason": "stop", "input_tokens": tokens_in, "output_tokens": len(reply) // 4,
+        "cached_input_tokens": 0, "cost_usd": cost, "cost_if_uncached_usd": cost,
+        "latency_ms": int(rng.lognormvariate(6.8, 0.3)), "finished_at": timezone.now(),
+        "kind": Judgement.Kind.PAIR, "judge_model": JUDGE, "pair_id": pair_id,
+        "order": order, "parse_status": Judgement.Parse.OK, "winner": winner, "side": side,
+        "rationale": rationale,
+    }  # fmt: skip
 
 
 def _contestant(text: str):

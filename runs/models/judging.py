@@ -49,6 +49,12 @@ class PairQuerySet(models.QuerySet["Pair"]):
     def judged(self) -> PairQuerySet:
         return self.included().filter(score__isnull=False)
 
+    def with_consensus(self) -> PairQuerySet:
+        """Pairs with the labellers' consensus, in no order: the few of a big run, found by
+        the partial index ``pair_labelled`` without reading the others (ordered, the
+        database walked every pair of the run in the order's index instead)."""
+        return self.exclude(human="").order_by()
+
     def disagreements(self) -> PairQuerySet:
         """Judged pairs whose labellers' consensus differs from the judge's category."""
         return self.judged().exclude(human="").exclude(human=models.F("category"))
@@ -93,7 +99,12 @@ class Pair(models.Model):
                 name="one_pair",
             )
         ]  # fmt: skip
-        indexes = [models.Index(fields=["task_id", "case_id"], name="pair_case")]
+        indexes = [
+            models.Index(fields=["task_id", "case_id"], name="pair_case"),
+            # the few pairs with the labellers' consensus (store_human reads them on each
+            # label; without it, every pair of a 100,000-pair run: 26 ms a label)
+            models.Index(fields=["run"], condition=~models.Q(human=""), name="pair_labelled"),
+        ]
 
     def __str__(self) -> str:
         return (

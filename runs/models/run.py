@@ -17,6 +17,7 @@ from django.db import connection, models, transaction
 from django.db.models import Exists, ExpressionWrapper, F, OuterRef, Q
 from django.db.models.functions import Now
 from django.db.models.lookups import GreaterThanOrEqual, LessThan
+from django.db.models.query import ModelIterable
 
 if TYPE_CHECKING:
     from django.db.models.expressions import Combinable
@@ -248,9 +249,20 @@ class RunQuerySet(models.QuerySet["Run"]):
 
     def named(self) -> RunQuerySet:
         """Runs with what lists and pickers show of each (:attr:`Run.display_line`: label or
-        short id, suite, contestants, headline, cost, age) in the one query: the suite
-        joined, the report loaded (the headline is read from it), the estimate left."""
-        return self.select_related("suite_version__suite").defer("estimate")
+        short id, suite, contestants, headline, cost, age): the suite joined, the estimate
+        and the suite's document left, and the reports of only the runs whose headline this
+        process has not kept (:attr:`Run.headline`), read in one more query."""
+        named = self.select_related("suite_version__suite").defer("estimate", *Run.BULKY)
+        named._iterable_class = _WithHeadlines
+        return named
+
+    def for_pages(self) -> RunQuerySet:
+        """Runs as a run's pages read them: the suite, price table and creator joined; the
+        stored report and the suite's text and document left, megabytes of JSON on a big
+        run that most pages never show (the run page reads its report's sections once a
+        process, the suite's parse is kept by :meth:`SuiteVersion.core_suite`)."""
+        related = ("suite_version__suite", "price_table", "created_by")
+        return self.select_related(*related).defer("estimate", *Run.BULKY)
 
     def judged(self) -> RunQuerySet:
         """Runs with at least one pair the judge scored."""
@@ -281,7 +293,7 @@ class RunQuerySet(models.QuerySet["Run"]):
             self.for_suite(suite)
             .calibration_choices()
             .select_related("suite_version__suite")
-            .defer("report", "estimate")
+            .defer("estimate", *Run.BULKY)
         )
         for pk in (chosen, suite.baseline_run_id):
             if pk:
@@ -378,12 +390,19 @@ class RunQuerySet(models.QuerySet["Run"]):
     def ended_holding_claims(self, lease_s: float) -> RunQuerySet:
         """Runs that have ended while a claim older than the lease is still on them: a shard
         killed outright before another shard ended the run (aborted it, failed it) left
-        them, with their reservations. The other half of :meth:`stalled`'s sweep."""
+        them, with their reservations. The other half of :meth:`stalled`'s sweep.
+
+        Each kind of call is an EXISTS of its own: joining both tables paired each answer of
+        a run with each of its judge calls, and a worker starting beside a finished
+        100,000-pair run spent minutes of a core in this one query."""
+        from runs.models.answer import Answer
+        from runs.models.judging import Judgement
+
         expired = lease_expiry(lease_s)
-        held = Q(answers__status="claimed", answers__claimed_at__lt=expired) | Q(
-            judgements__status="claimed", judgements__claimed_at__lt=expired
-        )
-        return self.exclude(status__in=Run.ACTIVE).filter(held).distinct()
+        held = {"run": OuterRef("pk"), "status": "claimed", "claimed_at__lt": expired}
+        answers = Exists(Answer.objects.filter(**held))
+        judgements = Exists(Judgement.objects.filter(**held))
+        return self.exclude(status__in=Run.ACTIVE).filter(answers | judgements)
 
     def stalled(self, lease_s: float) -> RunQuerySet:
         """Active runs that nobody is working on: no claim or finished call younger than the
@@ -437,6 +456,9 @@ class Run(models.Model):
             super().__init__(f"run {run.id} has no report ({state})")
 
     STOPPED = (Status.CANCELLED, Status.ABORTED_OVER_BUDGET)  # ended early: a partial report
+    # What pages and lists leave unread until asked for (RunQuerySet.for_pages, .named): the
+    # stored report and the suite's text and document, megabytes of JSON on a big run.
+    BULKY = ("report", "suite_version__yaml_text", "suite_version__parsed")
 
     id = models.CharField(max_length=64, primary_key=True)
     suite_version = models.ForeignKey(SuiteVersion, on_delete=models.PROTECT, related_name="runs")
@@ -552,7 +574,26 @@ class Run(models.Model):
     def headline(self) -> str:
         """The run's headline on one line, as `evalsite list` and every page show it: the
         measured (:func:`~evalsite.core.report.measured.measured`, as the run page's card
-        leads with it), or what state a run without a report is in."""
+        leads with it), or what state a run without a report is in.
+
+        A done run's report never changes again (it is written before the run is marked
+        done), so its headline is worked out once a process: a list of runs then reads no
+        report, which on a 100,000-pair run is megabytes of JSON."""
+        if self.status != Run.Status.DONE:
+            return self._headline()
+        key = (self.pk, self.finished_at)
+        if not self.headline_kept:
+            if len(_HEADLINES) >= _HEADLINES_MAX:
+                _HEADLINES.clear()
+            _HEADLINES[key] = self._headline()
+        return _HEADLINES[key]
+
+    @property
+    def headline_kept(self) -> bool:
+        """Whether this process has kept the run's headline (a done run's, once read)."""
+        return self.status == Run.Status.DONE and (self.pk, self.finished_at) in _HEADLINES
+
+    def _headline(self) -> str:
         if self.report:
             from evalsite.core.report.measured import measured  # lazily, as above
 
@@ -728,3 +769,21 @@ class Run(models.Model):
             changes["uncached_usd"] = F("uncached_usd") + to_nano(uncached)
         if changes:
             Run.objects.filter(pk=self.pk).update(**changes)
+
+
+# Done runs' headlines in this process (Run.headline), by run id and when it finished.
+_HEADLINES: dict[tuple[str, dt.datetime | None], str] = {}
+_HEADLINES_MAX = 1024
+
+
+class _WithHeadlines(ModelIterable):
+    """Runs, each with its report when its headline is not kept (RunQuerySet.named)."""
+
+    def __iter__(self):
+        runs = list(super().__iter__())
+        wanted = [run.pk for run in runs if not run.headline_kept]
+        reports = dict(Run.objects.filter(pk__in=wanted).values_list("pk", "report"))
+        for run in runs:
+            if run.pk in reports:
+                run.report = reports[run.pk]
+        yield from runs

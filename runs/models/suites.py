@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import RegexValidator
@@ -13,6 +15,7 @@ from evalsite.core.no_look import strip_document, stripped_text
 from evalsite.core.suites import Suite as CoreSuite
 from evalsite.core.suites import parse_document
 from runs import sealed
+from runs.kept import settled
 
 identifier = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
@@ -65,7 +68,9 @@ class Suite(models.Model):
         self.baseline_run = None
 
     def latest_version(self) -> SuiteVersion | None:
-        return self.versions.order_by("-created_at", "-pk").first()
+        """The newest version, its text and document left unread until asked for (its
+        parse is kept by :meth:`SuiteVersion.core_suite`)."""
+        return self.versions.defer(*SuiteVersion.DOCUMENT).order_by("-created_at", "-pk").first()
 
 
 class SuiteVersionQuerySet(models.QuerySet["SuiteVersion"]):
@@ -132,6 +137,10 @@ class SuiteVersionQuerySet(models.QuerySet["SuiteVersion"]):
 
 
 class SuiteVersion(models.Model):
+    # The version's text and parsed document: megabytes for a suite of thousands of cases,
+    # which a page that only needs its parse (core_suite, kept per process) leaves unread.
+    DOCUMENT = ("yaml_text", "parsed")
+
     class Origin(models.TextChoices):
         UPLOAD = "upload", "Uploaded in the browser"
         PATH = "path", "Loaded from a file"
@@ -186,18 +195,23 @@ class SuiteVersion(models.Model):
         full = sealed.suite_for(self.pk) if self.stripped else None
         if full is not None:
             return full
-        key = (self.pk, self.sha256, self.origin, self.source_path, self.stripped)
-        suite = _PARSED.get(key)
-        if suite is None:
-            if len(_PARSED) >= _PARSED_MAX:
-                _PARSED.clear()
-            suite = _PARSED[key] = self._parse()
-        return suite
+        return _kept(_PARSED, self._key, self._parse)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The stored document (``parsed``), read once a process for the same reason as
+        :meth:`core_suite`: a suite of 10,000 cases is megabytes of JSON. Shared: read it,
+        never change it."""
+        return _kept(_DOCUMENTS, self._key, lambda: self.parsed)
+
+    @property
+    def _key(self) -> tuple[int, str, str, str, bool]:
+        return (self.pk, self.sha256, self.origin, self.source_path, self.stripped)
 
     def _parse(self) -> CoreSuite:
         """The version's document as the JSON values it is stored as (never as YAML text)."""
         origin = "file" if self.origin in FILESYSTEM_ORIGINS else "upload"
-        document = {k: v for k, v in self.parsed.items() if k not in ("replies", MEDIA_KEY)}
+        document = {k: v for k, v in self.document.items() if k not in ("replies", MEDIA_KEY)}
         return parse_document(
             document,
             filename=f"{self.suite.name}@{self.short_hash}",
@@ -209,7 +223,7 @@ class SuiteVersion(models.Model):
 
     def media(self) -> dict[str, MediaFile]:
         """The files this version's cases attach, by path, each read from the store."""
-        table = self.parsed.get(MEDIA_KEY) or {}
+        table = self.document.get(MEDIA_KEY) or {}
         store = blob_store()
         return {
             path: from_stored(path, stored, str(store.path(stored["sha256"])))
@@ -218,11 +232,11 @@ class SuiteVersion(models.Model):
 
     @property
     def tasks(self) -> list[dict]:
-        return self.parsed.get("tasks", [])
+        return self.document.get("tasks", [])
 
     @property
     def labels(self) -> list[dict]:
-        return self.parsed.get("labels", [])
+        return self.document.get("labels", [])
 
     @property
     def case_count(self) -> int:
@@ -237,4 +251,23 @@ FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.MCP, SuiteVe
 
 # The parsed suites of this process (SuiteVersion.core_suite), by what a version's parse reads.
 _PARSED: dict[tuple[int, str, str, str, bool], CoreSuite] = {}
-_PARSED_MAX = 64
+# Their stored documents (SuiteVersion.document), by the same key.
+_DOCUMENTS: dict[tuple[int, str, str, str, bool], dict[str, Any]] = {}
+_KEPT_MAX = 64
+
+
+def forget_read_versions() -> None:
+    """Forget every version this process has read (for a test that edits one's stored row
+    under it: a version never changes otherwise)."""
+    _PARSED.clear()
+    _DOCUMENTS.clear()
+
+
+def _kept[T](kept: dict[tuple, T], key: tuple, read: Callable[[], T]) -> T:
+    """`kept[key]`, read first when it is not there (all forgotten when `kept` is full)."""
+    value = kept.get(key)
+    if value is None:
+        if len(kept) >= _KEPT_MAX:
+            kept.clear()
+        value = kept[key] = settled(read())
+    return value

@@ -98,7 +98,7 @@ def plan_from_form(version: SuiteVersion, data: dict) -> Plan:
         # The planner names the replies file by its path on this machine (under the data
         # dir, or beside a suite read from disk); the page names it as the member knows it.
         upload = data.get("replies")
-        shown = upload.name if upload is not None else version.parsed.get("replies")
+        shown = upload.name if upload is not None else version.document.get("replies")
         raise PlanError(str(error).replace(replies, shown or "replies"), error.code) from None
 
 
@@ -179,7 +179,7 @@ def _replies(version: SuiteVersion, upload: UploadedFile | None) -> str | None:
 
 def _suite_replies_path(version: SuiteVersion) -> Path | None:
     """The suite's own `replies:` file, next to a suite loaded from disk."""
-    named = version.parsed.get("replies")
+    named = version.document.get("replies")
     if named and version.source_path:
         return Path(version.source_path).parent / named
     return None

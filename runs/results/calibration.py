@@ -40,6 +40,7 @@ PAIR_FIELDS = (
 
 _ROWS: FinishedRunMemo[list[dict]] = FinishedRunMemo()
 _INDEXES: FinishedRunMemo[PairIndex] = FinishedRunMemo()
+_MATCHED: FinishedRunMemo[dict[str, tuple]] = FinishedRunMemo()
 
 
 def pair_rows(run: Run) -> list[dict]:
@@ -77,14 +78,25 @@ def run_calibration(
     """The labels that apply to `run`'s pairs, matched (SPEC §10.1): each judgement once;
     with `keep`, only the labels it keeps (what one member may see). The one builder of a
     run's calibration set: the report (which passes the pair `rows` it has just read), the
-    pages, the queue and MCP all call it."""
+    pages, the queue and MCP all call it.
+
+    A done run's matching of every label is kept until its labels change: a label submit
+    reads it twice (for the pairs' consensus, then for the live panel), each a match of
+    every label against a big run's pairs."""
     suite = suite or run.suite_version.core_suite()
     if rows is not None:
         index = PairIndex(pair_view(row) for row in rows)
     else:
         index = _INDEXES.get(run, lambda: PairIndex(pair_view(row) for row in pair_rows(run)))
-    labels = run_labels(run, suite)
-    return match_labels(index, labels if keep is None else filter(keep, labels))
+    labels = tuple(run_labels(run, suite))
+    if keep is not None or rows is not None:
+        return match_labels(index, labels if keep is None else filter(keep, labels))
+    last = _MATCHED.get(run, dict)  # a done run's: its last labels and their matching
+    seen, matched = last.get("labels_matched", (None, None))
+    if seen != labels or matched is None:
+        matched = match_labels(index, labels)
+        last["labels_matched"] = (labels, matched)  # one assignment: threads read it whole
+    return matched
 
 
 def run_labels(run: Run, suite: CoreSuite) -> list[LabelView]:
@@ -137,7 +149,7 @@ def store_human(run: Run, calibration: Calibration | None = None) -> None:
     now), for the pages' disagreement filter and the targeted queue. Only the pairs whose
     consensus changed are written: a label moves a few pairs of a big run, not all."""
     wanted = (calibration or run_calibration(run)).human_by_pair
-    stored = dict(Pair.objects.filter(run=run).exclude(human="").values_list("pk", "human"))
+    stored = dict(Pair.objects.filter(run=run).with_consensus().values_list("pk", "human"))
     cleared = [pk for pk in stored if pk not in wanted]
     changed = [Pair(pk=pk, human=human) for pk, human in wanted.items() if stored.get(pk) != human]
     with transaction.atomic():
@@ -157,8 +169,8 @@ def refresh_human(suite: Suite, content: dict[str, str]) -> None:
             status=Run.Status.DONE,
         )
         .select_related("suite_version__suite")
-        .defer("report", "estimate")
-    )  # without the report: a big run's is megabytes of JSON
+        .defer("estimate", *Run.BULKY)
+    )  # without the report and the suite's document: megabytes of JSON on a big run
     for run in runs:
         store_human(run)
 

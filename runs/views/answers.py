@@ -14,7 +14,6 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -28,7 +27,7 @@ from evalsite.htmx import HtmxHttpRequest
 from runs.models import Answer, Pair, Run
 from runs.results.exports import ANSWER_COLUMNS, answer_rows, csv_lines
 from runs.results.media import CaseFile, files_by_case
-from runs.views.browsing import PAGE_SIZE, filter_query, filters_of, run_or_404, task_ids
+from runs.views.browsing import filter_query, filters_of, page_of, run_or_404, task_ids
 
 ANSWER_VERDICTS = {
     "passed": Q(passed=True),
@@ -72,7 +71,8 @@ def answer_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     filters = filters_of(request, FILTERS)
     answers, search_error = _filtered(run, filters)
     answers = answers.defer("request", "exec_check", "parsed_json")
-    page = Paginator(answers, PAGE_SIZE).get_page(request.GET.get("page"))
+    unfiltered = not any(value for name, value in filters.items() if name != "sort")
+    page = page_of(request, answers, run, every=unfiltered)
     context = {
         "run": run,
         "page": page,

@@ -3,7 +3,6 @@ side was sent, the judge's verdicts and a word diff of the two answers."""
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -14,7 +13,7 @@ from evalsite.htmx import HtmxHttpRequest
 from runs.models import Answer, Judgement, Pair, Run
 from runs.results.media import case_files
 from runs.results.sent import pair_sent
-from runs.views.browsing import PAGE_SIZE, filter_query, filters_of, run_or_404, task_ids
+from runs.views.browsing import filter_query, filters_of, page_of, run_or_404, task_ids
 
 
 @require_GET
@@ -35,7 +34,7 @@ def pair_list(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         pairs = pairs.filter(flip=True)
     if filters["disagree"]:
         pairs = pairs.disagreements()
-    page = Paginator(pairs.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, pairs.order_by("pk"), run, every=not any(filters.values()))
     context = {
         "run": run,
         "page": page,

@@ -21,16 +21,15 @@ from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from evalsite.core.report.card import summary_card
 from evalsite.core.report.case_diff import counts, diff_cases
 from evalsite.core.report.compare import compare_reports, regression_points
-from evalsite.core.report.html import render_sections
 from evalsite.htmx import HtmxHttpRequest
 from runs.forms import DecisionForm
 from runs.models import Run
 from runs.results.case_diff import run_attempts
 from runs.results.media import NO_LOOK_MEDIA, download_name, served_file
 from runs.results.progress import progress
+from runs.results.report_page import report_page
 from runs.results.reporting import REPORT_FILES
 from runs.views.browsing import run_or_404
 
@@ -57,6 +56,7 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         "can_cancel": _can_cancel(request.user, run),
         "can_pin": _owner_or_staff(request.user, run),
         "pinned": run.suite.baseline_run_id == run.id,
+        "shown": report_page(run),
     }
     if request.htmx and request.GET.get("part") == "progress":
         # the header's status badge comes along out of band: it follows the phase too
@@ -64,9 +64,10 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         if not run.is_active:
             response["HX-Refresh"] = "true"  # the run ended: load the page with its report
         return response
-    if run.report:
-        context["card"] = summary_card(run.report)
-        context["report_nav"], context["report_html"] = render_sections(run.report)
+    if shown := context["shown"]:
+        context["card"], context["report_nav"], context["report_html"] = (
+            shown.card, shown.nav, shown.html,
+        )  # fmt: skip
         context["files"] = [name for name in REPORT_FILES if (run.report_dir / name).exists()]
     context["decisions"] = run.decisions.select_related("decided_by")
     context["decision_form"] = DecisionForm()
@@ -92,7 +93,8 @@ def run_cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         return _cancel_question(request, run)
     run.request_cancel()
     if request.htmx:
-        context = {"run": run, "snap": progress(run), "can_cancel": False, "oob": True}
+        context = {"run": run, "snap": progress(run), "shown": report_page(run),
+                   "can_cancel": False, "oob": True}  # fmt: skip
         return render(request, "runs/run_detail.html#run-progress", context)
     return redirect("run_detail", run_id=run.id)
 
@@ -100,7 +102,8 @@ def run_cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 def _cancel_question(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     """Cancel's first step: the question, with the button that cancels (no JavaScript
     needed); in place of the progress for htmx, which stops polling while it is asked."""
-    context = {"run": run, "snap": progress(run), "can_cancel": True, "ask_cancel": True}
+    context = {"run": run, "snap": progress(run), "shown": report_page(run),
+               "can_cancel": True, "ask_cancel": True}  # fmt: skip
     if request.htmx:
         return render(request, "runs/run_detail.html#run-progress", context)
     return render(request, "runs/run_cancel.html", context)

@@ -117,7 +117,7 @@ def suite_register_file(request: HttpRequest) -> HttpResponse:
 @require_GET
 def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
     suite = get_object_or_404(Suite, name=name)
-    versions = suite.versions.select_related("created_by")
+    versions = suite.versions.select_related("created_by").defer(*SuiteVersion.DOCUMENT)
     wanted = request.GET.get("version", "")
     version = next((v for v in versions if v.sha256.startswith(wanted)), None) if wanted else None
     version = version or versions.first()
@@ -140,8 +140,8 @@ def _suite_context(
         "suite": suite,
         "badge": suite_calibration(suite, brief=True),  # the dashboard's badge, in its words
         "version": version,
-        "versions": suite.versions.select_related("created_by"),
-        "parsed": version.parsed,
+        "versions": suite.versions.select_related("created_by").defer(*SuiteVersion.DOCUMENT),
+        "parsed": version.document,
         "default_floor": {
             "min_kappa": f"{DEFAULT_MIN_KAPPA:.2f}",
             "min_labels": DEFAULT_MIN_LABELS,
@@ -163,7 +163,7 @@ def _case_page(version: SuiteVersion, number) -> Page:
     only (a suite of thousands of cases was tens of thousands of pixels long)."""
     rows = [
         (task["id"], case)
-        for task in version.parsed.get("tasks") or ()
+        for task in version.document.get("tasks") or ()
         for case in task.get("cases") or ()
     ]
     return Paginator(rows, CASES_PER_PAGE).get_page(number)
@@ -192,7 +192,7 @@ def _run_form(version: SuiteVersion, data=None, files=None, preset=None) -> RunF
     those a link gives (`?models=a,b&judge=j`: the dashboard's first run) when each of them
     is one of the form's choices."""
     choices, judges = contestant_choices(version), judge_choices(version)
-    defaults, judge = list(version.parsed.get("models") or []), ""
+    defaults, judge = list(version.document.get("models") or []), ""
     linked = [m.strip() for m in (preset or {}).get("models", "").split(",") if m.strip()]
     if len(linked) >= 2 and set(linked) <= set(choices):
         defaults = linked

@@ -177,3 +177,25 @@ def test_the_sweep_returns_what_a_killed_shard_held_on_a_run_another_shard_ended
     assert not run.answers.filter(status=Answer.Status.CLAIMED).exists()
     assert list(Run.objects.ended_holding_claims(LEASE_S)) == []
     assert live.reserved_usd == 0
+
+
+@pytest.mark.django_db
+def test_the_sweep_finds_a_held_judge_call_and_joins_no_calls_table():
+    # The sweep joined the answers and the judgements both, which paired each answer of a
+    # run with each of its judge calls: a worker starting beside a finished 100,000-pair run
+    # spent minutes of a core in that one query (docs/performance.md, "Pages on a
+    # 100,000-pair run"). Each kind of call is now an EXISTS of its own.
+    from runs.models import Judgement
+
+    run = make_run(status=Run.Status.FAILED)
+    Judgement.objects.create(
+        run=run, task_id="t", case_id="c1", request={}, request_hash="h", judge_model="j",
+        status=Judgement.Status.CLAIMED, claimed_by="killed",
+        claimed_at=timezone.now() - dt.timedelta(seconds=LEASE_S + 1),
+    )  # fmt: skip
+    make_run(status=Run.Status.DONE)
+
+    sweep = Run.objects.ended_holding_claims(LEASE_S)
+
+    assert list(sweep) == [run]
+    assert "JOIN" not in str(sweep.query).upper()

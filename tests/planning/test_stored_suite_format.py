@@ -46,7 +46,7 @@ def _dangle(version: SuiteVersion) -> SuiteVersion:
     parsed = version.parsed
     parsed["tasks"][0]["schema"]["properties"]["item"]["$ref"] = "#/$defs/missing"
     SuiteVersion.objects.filter(pk=version.pk).update(parsed=parsed)
-    suite_models._PARSED.clear()  # a process reads a version once: this one was edited under it
+    suite_models.forget_read_versions()  # a process reads a version once: this one was edited
     return SuiteVersion.objects.get(pk=version.pk)
 
 
@@ -175,7 +175,7 @@ class UnreadableStoredVersionTests(TestCase):
         parsed = version.parsed
         parsed["tasks"][0]["checks"] = [{"python": "checks:ok"}]
         SuiteVersion.objects.filter(pk=version.pk).update(parsed=parsed)
-        suite_models._PARSED.clear()
+        suite_models.forget_read_versions()
         cls.version = SuiteVersion.objects.get(pk=version.pk)
 
     def setUp(self):

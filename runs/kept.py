@@ -1,0 +1,21 @@
+"""What a process keeps for good: values worked out once and read by every later request
+(a done run's pairs and report parts, a suite version's parse), out of the collector's way.
+
+Python's garbage collector now and then walks every object still alive. With a 100,000-pair
+run's pairs and its 10,000-case suite kept, that is about a million objects, and each such
+walk took 0.4 to 0.6 s of whichever request set it off: the pages' slowest requests
+(docs/performance.md, "Pages on a 100,000-pair run"). Once something is kept, everything
+alive is moved where the collector no longer looks (:func:`gc.freeze`). Kept values are
+still freed when dropped (by their reference counts); only a cycle of garbage alive at that
+moment would stay, and values are kept rarely (once a run or version a process).
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+def settled[T](value: T) -> T:
+    """`value`, after moving every object alive, it included, out of the collector's walks."""
+    gc.freeze()
+    return value
