@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -127,7 +127,7 @@ def _cell(
         rendered[contestant.variant] = render_messages(suite, task.id, case_id, contestant)
     messages = rendered[contestant.variant]
     if (task.id, text) in made:
-        request = replace(made[task.id, text], messages=tuple(messages), case_id=case_id)
+        request = made[task.id, text].for_case(case_id, messages)
     else:
         request = made[task.id, text] = Request.from_params(
             contestant.model,
@@ -298,8 +298,10 @@ class CellCost:
 def estimate_answers(costs: Iterable[CellCost]) -> dict[str, EstimateLine]:
     """Calls, tokens and cost per contestant; cached cells count as calls costing nothing."""
     lines: dict[str, EstimateLine] = {}
-    # A cell's repeats differ in their number alone: sized and priced once, added each time.
-    sizes: dict[tuple[str, str, str], tuple[int, int, str, Decimal | None]] = {}
+    # A cell's repeats differ in their number alone, and a plan has them one after another
+    # (plan_cells): sized and priced once, added each time. One case kept a contestant, not
+    # every case (100,000 cells of one repeat each would keep 100,000).
+    sizes: dict[str, tuple[tuple[str, str], tuple[int, int, str, Decimal | None]]] = {}
     for item in costs:
         cell = item.cell
         line = lines.setdefault(cell.contestant, EstimateLine(cell.contestant))
@@ -310,10 +312,11 @@ def estimate_answers(costs: Iterable[CellCost]) -> dict[str, EstimateLine]:
         if item.cached:
             line.cached_calls += 1
             continue
-        key = (cell.contestant, cell.task_id, cell.case_id)
-        if key not in sizes:
-            sizes[key] = _size(item)
-        tokens_in, output, source, cost = sizes[key]
+        case = (cell.task_id, cell.case_id)
+        kept = sizes.get(cell.contestant)
+        if kept is None or kept[0] != case:
+            kept = sizes[cell.contestant] = (case, _size(item))
+        tokens_in, output, source, cost = kept[1]
         line.output_source.add(source)
         line.input_tokens += tokens_in
         line.output_tokens += output

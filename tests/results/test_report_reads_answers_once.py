@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from runs.models import Answer, Run
 from runs.results.media import report_attachments
-from runs.results.reporting import write_report
+from runs.results.reporting import _answer_rows, write_report
 from tests.helpers.factories import make_pair, make_run
 
 
@@ -73,3 +73,13 @@ class ReportReadTests(TestCase):
         with CaptureQueriesContext(connection) as queries:
             assert report_attachments(run) == []
         assert queries.captured_queries == []
+
+    def test_the_rows_share_the_texts_many_answers_have(self):
+        """The database gives each row its own copy of a case id, a contestant, a verdict;
+        a report of 100,000 answers kept about 25 MB of copies."""
+        rows = list(_answer_rows(self.subject, self.subject.suite_version.core_suite()))
+        by_case = {}
+        for answer in rows:
+            assert by_case.setdefault(answer.case, answer.case) is answer.case
+        assert len({id(answer.contestant) for answer in rows}) == 2
+        assert len({id(answer.status) for answer in rows}) == 1

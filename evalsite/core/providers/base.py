@@ -195,8 +195,17 @@ class Request:
         """This request as another repeat of its case: equal to one made with ``repeat``,
         without normalising its messages again (a plan of 100,000 answers with repeats
         spent a third of its planning there). Its messages are this request's."""
-        copy = object.__new__(Request)
-        copy.__dict__.update(self.__dict__, repeat=repeat)
+        return self._with(repeat=repeat)
+
+    def for_case(self, case_id: str, messages: Iterable[Mapping[str, Any]]) -> Request:
+        """This request for another case of its task: equal to one made with the case's
+        id and messages (what a contestant is sent besides them is the task's)."""
+        return self._with(case_id=case_id, messages=_normal_messages(messages))
+
+    def _with(self, **changes: Any) -> Request:
+        """A copy with `changes`, which are already normal (no __post_init__ again)."""
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__, **changes)
         return copy
 
     @property

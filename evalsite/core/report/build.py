@@ -66,7 +66,7 @@ NO_LOOK_WARNING = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a report holds one a run's answer: 100,000 of them
 class AnswerRow:
     task: str
     case: str

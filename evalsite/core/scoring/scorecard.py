@@ -154,18 +154,22 @@ def json_valid_of(schema_verdict: str, text: str) -> bool:
     return parse_json_answer(text).ok
 
 
+# The two scores of an answer on no scorecard, one value each (they are frozen): a report of
+# 100,000 answers keeps every answer's score while it is built.
+_PASSED, _FAILED = CaseScore(1.0, True), CaseScore(0.0, False)
+
+
 def score_answer(criteria: Sequence[Criterion], answer: Verdicts) -> CaseScore:
     """One answer on the scorecard (without criteria: 1 or 0, passed every verdict or not)."""
     if answer.status != "done" and answer.error_kind == ErrorKind.REFUSED:
-        return CaseScore(0.0, False)
+        return _FAILED
     if answer.status != "done":
         return CaseScore(error=answer.error_kind or "error")
     reads_grade = not criteria or any(c.scorer == "grade" for c in criteria)
     if reads_grade and answer.graded and answer.grade_score is None:
         return CaseScore(error="grade_unusable")
     if not criteria:
-        passed = answer.effective_pass
-        return CaseScore(1.0 if passed else 0.0, passed)
+        return _PASSED if answer.effective_pass else _FAILED
     scores = {c.name: s for c in criteria if (s := _READERS[c.scorer](answer)) is not None}
     if not scores:
         return CaseScore()

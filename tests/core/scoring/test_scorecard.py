@@ -335,3 +335,14 @@ def test_a_scorer_that_is_a_mapping_is_an_error_at_its_path_not_a_crash():
     found = problems("  - {criterion: accuracy, weight: 3, scorer: {type: llm-judge}}\n")
     paths = {path: message for _, path, message in found}
     assert "scorecard[0].scorer" in paths
+
+
+def test_without_criteria_every_answer_scores_one_of_two_shared_values():
+    """A report keeps each of its answers' scores while it is built: 100,000 of them share
+    two values, not one each."""
+    passed = [score_answer([], row(passed=True, case=f"c{n}")) for n in range(3)]
+    failed = [score_answer([], row(passed=False, case=f"c{n}")) for n in range(3)]
+    assert len({id(card) for card in passed}) == len({id(card) for card in failed}) == 1
+    assert (passed[0].score, passed[0].passed, failed[0].score, failed[0].passed) == (
+        1.0, True, 0.0, False,
+    )  # fmt: skip
