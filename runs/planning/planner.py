@@ -50,6 +50,8 @@ from evalsite.core.providers import (
     build_contestant_providers,
     required_key,
 )
+from evalsite.core.providers.http_clients import prepare_client_soon
+from evalsite.core.providers.http_json import HttpAdapter
 from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suite_params import Note, parameter_notes, parameter_problems
 from evalsite.core.suites import Contestant, Suite, parse_contestant
@@ -227,6 +229,8 @@ def make_plan(
         raise PlanError(no_sandbox)
     if given is None:
         providers = _providers(contestants, endpoints, replies, options, keys)
+        if not options.dry_run and any(isinstance(p, HttpAdapter) for p in providers.values()):
+            prepare_client_soon()  # beside the rest of planning and storing the run
         hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
         cached = estimates.cached_flags(
             hashes, options.no_cache, [providers[c.contestant] for c in cells]

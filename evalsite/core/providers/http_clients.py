@@ -92,16 +92,25 @@ def make_client(
     return AiohttpClient(max_connections)
 
 
-_prepared = threading.Lock()
+_preparing = threading.Lock()
 
 
 def prepare_client() -> None:
     """Do now, once a process, what the first request would otherwise do when a run has
     already started: import aiohttp (which makes its own TLS contexts as it loads, most of
-    its cost) and load the CA bundle. Safe to call from several threads at once."""
-    with _prepared:
+    its cost) and load the CA bundle. Safe to call from several threads at once: a call
+    while another prepares waits for it."""
+    with _preparing:
         aiohttp_module()
         tls_context()
+
+
+def prepare_client_soon() -> None:
+    """:func:`prepare_client` on a thread of its own, so it goes on beside what the caller
+    does next (planning and storing a run, before its first call), unless it is done."""
+    if aiohttp_module.cache_info().currsize and tls_context.cache_info().currsize:
+        return
+    threading.Thread(target=prepare_client, name="prepare-client", daemon=True).start()
 
 
 @functools.cache
