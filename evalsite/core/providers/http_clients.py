@@ -6,7 +6,8 @@ request and collapses above about 64 connections; httpx's API over aiohttp's poo
 ``httpx-aiohttp`` transport evalsite used before) cost about 0.2 ms of CPU a call in
 building httpx's request and response objects, a third of the engine's work per answer at
 C = 256 (docs/performance.md). Tests pass ``make_client(transport=httpx.MockTransport(…))``
-and get :class:`HttpxClient`, the same :meth:`fetch` over that transport.
+and get :class:`HttpxClient`. Both are an :class:`HttpClient`: one :meth:`~HttpClient.fetch`,
+each transport giving only how a reply is opened and what its errors mean.
 
 Both clients bound a request by its ``timeout_s`` as a whole (connect, send, wait and read,
 see :func:`call_timeout`), read the body no further than ``max_bytes`` as it streams in
@@ -23,7 +24,7 @@ import functools
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple, Protocol, Self
+from typing import TYPE_CHECKING, NamedTuple, Self
 
 from evalsite.core.providers.base import ErrorKind
 
@@ -61,10 +62,35 @@ class HttpFailure(Exception):
         self.kind, self.reason = kind, reason
 
 
-class HttpClient(Protocol):
-    async def __aenter__(self) -> Self: ...
+class Sent(NamedTuple):
+    """A request as a client's transport sends it."""
 
-    async def __aexit__(self, *exc_info: object) -> None: ...
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes | None
+    timeout_s: float
+
+
+class Opened(NamedTuple):
+    """A reply whose body is still to be read, as a client's transport gives it."""
+
+    status: int
+    headers: Mapping[str, str]  # looked up without regard to case
+    chunks: AsyncIterator[bytes]  # the body as it streams in, unpacked
+    encoding: str | None  # the charset the reply names
+
+
+class HttpClient:
+    """What every request goes through: :meth:`fetch`, the same for each transport, which
+    a subclass gives by :meth:`_exchange` (the reply opened) and :meth:`_failure` (its
+    errors as error kinds)."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        raise NotImplementedError
 
     async def fetch(
         self,
@@ -79,7 +105,27 @@ class HttpClient(Protocol):
     ) -> Reply:
         """The reply, whatever its status; ``too_big()`` is raised once its body would pass
         ``max_bytes`` (or its declared length does), and the rest is never read."""
-        ...
+        try:
+            async with (
+                call_timeout(timeout_s),
+                self._exchange(Sent(method, url, headers, body, timeout_s)) as opened,
+            ):
+                declared = opened.headers.get("content-length", "")
+                read = await read_capped(opened.chunks, declared, max_bytes, too_big)
+                return Reply(opened.status, opened.headers, read, opened.encoding or "utf-8")
+        except TimeoutError:
+            raise HttpFailure(ErrorKind.TIMEOUT, f"no reply within {timeout_s:g}s") from None
+        except Exception as error:
+            failure = self._failure(error, timeout_s)
+            if failure is None:
+                raise  # not the transport's: too_big(), or a bug
+            raise failure from None
+
+    def _exchange(self, sent: Sent) -> contextlib.AbstractAsyncContextManager[Opened]:
+        raise NotImplementedError
+
+    def _failure(self, error: Exception, timeout_s: float) -> HttpFailure | None:
+        raise NotImplementedError
 
 
 def make_client(
@@ -135,16 +181,13 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-class AiohttpClient:
+class AiohttpClient(HttpClient):
     """aiohttp's ClientSession, made on the first request: a run of local providers only
     (fake, scripted, command) sends none and never loads aiohttp."""
 
     def __init__(self, max_connections: int) -> None:
         self._limit = max_connections
         self._session: aiohttp.ClientSession | None = None
-
-    async def __aenter__(self) -> Self:
-        return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._session is not None:
@@ -161,51 +204,35 @@ class AiohttpClient:
         )
         return self._session
 
-    async def fetch(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        body: bytes | None,
-        timeout_s: float,
-        max_bytes: int,
-        too_big: Callable[[], Exception],
-    ) -> Reply:
-        aiohttp = aiohttp_module()
+    @contextlib.asynccontextmanager
+    async def _exchange(self, sent: Sent) -> AsyncIterator[Opened]:
         session = self._session or self._open()
-        try:
-            async with (
-                call_timeout(timeout_s),
-                session.request(
-                    method, url, headers=headers, data=body, allow_redirects=False
-                ) as response,
-            ):
-                declared = response.headers.get("content-length", "")
-                chunks = response.content.iter_chunked(CHUNK_BYTES)
-                read = await read_capped(chunks, declared, max_bytes, too_big)
-                return Reply(response.status, response.headers, read, response.charset or "utf-8")
-        except TimeoutError:
-            raise HttpFailure(ErrorKind.TIMEOUT, f"no reply within {timeout_s:g}s") from None
-        except aiohttp.NonHttpUrlClientError:
-            raise HttpFailure(ErrorKind.CONFIG, NOT_HTTP) from None
-        except aiohttp.InvalidURL as error:
-            raise HttpFailure(ErrorKind.CONFIG, f"bad URL: {error}") from None
-        except aiohttp.ClientConnectionError as error:  # refused, reset, dropped, TLS
-            raise HttpFailure(ErrorKind.NETWORK, f"connection lost: {_line(error)}") from None
-        except aiohttp.ClientPayloadError as error:  # cut off, or not packed as it says
+        request = session.request(
+            sent.method, sent.url, headers=sent.headers, data=sent.body, allow_redirects=False
+        )
+        async with request as response:
+            chunks = response.content.iter_chunked(CHUNK_BYTES)
+            yield Opened(response.status, response.headers, chunks, response.charset)
+
+    def _failure(self, error: Exception, timeout_s: float) -> HttpFailure | None:
+        aiohttp = aiohttp_module()
+        if isinstance(error, aiohttp.NonHttpUrlClientError):
+            return HttpFailure(ErrorKind.CONFIG, NOT_HTTP)
+        if isinstance(error, aiohttp.InvalidURL):
+            return HttpFailure(ErrorKind.CONFIG, f"bad URL: {error}")
+        if isinstance(error, aiohttp.ClientConnectionError):  # refused, reset, dropped, TLS
+            return HttpFailure(ErrorKind.NETWORK, f"connection lost: {_line(error)}")
+        if isinstance(error, aiohttp.ClientPayloadError):  # cut off, or not packed as it says
             reason = f"the reply's body could not be read: {_line(error)}"
-            raise HttpFailure(ErrorKind.NETWORK, reason) from None
-        except aiohttp.ClientResponseError as error:  # raised for a reply that is not HTTP
-            reason = f"the reply is not HTTP: {_line(error.message)}"
-            raise HttpFailure(ErrorKind.NETWORK, reason) from None
-        except aiohttp.ClientError as error:
-            raise HttpFailure(
-                ErrorKind.NETWORK, f"{type(error).__name__}: {_line(error)}"
-            ) from None
+            return HttpFailure(ErrorKind.NETWORK, reason)
+        if isinstance(error, aiohttp.ClientResponseError):  # raised for a reply not HTTP
+            return HttpFailure(ErrorKind.NETWORK, f"the reply is not HTTP: {_line(error.message)}")
+        if isinstance(error, aiohttp.ClientError):
+            return HttpFailure(ErrorKind.NETWORK, f"{type(error).__name__}: {_line(error)}")
+        return None
 
 
-class HttpxClient:
+class HttpxClient(HttpClient):
     """:meth:`fetch` through an httpx transport: the seam the tests use
     (``httpx.MockTransport``), where a handler that raises an httpx error plays the network."""
 
@@ -222,44 +249,31 @@ class HttpxClient:
             headers={"user-agent": USER_AGENT},
         )
 
-    async def __aenter__(self) -> Self:
-        return self
-
     async def __aexit__(self, *exc_info: object) -> None:
         await self._client.aclose()
 
-    async def fetch(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        body: bytes | None,
-        timeout_s: float,
-        max_bytes: int,
-        too_big: Callable[[], Exception],
-    ) -> Reply:
+    @contextlib.asynccontextmanager
+    async def _exchange(self, sent: Sent) -> AsyncIterator[Opened]:
+        stream = self._client.stream(
+            sent.method, sent.url, headers=dict(sent.headers), content=sent.body,
+            timeout=sent.timeout_s,
+        )  # fmt: skip
+        async with stream as response:
+            yield Opened(response.status_code, response.headers, response.aiter_bytes(),
+                         response.encoding)  # fmt: skip
+
+    def _failure(self, error: Exception, timeout_s: float) -> HttpFailure | None:
         import httpx
 
-        try:
-            async with (
-                call_timeout(timeout_s),
-                self._client.stream(
-                    method, url, headers=dict(headers), content=body, timeout=timeout_s
-                ) as response,
-            ):
-                declared = response.headers.get("content-length", "")
-                read = await read_capped(response.aiter_bytes(), declared, max_bytes, too_big)
-                encoding = response.encoding or "utf-8"
-                return Reply(response.status_code, response.headers, read, encoding)
-        except (TimeoutError, httpx.TimeoutException):
-            raise HttpFailure(ErrorKind.TIMEOUT, f"no reply within {timeout_s:g}s") from None
-        except httpx.UnsupportedProtocol:
-            raise HttpFailure(ErrorKind.CONFIG, NOT_HTTP) from None
-        except httpx.TransportError as error:
-            raise HttpFailure(ErrorKind.NETWORK, f"{type(error).__name__}: {error}") from None
-        except httpx.InvalidURL as error:
-            raise HttpFailure(ErrorKind.CONFIG, f"bad URL: {error}") from None
+        if isinstance(error, httpx.TimeoutException):
+            return HttpFailure(ErrorKind.TIMEOUT, f"no reply within {timeout_s:g}s")
+        if isinstance(error, httpx.UnsupportedProtocol):
+            return HttpFailure(ErrorKind.CONFIG, NOT_HTTP)
+        if isinstance(error, httpx.TransportError):
+            return HttpFailure(ErrorKind.NETWORK, f"{type(error).__name__}: {error}")
+        if isinstance(error, httpx.InvalidURL):
+            return HttpFailure(ErrorKind.CONFIG, f"bad URL: {error}")
+        return None
 
 
 def _line(error: object) -> str:
