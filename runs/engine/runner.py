@@ -50,7 +50,7 @@ from evalsite.core.providers import (
     make_client,
     prepare_client,
 )
-from evalsite.core.providers.http_json import HttpAdapter
+from evalsite.core.providers.http_json import over_http
 from runs import sealed
 from runs.engine import outcomes, phases
 from runs.engine.claims import POLL_S, Claim, Claims
@@ -148,7 +148,7 @@ class Setup:
 
     @property
     def over_http(self) -> bool:
-        return any(isinstance(p, HttpAdapter) for p in [*self.providers.values(), self.judge])
+        return over_http([*self.providers.values(), self.judge])
 
     @property
     def waits(self) -> bool:

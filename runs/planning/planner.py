@@ -51,7 +51,7 @@ from evalsite.core.providers import (
     required_key,
 )
 from evalsite.core.providers.http_clients import prepare_client_soon
-from evalsite.core.providers.http_json import HttpAdapter
+from evalsite.core.providers.http_json import over_http
 from evalsite.core.scoring import OPT_OUT_SETTING
 from evalsite.core.suite_params import Note, parameter_notes, parameter_problems
 from evalsite.core.suites import Contestant, Suite, parse_contestant
@@ -229,7 +229,7 @@ def make_plan(
         raise PlanError(no_sandbox)
     if given is None:
         providers = _providers(contestants, endpoints, replies, options, keys)
-        if not options.dry_run and any(isinstance(p, HttpAdapter) for p in providers.values()):
+        if not options.dry_run and over_http(providers.values()):
             prepare_client_soon()  # beside the rest of planning and storing the run
         hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
         cached = estimates.cached_flags(

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HttpAdapter",
+    "over_http",
     "dig",
     "dig_list",
     "optional_str",
@@ -135,6 +136,11 @@ class HttpAdapter(SchemaModes):
             secrets=self.secrets,
         )
         return self.parse(data, request)
+
+
+def over_http(providers: Iterable[object]) -> bool:
+    """Does any of `providers` (None for a judge a run has not) make its calls over HTTP?"""
+    return any(isinstance(provider, HttpAdapter) for provider in providers)
 
 
 async def post_json(
