@@ -13,9 +13,35 @@ moment would stay, and values are kept rarely (once a run or version a process).
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Hashable
 
 
 def settled[T](value: T) -> T:
     """`value`, after moving every object alive, it included, out of the collector's walks."""
     gc.freeze()
     return value
+
+
+class Kept[K: Hashable, V]:
+    """Values worked out once a process, by a key that names what they are worked out from
+    (it never changes under the same key); all forgotten when `size` are kept. `settle`:
+    moved out of the collector's walks as they are kept (:func:`settled`), for values of
+    many objects."""
+
+    def __init__(self, size: int, *, settle: bool = True):
+        self.size, self.settle = size, settle
+        self._values: dict[K, V] = {}
+
+    def get(self, key: K, compute: Callable[[], V]) -> V:
+        if key not in self._values:
+            if len(self._values) >= self.size:
+                self._values.clear()
+            value = compute()
+            self._values[key] = settled(value) if self.settle else value
+        return self._values[key]
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._values
+
+    def clear(self) -> None:
+        self._values.clear()

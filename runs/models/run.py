@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from evalsite.core.exitcodes import ExitCode
 from evalsite.core.pricing import from_nano, to_nano
+from runs.kept import Kept
 from runs.models.pricing import PriceTable
 from runs.models.rows import column_name
 from runs.models.suites import Suite, SuiteVersion
@@ -581,12 +582,7 @@ class Run(models.Model):
         report, which on a 100,000-pair run is megabytes of JSON."""
         if self.status != Run.Status.DONE:
             return self._headline()
-        key = (self.pk, self.finished_at)
-        if not self.headline_kept:
-            if len(_HEADLINES) >= _HEADLINES_MAX:
-                _HEADLINES.clear()
-            _HEADLINES[key] = self._headline()
-        return _HEADLINES[key]
+        return _HEADLINES.get((self.pk, self.finished_at), self._headline)
 
     @property
     def headline_kept(self) -> bool:
@@ -772,8 +768,7 @@ class Run(models.Model):
 
 
 # Done runs' headlines in this process (Run.headline), by run id and when it finished.
-_HEADLINES: dict[tuple[str, dt.datetime | None], str] = {}
-_HEADLINES_MAX = 1024
+_HEADLINES: Kept[tuple[str, dt.datetime | None], str] = Kept(1024, settle=False)
 
 
 class _WithHeadlines(ModelIterable):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from evalsite.core.no_look import strip_document, stripped_text
 from evalsite.core.suites import Suite as CoreSuite
 from evalsite.core.suites import parse_document
 from runs import sealed
-from runs.kept import settled
+from runs.kept import Kept
 
 identifier = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,63}$", "Use lowercase letters, digits and hyphens (max 64)."
@@ -195,14 +194,14 @@ class SuiteVersion(models.Model):
         full = sealed.suite_for(self.pk) if self.stripped else None
         if full is not None:
             return full
-        return _kept(_PARSED, self._key, self._parse)
+        return _PARSED.get(self._key, self._parse)
 
     @property
     def document(self) -> dict[str, Any]:
         """The stored document (``parsed``), read once a process for the same reason as
         :meth:`core_suite`: a suite of 10,000 cases is megabytes of JSON. Shared: read it,
         never change it."""
-        return _kept(_DOCUMENTS, self._key, lambda: self.parsed)
+        return _DOCUMENTS.get(self._key, lambda: self.parsed)
 
     @property
     def _key(self) -> tuple[int, str, str, str, bool]:
@@ -250,10 +249,9 @@ class SuiteVersion(models.Model):
 FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.MCP, SuiteVersion.Origin.DEMO)
 
 # The parsed suites of this process (SuiteVersion.core_suite), by what a version's parse reads.
-_PARSED: dict[tuple[int, str, str, str, bool], CoreSuite] = {}
+_PARSED: Kept[tuple[int, str, str, str, bool], CoreSuite] = Kept(64)
 # Their stored documents (SuiteVersion.document), by the same key.
-_DOCUMENTS: dict[tuple[int, str, str, str, bool], dict[str, Any]] = {}
-_KEPT_MAX = 64
+_DOCUMENTS: Kept[tuple[int, str, str, str, bool], dict[str, Any]] = Kept(64)
 
 
 def forget_read_versions() -> None:
@@ -261,13 +259,3 @@ def forget_read_versions() -> None:
     under it: a version never changes otherwise)."""
     _PARSED.clear()
     _DOCUMENTS.clear()
-
-
-def _kept[T](kept: dict[tuple, T], key: tuple, read: Callable[[], T]) -> T:
-    """`kept[key]`, read first when it is not there (all forgotten when `kept` is full)."""
-    value = kept.get(key)
-    if value is None:
-        if len(kept) >= _KEPT_MAX:
-            kept.clear()
-        value = kept[key] = settled(read())
-    return value

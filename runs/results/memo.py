@@ -9,23 +9,18 @@ runs and starts afresh when full.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import datetime as dt
+from collections.abc import Callable
 
-from runs.kept import settled
+from runs.kept import Kept
 from runs.models import Run
 
 
 class FinishedRunMemo[T]:
     def __init__(self, size: int = 8):
-        self.size = size
-        self._values: dict[Hashable, T] = {}
+        self._kept: Kept[tuple[str, dt.datetime | None], T] = Kept(size)
 
     def get(self, run: Run, compute: Callable[[], T]) -> T:
         if run.status != Run.Status.DONE:
             return compute()
-        key = (run.id, run.finished_at)
-        if key not in self._values:
-            if len(self._values) >= self.size:
-                self._values.clear()
-            self._values[key] = settled(compute())
-        return self._values[key]
+        return self._kept.get((run.id, run.finished_at), compute)
