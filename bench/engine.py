@@ -85,6 +85,7 @@ from database import (
     write_suite,
 )
 from fanout import KINDS, measure_fan_out, measure_process_fan_out, request_bodies
+from machine import reference_cpu_s
 from paths import EngineResult, cli_argv, in_cli, on_workers
 from printout import print_report
 from procs import ROOT, Processes, descendants, evalsite_command, peak_rss, start_mock, status_kb
@@ -343,6 +344,7 @@ def _config(args) -> dict:
         "answers": args.answers,
         "commit": _commit(),
         "load_average": os.getloadavg()[0],
+        "reference_cpu_s": reference_cpu_s(),
     }
 
 

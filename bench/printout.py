@@ -40,7 +40,8 @@ def _heading(c: dict) -> str:
     )
     return (
         f"evalsite engine benchmark - {c['date']} - {c['cpus']} CPUs, load average "
-        f"{c['load_average']:.1f} to {c.get('load_average_end', math.nan):.1f} - latency "
+        f"{c['load_average']:.1f} to {c.get('load_average_end', math.nan):.1f} - reference "
+        f"work {c.get('reference_cpu_s', math.nan):.2f} s CPU (bench/machine.py) - latency "
         f"{c['latency_ms']:g} ms - {c['database']} / {c['broker']} - {workers} - "
         f"commit {c['commit']}"
     )
