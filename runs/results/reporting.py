@@ -431,7 +431,12 @@ def _jsonl(rows: Iterable[dict]) -> str:
 
 
 def _json_line(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=False) + "\n"
+    return _LINE_ENCODER.encode(row) + "\n"
+
+
+# What json.dumps(row, ensure_ascii=False) uses, made once: json.dumps builds an encoder for
+# every call given an option, and answers.jsonl is one call an answer.
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def _write(path: Path, text: str) -> None:
