@@ -66,7 +66,8 @@ from evalsite.core.yamlsafe import YamlDocument, load_yaml
 __all__ = [
     "Case", "Contestant", "Judge", "Problem", "Suite", "SuiteError", "SuiteLabel", "Task",
     "TaskVariant", "Variant", "as_stored", "format_problems", "load_suite", "parse_contestant",
-    "parse_document", "parse_suite", "render_messages", "request_params", "select_contestants",
+    "parse_document", "parse_suite", "parsed_part", "render_messages", "request_params",
+    "select_contestants",
 ]  # fmt: skip
 
 ORIGINS = ("file", "upload")
@@ -371,15 +372,14 @@ def _validated(
     return dataclasses.replace(suite, warnings=() if stored else tuple(warnings))
 
 
-def as_stored(
-    suite: Suite, document: Mapping[str, Any], *, filename: str, media: Mapping[str, MediaFile]
-) -> Suite:
-    """`suite` as :func:`parse_document` reads it back from its stored `document` (its
-    :meth:`~Suite.stored_dict` without ``replies`` and :data:`MEDIA_KEY`), named `filename`,
-    its attached files those of `media` (the store's): the same values, with nothing of the
-    folder it was read from (no replies file, no referenced file, no warnings) and the hash
-    of that document's JSON, without parsing it again. The caller vouches that `document`
-    is `suite`'s own, read as `suite` was read (a file's as a file's)."""
+def as_stored(suite: Suite, *, filename: str, media: Mapping[str, MediaFile]) -> Suite:
+    """`suite` as :func:`parse_document` reads its stored form back (its
+    :meth:`~Suite.stored_dict`, :func:`parsed_part` of it), named `filename`, its attached
+    files those of `media` (the store's): the same values, with nothing of the folder it
+    was read from (no replies file, no referenced file, no warnings) and the hash of that
+    document's JSON, without parsing it again. The caller vouches that the stored form is
+    `suite`'s own, read as `suite` was read (a file's as a file's)."""
+    document = parsed_part(suite.document)
     return dataclasses.replace(
         suite,
         sha256=_hash(json.dumps(document).encode(), {}, media),
@@ -391,6 +391,12 @@ def as_stored(
         warnings=(),
         document=document,
     )
+
+
+def parsed_part(document: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a stored suite document is parsed: not the name of its replies file (beside
+    the suite it was read from) or its table of attached files (:data:`MEDIA_KEY`)."""
+    return {key: value for key, value in document.items() if key not in ("replies", MEDIA_KEY)}
 
 
 def load_suite(path: str | os.PathLike[str], *, origin: str = "file") -> Suite:

@@ -13,7 +13,7 @@ from django.db import models, transaction
 from evalsite.core.media import MEDIA_KEY, BlobStore, MediaFile, from_stored
 from evalsite.core.no_look import strip_document, stripped_text
 from evalsite.core.suites import Suite as CoreSuite
-from evalsite.core.suites import as_stored, parse_document
+from evalsite.core.suites import as_stored, parse_document, parsed_part
 from runs import sealed
 from runs.kept import Kept
 
@@ -226,16 +226,14 @@ class SuiteVersion(models.Model):
         stored = self.document
         if stored is not document and not _same_json(stored, document):
             return
-        readable = self._readable(stored)
         _PARSED.get(
-            self._key,
-            lambda: as_stored(loaded, readable, filename=self._filename, media=self.media()),
+            self._key, lambda: as_stored(loaded, filename=self._filename, media=self.media())
         )
 
     def _parse(self) -> CoreSuite:
         """The version's document as the JSON values it is stored as (never as YAML text)."""
         return parse_document(
-            self._readable(self.document),
+            parsed_part(self.document),
             filename=self._filename,
             origin=self._read_as,
             stripped=self.stripped,
@@ -251,12 +249,6 @@ class SuiteVersion(models.Model):
     @property
     def _filename(self) -> str:
         return f"{self.suite.name}@{self.short_hash}"
-
-    @staticmethod
-    def _readable(document: dict[str, Any]) -> dict[str, Any]:
-        """What of a stored document is parsed: not its replies file's name or its media
-        table (read by :meth:`media`)."""
-        return {k: v for k, v in document.items() if k not in ("replies", MEDIA_KEY)}
 
     def media(self) -> dict[str, MediaFile]:
         """The files this version's cases attach, by path, each read from the store."""
