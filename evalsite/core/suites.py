@@ -65,8 +65,9 @@ from evalsite.core.yamlsafe import YamlDocument, load_yaml
 
 __all__ = [
     "Case", "Contestant", "Judge", "Problem", "Suite", "SuiteError", "SuiteLabel", "Task",
-    "TaskVariant", "Variant", "format_problems", "load_suite", "parse_contestant",
-    "parse_document", "parse_suite", "render_messages", "request_params", "select_contestants",
+    "TaskVariant", "Variant", "as_stored", "format_problems", "load_suite", "parse_contestant",
+    "parse_document", "parse_suite", "parsed_part", "render_messages", "request_params",
+    "select_contestants",
 ]  # fmt: skip
 
 ORIGINS = ("file", "upload")
@@ -308,7 +309,8 @@ def parse_document(
     A ``stored`` document was validated when it was stored; what has a verdict at run time
     is not refused again: a task schema that cannot be applied scores ``schema_fail`` and a
     regex RE2 cannot compile fails its check (docs/checks.md), so a version edited in the
-    database, or stored before a check was added, still shows and runs.
+    database, or stored before a check was added, still shows and runs. It has no warnings:
+    they were its file's, shown when the file was read.
     """
     if origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, not {origin!r}")
@@ -367,7 +369,34 @@ def _validated(
     problems = _ordered(problems + errors, filename)
     if problems:
         raise SuiteError(problems, warnings)
-    return dataclasses.replace(suite, warnings=tuple(warnings))
+    return dataclasses.replace(suite, warnings=() if stored else tuple(warnings))
+
+
+def as_stored(suite: Suite, *, filename: str, media: Mapping[str, MediaFile]) -> Suite:
+    """`suite` as :func:`parse_document` reads its stored form back (its
+    :meth:`~Suite.stored_dict`, :func:`parsed_part` of it), named `filename`, its attached
+    files those of `media` (the store's): the same values, with nothing of the folder it
+    was read from (no replies file, no referenced file, no warnings) and the hash of that
+    document's JSON, without parsing it again. The caller vouches that the stored form is
+    `suite`'s own, read as `suite` was read (a file's as a file's)."""
+    document = parsed_part(suite.document)
+    return dataclasses.replace(
+        suite,
+        sha256=_hash(json.dumps(document).encode(), {}, media),
+        filename=filename,
+        replies=None,
+        replies_path=None,
+        files=(),
+        media=media,
+        warnings=(),
+        document=document,
+    )
+
+
+def parsed_part(document: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a stored suite document is parsed: not the name of its replies file (beside
+    the suite it was read from) or its table of attached files (:data:`MEDIA_KEY`)."""
+    return {key: value for key, value in document.items() if key not in ("replies", MEDIA_KEY)}
 
 
 def load_suite(path: str | os.PathLike[str], *, origin: str = "file") -> Suite:

@@ -1,17 +1,23 @@
 """Scoring a run's answers (SPEC §7) and storing the verdicts on their rows.
 
-Schema and deterministic checks are quick and run inline; execution checks run in the
-sandbox, a few at a time, off the web process (in the shard that finishes the run).
+Schema and deterministic checks are quick: an answer with only those is scored as the
+shard's writer stores it (:meth:`Scoring.written`, its verdicts in the same row values).
+Execution checks run in the sandbox, a few at a time, off the web process, and python
+checks run the suite's own code: an answer with one is scored after the calls
+(:func:`score_run`, in the shard that finishes the run), as is any done answer still
+unscored (written by an older process).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -100,16 +106,66 @@ class Unscored:
     is_judge_call = False  # for the no-look store's key (runs.sealed), as Answer has it
 
 
+class Scoring:
+    """How a run's answers are scored: its suite's tasks, where its python checks are
+    imported from, a no-look run's texts (held by this process). Made once a shard or a
+    :func:`score_run`; one answer is scored by :meth:`score`, and its row gets
+    :func:`verdict_columns`."""
+
+    def __init__(self, run: Run) -> None:
+        version = run.suite_version
+        suite = version.core_suite()
+        self.tasks = {task.id: task for task in suite.tasks}
+        self.templating = suite.templating
+        self.allow_python = version.origin in FILESYSTEM_ORIGINS
+        self.folders = python_path(version)
+        self.held = sealed.held(run.pk)
+
+    def score(self, answer: Unscored, sandbox: Sandbox | None = None) -> AnswerScore:
+        task = self.tasks[answer.task_id]
+        return score_answer(
+            task,
+            task.case(answer.case_id),
+            self.held.text(answer) if self.held else answer.text,
+            sandbox=sandbox,
+            allow_python=self.allow_python,
+            python_path=self.folders,
+            grade=answer.grade_passed,  # a graded case passes with its grade (none yet: not)
+            templating=self.templating,
+        )
+
+    def executes(self, answer: Unscored) -> bool:
+        """Whether the answer's case has an execution check (it runs in the sandbox)."""
+        return bool(self.tasks[answer.task_id].case(answer.case_id).check)
+
+    def as_written(self, answer: Unscored) -> bool:
+        """Whether the answer is scored as the shard's writer stores it (:meth:`written`):
+        not with an execution check, which waits on the sandbox, nor with a python check,
+        which runs the suite's own code (imported from its folder) on the shard's database
+        thread. Those are scored after the calls (:func:`score_run`)."""
+        task = self.tasks[answer.task_id]
+        checks = [*task.checks, *task.case(answer.case_id).checks]
+        return not self.executes(answer) and not any("python" in check for check in checks)
+
+    def written(self, answers: list[Unscored]) -> dict[int, dict[str, Any]]:
+        """The verdict columns of each of `answers` (done, being stored) that is scored as
+        it is written, by id. Its grade is none yet: a done answer's row is written once,
+        and its grade copied after it is scored (runs.engine.judging)."""
+        now = timezone.now()
+        return {
+            answer.pk: verdict_columns(self.score(answer), now, sealed=self.held is not None)
+            for answer in answers
+            if self.as_written(answer)
+        }
+
+
 def score_run(run: Run) -> int:
-    """Score every done answer not scored yet; returns how many were scored. In batches by
-    id, so a run of 100,000 answers never holds them all."""
-    version = run.suite_version
-    held = sealed.held(run.pk)
-    if run.no_look and held is None:
+    """Score every done answer not scored yet (most were as they were written: those with
+    an execution or a python check, or written by an older process, are not); returns how
+    many were scored. In batches by id, so a run of 100,000 answers never holds them all."""
+    if run.no_look and sealed.held(run.pk) is None:
         return 0  # the answers' texts live only in the process that runs it
-    suite = version.core_suite()
-    tasks = {task.id: task for task in suite.tasks}
-    folders = python_path(version)
+    scoring = Scoring(run)
     sandbox: Sandbox | None = None
     unscored = (
         Answer.objects.filter(run=run, status=Answer.Status.DONE, scored_at__isnull=True)
@@ -118,55 +174,50 @@ def score_run(run: Run) -> int:
     )
 
     def score(answer: Unscored) -> tuple[Unscored, AnswerScore]:
-        task = tasks[answer.task_id]
-        return answer, score_answer(
-            task,
-            task.case(answer.case_id),
-            held.text(answer) if held else answer.text,
-            sandbox=sandbox,
-            allow_python=version.origin in FILESYSTEM_ORIGINS,
-            python_path=folders,
-            grade=answer.grade_passed,  # a graded case passes with its grade (none yet: not)
-            templating=suite.templating,
-        )
+        return answer, scoring.score(answer, sandbox)
 
     scored, after = 0, 0
     with ThreadPoolExecutor(max_workers=settings.EVALSITE_CHECK_CONCURRENCY) as pool:
         while batch := [Unscored(*row) for row in unscored.filter(pk__gt=after)[:SCORE_BATCH]]:
-            executes = any(tasks[a.task_id].case(a.case_id).check for a in batch)
+            executes = any(scoring.executes(answer) for answer in batch)
             if executes and sandbox is None:
                 sandbox = sandbox_or_none()
             # Only execution checks wait outside this interpreter, so only a batch with one
             # is scored on the pool: for the rest, handing each answer to a thread cost more
             # than scoring it (docs/performance.md).
-            scoring = pool.map if executes else map
-            _store(dict(scoring(score, batch)), sealed=held is not None)
+            scoring_map = pool.map if executes else map
+            _store(dict(scoring_map(score, batch)), sealed=scoring.held is not None)
             scored, after = scored + len(batch), batch[-1].pk
     return scored
 
 
 def _store(results: dict[Unscored, AnswerScore], *, sealed: bool = False) -> None:
-    """The verdicts on their rows; in a no-look run, without the notes that quote the
-    answer or the case (:func:`~evalsite.core.no_look.sealed_scores`)."""
+    """The verdicts on their rows."""
     now = timezone.now()
-    changes = {}
-    for answer, result in results.items():
-        execution = result.execution
-        changes[answer.pk] = {
-            "schema_verdict": result.schema.verdict,
-            "schema_error": result.schema.error or "",
-            "parsed_json": result.schema.parsed if result.schema.verdict == "pass" else None,
-            "checks": result.checks.to_dict(),
-            "checks_passed": result.checks.passed,
-            "exec_check": execution.to_dict() if execution else None,
-            "exec_verdict": execution.verdict if execution else "",
-            "match_score": result.match.score if result.match else None,
-            "match_passed": result.match.passed if result.match else None,
-            "match_detail": result.match.detail() if result.match else None,
-            "passed": result.passed,
-            "scored_at": now,
-        }
-        if sealed:
-            changes[answer.pk] = sealed_scores(changes[answer.pk])
+    changes = {
+        answer.pk: verdict_columns(result, now, sealed=sealed) for answer, result in results.items()
+    }
     with transaction.atomic():
         update_each(Answer, changes)
+
+
+def verdict_columns(result: AnswerScore, now: dt.datetime, *, sealed: bool) -> dict[str, Any]:
+    """The columns an answer's verdicts fill, scored at `now`; in a no-look run (`sealed`),
+    without the notes that quote the answer or the case
+    (:func:`~evalsite.core.no_look.sealed_scores`)."""
+    execution = result.execution
+    columns = {
+        "schema_verdict": result.schema.verdict,
+        "schema_error": result.schema.error or "",
+        "parsed_json": result.schema.parsed if result.schema.verdict == "pass" else None,
+        "checks": result.checks.to_dict(),
+        "checks_passed": result.checks.passed,
+        "exec_check": execution.to_dict() if execution else None,
+        "exec_verdict": execution.verdict if execution else "",
+        "match_score": result.match.score if result.match else None,
+        "match_passed": result.match.passed if result.match else None,
+        "match_detail": result.match.detail() if result.match else None,
+        "passed": result.passed,
+        "scored_at": now,
+    }
+    return sealed_scores(columns) if sealed else columns

@@ -4,7 +4,9 @@ Each call's outcome is kept in memory for at most ``FLUSH_S`` (or until ``FLUSH_
 waiting) and then written with the others in one transaction: the cache rows, each row's
 fields (only while this shard still holds its claim), the reservations released and the
 spend recorded on the run, models that refused a call, an overrun's abort. A call that
-stops the run or a model is written at once.
+stops the run or a model is written at once. An answer is scored before its batch is
+written, its verdicts stored in the same row values (:meth:`Scoring.written`), unless it
+waits on the sandbox or runs the suite's code (then the run's end scores it).
 
 The crash window this adds: a shard killed outright loses the outcomes it had not written
 yet, at most ``FLUSH_S`` worth of calls (and never more than ``FLUSH_ROWS``). Their rows are
@@ -19,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, transaction
 
 from runs.engine.outcomes import Outcome
-from runs.models import CachedResponse, Run
+from runs.engine.scoring import Scoring, Unscored
+from runs.models import CachedResponse, Call, Run
 from runs.models.rows import insert_each
 
 if TYPE_CHECKING:
@@ -47,6 +50,7 @@ class Writer:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._closed = False
+        self.scoring: Scoring | None = None  # made as the first answer is written
         self._task = asyncio.create_task(self._write_behind())
 
     def add(self, outcome: Outcome) -> None:
@@ -91,8 +95,29 @@ class Writer:
             except BaseException:  # noqa: BLE001 - kept in self.failure, raised by the shard
                 return
 
-    @transaction.atomic
     def write(self, batch: list[Outcome]) -> None:
+        """Store `batch`: its answers scored first, outside the transaction (no lock is held
+        while they are), their verdicts written with their rows (:meth:`Scoring.written`)."""
+        self._store(batch, self._verdicts(batch))
+
+    def _verdicts(self, batch: list[Outcome]) -> dict[int, dict[str, Any]]:
+        """The verdict columns of the batch's done answers scored as they are written (a
+        judge call is never scored), by id: the run's scoring made once for the shard."""
+        if self.claims.judging:
+            return {}
+        answers = [
+            Unscored(o.call.pk, o.call.task_id, o.call.case_id, o.values.get("text", ""), None)
+            for o in batch
+            if o.values is not None and o.values.get("status") == Call.Status.DONE
+        ]
+        if not answers:
+            return {}
+        if self.scoring is None:
+            self.scoring = Scoring(self.claims.run_row)
+        return self.scoring.written(answers)
+
+    @transaction.atomic
+    def _store(self, batch: list[Outcome], verdicts: dict[int, dict[str, Any]]) -> None:
         claims = self.claims
         run: Run = claims.run_row
         judge = claims.judging
@@ -102,7 +127,13 @@ class Writer:
         if back:
             claims.give_back(back)
         finished = [o for o in batch if o.values is not None]
-        kept = claims.finish({o.call.pk: o.values for o in finished if o.values is not None})
+        kept = claims.finish(
+            {
+                o.call.pk: o.values | verdicts.get(o.call.pk, {})
+                for o in finished
+                if o.values is not None
+            }
+        )
         # A lost claim's reservation was returned by whoever reclaimed it; the spend stands,
         # as reported even above the reservation: what was billed was billed.
         mine = [o for o in finished if o.call.pk in kept]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from django.db import models, transaction
 from evalsite.core.media import MEDIA_KEY, BlobStore, MediaFile, from_stored
 from evalsite.core.no_look import strip_document, stripped_text
 from evalsite.core.suites import Suite as CoreSuite
-from evalsite.core.suites import parse_document
+from evalsite.core.suites import as_stored, parse_document, parsed_part
 from runs import sealed
 from runs.kept import Kept
 
@@ -84,7 +85,9 @@ class SuiteVersionQuerySet(models.QuerySet["SuiteVersion"]):
         user=None,
         no_look: bool = False,
     ) -> tuple[SuiteVersion, bool]:
-        """Store a validated suite; identical content reuses its version.
+        """Store a validated suite (`loaded` as parsed, e.g. by :func:`load_suite`); identical
+        content reuses its version, and keeps `loaded` as its parse in this process where
+        it is the same (:meth:`SuiteVersion.keep_parse`).
 
         A no-look suite (`no_look`, or its own ``privacy: {no_look: true}``) is stored
         stripped of its case data (:func:`~evalsite.core.no_look.strip_document`), its hash
@@ -115,6 +118,7 @@ class SuiteVersionQuerySet(models.QuerySet["SuiteVersion"]):
         )
         if not created and version.stripped and not no_look:
             version.store_whole(yaml_text, parsed)
+        version.keep_parse(loaded, parsed)
         return version, created
 
     def register_file(
@@ -207,18 +211,44 @@ class SuiteVersion(models.Model):
     def _key(self) -> tuple[int, str, str, str, bool]:
         return (self.pk, self.sha256, self.origin, self.source_path, self.stripped)
 
+    def keep_parse(self, loaded: CoreSuite, document: dict[str, Any]) -> None:
+        """Keep `loaded`, the suite this process registered this version from, as its parse
+        (:meth:`core_suite`) rather than parse the stored document again (3.5 s for 50,000
+        cases), where that parse would give the same suite: the version is whole (a stripped
+        one's suite is held by :mod:`runs.sealed`), is read as `loaded` was (a file's as a
+        file's, an upload's as an upload's), and its stored document is `document`, made
+        from `loaded` (:meth:`~CoreSuite.stored_dict`), to the last value, type and key
+        order. A found version's document read back from PostgreSQL (jsonb orders keys its
+        own way) or stored by other code is parsed again. tests/planning/test_kept_parse.py
+        proves the two parses equal for every example suite."""
+        if self.stripped or self._key in _PARSED or loaded.origin != self._read_as:
+            return
+        stored = self.document
+        if stored is not document and not _same_json(stored, document):
+            return
+        _PARSED.get(
+            self._key, lambda: as_stored(loaded, filename=self._filename, media=self.media())
+        )
+
     def _parse(self) -> CoreSuite:
         """The version's document as the JSON values it is stored as (never as YAML text)."""
-        origin = "file" if self.origin in FILESYSTEM_ORIGINS else "upload"
-        document = {k: v for k, v in self.document.items() if k not in ("replies", MEDIA_KEY)}
         return parse_document(
-            document,
-            filename=f"{self.suite.name}@{self.short_hash}",
-            origin=origin,
+            parsed_part(self.document),
+            filename=self._filename,
+            origin=self._read_as,
             stripped=self.stripped,
             stored_media=self.media(),
             stored=True,
         )
+
+    @property
+    def _read_as(self) -> str:
+        """The origin its document is parsed with (python checks: only from a file)."""
+        return "file" if self.origin in FILESYSTEM_ORIGINS else "upload"
+
+    @property
+    def _filename(self) -> str:
+        return f"{self.suite.name}@{self.short_hash}"
 
     def media(self) -> dict[str, MediaFile]:
         """The files this version's cases attach, by path, each read from the store."""
@@ -252,6 +282,12 @@ FILESYSTEM_ORIGINS = (SuiteVersion.Origin.PATH, SuiteVersion.Origin.MCP, SuiteVe
 _PARSED: Kept[tuple[int, str, str, str, bool], CoreSuite] = Kept(64)
 # Their stored documents (SuiteVersion.document), by the same key.
 _DOCUMENTS: Kept[tuple[int, str, str, str, bool], dict[str, Any]] = Kept(64)
+
+
+def _same_json(stored: Any, made: Any) -> bool:
+    """Whether a document read back is the one made: equal values of the same types (a JSON
+    round trip makes a tuple a list, a number key text), and the same text (key order)."""
+    return stored == made and json.dumps(stored) == json.dumps(made)
 
 
 def forget_read_versions() -> None:
