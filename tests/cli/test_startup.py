@@ -147,3 +147,32 @@ def test_a_run_whose_models_answer_here_imports_no_http_client(tmp_path):
 
     assert {"evalsite.core.report.build", "evalsite.core.providers.fake"} <= modules
     assert under(modules, CALLS_ONLY + HTTPX_CLI) == []
+
+
+# Sets Django up as every verb does (every models module imported), then lists the modules.
+SETUP_PROBE = """
+import os, sys
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+try:
+    django.setup()
+finally:
+    open(sys.argv[1], "w").write("\\n".join(sorted(sys.modules)))
+"""
+SCORING = (  # scoring an answer: the models read the aggregates (the suite parser, match rules)
+    "evalsite.core.scoring.checks",
+    "evalsite.core.scoring.execution",
+    "evalsite.core.scoring.sandbox",
+    "evalsite.core.scoring.grading",
+    "evalsite.core.scoring.answer",
+    "runs.engine.scoring",
+)
+
+
+def test_every_verbs_start_up_imports_no_scoring_of_answers(tmp_path):
+    """Every models module is imported before any verb runs; runs.models.answer reads the
+    aggregates, and importing them once imported the whole scoring package with them."""
+    modules = set(probed(tmp_path, SETUP_PROBE).split())
+
+    assert "evalsite.core.scoring.aggregate" in modules
+    assert under(modules, SCORING) == []
