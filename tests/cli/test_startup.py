@@ -176,3 +176,15 @@ def test_every_verbs_start_up_imports_no_scoring_of_answers(tmp_path):
 
     assert "evalsite.core.scoring.aggregate" in modules
     assert under(modules, SCORING) == []
+
+
+def test_listing_runs_imports_no_numpy_and_no_report_builder(tmp_path):
+    """`evalsite list` prints from the stored reports: the report and statistics packages
+    imported every module they hold, numpy with them, for a verb that uses three."""
+    (tmp_path / "tiny.yaml").write_text(TWO_FAKES)
+    imported_by(tmp_path, "run", str(tmp_path / "tiny.yaml"), "--fake")
+
+    modules = imported_by(tmp_path, "list")
+
+    assert "runs.results.listing" in modules  # it did list the run
+    assert under(modules, ("numpy", "evalsite.core.report.build")) == []
