@@ -19,7 +19,7 @@ from django.conf import settings
 from evalsite.core.scoring.sandbox import Sandbox, SandboxUnavailable, detect_sandbox
 
 
-class OneProbe:
+class _OneProbe:
     """One probe's answer: made by the first ask, from whichever thread asks first, and
     given to every ask after it; an ask while it is being made waits for it."""
 
@@ -39,18 +39,18 @@ class OneProbe:
         threading.Thread(target=self.answer, name="sandbox-probe", daemon=True).start()
 
 
-_ONE_PROBE: ContextVar[OneProbe | None] = ContextVar("one_sandbox_probe", default=None)
+_ONE_PROBE: ContextVar[_OneProbe | None] = ContextVar("one_sandbox_probe", default=None)
 
 
 @contextmanager
-def one_sandbox_probe() -> Iterator[OneProbe]:
+def one_sandbox_probe() -> Iterator[None]:
     """In this block, :func:`sandbox_or_none` probes once and answers the same after, in
     this thread and in the threads that run in a copy of its context (a run's shard:
     runs.engine.local). One command asks more than once: `evalsite validate` for its
     warning and again in its dry-run plan, `evalsite run` in planning and in scoring."""
-    token = _ONE_PROBE.set(probe := OneProbe())
+    token = _ONE_PROBE.set(_OneProbe())
     try:
-        yield probe
+        yield
     finally:
         _ONE_PROBE.reset(token)
 
