@@ -26,6 +26,7 @@ class _OneProbe:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._found: list[Sandbox | None] = []
+        self._thread: threading.Thread | None = None
 
     def answer(self) -> Sandbox | None:
         with self._lock:
@@ -36,7 +37,16 @@ class _OneProbe:
     def soon(self) -> None:
         """Make the probe on a thread of its own, beside what the caller does next; the
         next ask waits for it (or makes it, if the thread has not started yet)."""
-        threading.Thread(target=self.answer, name="sandbox-probe", daemon=True).start()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self.answer, name="sandbox-probe")
+            self._thread.start()
+
+    def settle(self) -> None:
+        """Wait for the probe's thread, if one was started: its job (a temporary folder,
+        a memory cgroup, a bubblewrap process) is cleaned up before the block ends, even
+        when nothing asked for its answer (the block raised)."""
+        if self._thread is not None:
+            self._thread.join()
 
 
 _ONE_PROBE: ContextVar[_OneProbe | None] = ContextVar("one_sandbox_probe", default=None)
@@ -48,11 +58,13 @@ def one_sandbox_probe() -> Iterator[None]:
     this thread and in the threads that run in a copy of its context (a run's shard:
     runs.engine.local). One command asks more than once: `evalsite validate` for its
     warning and again in its dry-run plan, `evalsite run` in planning and in scoring."""
-    token = _ONE_PROBE.set(_OneProbe())
+    probe = _OneProbe()
+    token = _ONE_PROBE.set(probe)
     try:
         yield
     finally:
         _ONE_PROBE.reset(token)
+        probe.settle()
 
 
 def probe_soon() -> None:

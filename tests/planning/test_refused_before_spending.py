@@ -220,3 +220,27 @@ def test_a_run_probes_the_sandbox_once_for_its_plan_and_its_scoring(tmp_path, mo
     assert code == 0, out + err
     assert Answer.objects.get().exec_verdict == "pass"
     assert len(made) == 1
+
+
+def test_a_validation_that_fails_half_way_waits_for_its_probe_to_end(tmp_path, monkeypatch):
+    """The probe's job (a temporary folder, a memory cgroup, a bubblewrap process) is
+    cleaned up before validate returns or raises, never cut short as the process exits."""
+    ended: list[str] = []
+
+    def probe(opt_out: bool):
+        time.sleep(0.2)
+        ended.append(threading.current_thread().name)
+        raise SandboxUnavailable("bubblewrap is not usable here")
+
+    def prepare_database():
+        raise RuntimeError("the database is gone")
+
+    monkeypatch.setattr(runs.engine.sandbox, "detect_sandbox", probe)
+    monkeypatch.setattr(validation, "prepare_database", prepare_database)
+    path = tmp_path / "checked.yaml"
+    path.write_text(CHECKED)
+
+    with pytest.raises(RuntimeError, match="the database is gone"):
+        validation.validate(str(path))
+
+    assert ended == ["sandbox-probe"]
