@@ -38,20 +38,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from evalsite.core.stats import (
-    bootstrap_kappa_ci,
-    cohen_kappa,
+from evalsite.core.stats.agreement import (
     fleiss_kappa,
-    headline_gate,
     krippendorff_alpha,
-    labels_needed,
     pairwise_cohen,
-    per_task_kappa,
-    score_category,
     strict_majority,
 )
-from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
-from evalsite.core.stats.kappa import case_interval, effective_size
+from evalsite.core.stats.gate import HALF_WIDTH, headline_gate, labels_for_half_width, labels_needed
+from evalsite.core.stats.kappa import bootstrap_kappa_ci, case_interval, cohen_kappa, effective_size
+from evalsite.core.stats.pairs import score_category
+from evalsite.core.stats.task_kappa import per_task_kappa
 
 __all__ = [
     "REPEATS_RULE", "SUITE_FILE", "UNNAMED", "Calibration", "Item", "LabelView", "PairIndex",

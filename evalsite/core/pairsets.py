@@ -35,16 +35,15 @@ import yaml
 from evalsite.core.input_limits import MAX_BYTES, size_message, text_problem
 from evalsite.core.json_text import JsonTextError, load_json
 from evalsite.core.problems import Problem, format_problems
-from evalsite.core.stats import (
-    Kappa,
-    cohen_kappa,
+from evalsite.core.stats.agreement import (
     fleiss_kappa,
-    jsonable,
     krippendorff_alpha,
-    pair_score,
     pairwise_cohen,
     strict_majority,
 )
+from evalsite.core.stats.kappa import Kappa, cohen_kappa
+from evalsite.core.stats.pairs import pair_score
+from evalsite.core.stats.record import jsonable
 
 __all__ = [
     "CATEGORY", "MAX_PAIRS", "PREFER", "PREFERS", "LabCase", "LabVerdict", "PairEntry",

@@ -42,8 +42,8 @@ from evalsite.core.scoring.grading import (
     graded,
     parse_grade,
 )
-from evalsite.core.stats import pair_score
 from evalsite.core.stats.consistency import sample_pairs
+from evalsite.core.stats.pairs import pair_score
 from evalsite.core.suites import Suite
 from runs import sealed
 from runs.engine.scoring import score_run

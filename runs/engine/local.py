@@ -8,6 +8,7 @@ executed here is executed by this process alone, as its one shard.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 
@@ -78,7 +79,10 @@ def execute_here(
             stop.woken.set()  # the caller returns now, not at its next poll
 
     stop.woken.clear()  # set again when this run's shard ends (or a stop is asked)
-    worker = threading.Thread(target=shard, name=f"run-{run.id}", daemon=True)
+    # In the caller's context: what it holds for the command, as the sandbox it probed
+    # while planning (runs.engine.sandbox.one_sandbox_probe), holds for the run's scoring.
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=context.run, args=(shard,), name=f"run-{run.id}", daemon=True)
     worker.start()
     while worker.is_alive():
         if stop.asked.is_set():

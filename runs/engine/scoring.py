@@ -11,10 +11,7 @@ unscored (written by an older process).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +21,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite.core.no_look import sealed_scores
-from evalsite.core.scoring import Sandbox, SandboxUnavailable, detect_sandbox
 from evalsite.core.scoring.answer import AnswerScore, score_answer
 from evalsite.core.scoring.checks import python_check_error
+from evalsite.core.scoring.sandbox import Sandbox
 from evalsite.core.suites import Suite
 from runs import sealed
+from runs.engine.sandbox import sandbox_or_none
 from runs.models import Answer, Run, SuiteVersion
 from runs.models.rows import update_each
 from runs.models.suites import FILESYSTEM_ORIGINS
@@ -56,38 +54,6 @@ def python_check_problems(suite: Suite, folders: list[str]) -> list[str]:
             if error:
                 problems.append(f"{where}.python: {error}")
     return problems
-
-
-# Inside one_sandbox_probe: [] until the first probe, then [what it found].
-_PROBED: ContextVar[list[Sandbox | None] | None] = ContextVar("sandbox_probed", default=None)
-
-
-@contextmanager
-def one_sandbox_probe() -> Iterator[None]:
-    """In this block (and this thread), :func:`sandbox_or_none` probes bubblewrap once and
-    answers the same after: one command asks more than once (`evalsite validate`: for its
-    warning and again in its dry-run plan; `evalsite run`: planning, then scoring)."""
-    token = _PROBED.set([])
-    try:
-        yield
-    finally:
-        _PROBED.reset(token)
-
-
-def sandbox_or_none() -> Sandbox | None:
-    """The sandbox execution checks run in here, or None when there is none (see
-    :func:`detect_sandbox`). Each call probes bubblewrap (about 60 ms: it starts a job),
-    except inside :func:`one_sandbox_probe`, which probes once."""
-    probed = _PROBED.get()
-    if probed:
-        return probed[0]
-    try:
-        sandbox: Sandbox | None = detect_sandbox(opt_out=settings.EVALSITE_UNSAFE_NO_SANDBOX)
-    except SandboxUnavailable:
-        sandbox = None
-    if probed is not None:
-        probed.append(sandbox)
-    return sandbox
 
 
 SCORE_BATCH = 1000

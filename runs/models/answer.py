@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -367,11 +368,24 @@ class Answer(Call):
             )
 
 
+type HistoryKey = tuple[str, str, str]  # a provider, a model and a task id
+
+
 class CachedResponseQuerySet(models.QuerySet["CachedResponse"]):
-    def mean_output_tokens(self, provider: str, model: str, task_id: str) -> float | None:
-        """What this model has answered on this task before, for the pre-flight estimate."""
-        rows = self.filter(provider=provider, model=model, task_id=task_id)
-        return rows.aggregate(mean=Avg("output_tokens"))["mean"]
+    def mean_output_tokens(self, keys: Collection[HistoryKey]) -> dict[HistoryKey, float | None]:
+        """What each (provider, model, task) of `keys` has answered before, for the
+        pre-flight estimate: the mean output tokens of its cached responses, None where it
+        has none. One query for them all: a plan asks for every contestant and task."""
+        if not keys:
+            return {}
+        rows = self.filter(
+            provider__in={provider for provider, _, _ in keys},
+            model__in={model for _, model, _ in keys},
+            task_id__in={task_id for _, _, task_id in keys},
+        )
+        means = rows.values_list("provider", "model", "task_id").annotate(Avg("output_tokens"))
+        found = {(provider, model, task): mean for provider, model, task, mean in means.order_by()}
+        return {key: found.get(key) for key in keys}
 
 
 class CachedResponse(models.Model):

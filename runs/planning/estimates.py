@@ -35,15 +35,12 @@ def cached_flags(hashes: list[str], no_cache: bool, providers: list[Provider]) -
 
 
 def estimate(suite, cells, contestants, cached, rows, providers, judge_model) -> dict:
-    history: dict[tuple[str, str, str], float | None] = {}
-    costs = []
-    for cell, is_cached in zip(cells, cached, strict=True):
-        provider = providers[cell.contestant]
-        key = (provider.name, cell.request.model, cell.task_id)
-        if key not in history:
-            history[key] = CachedResponse.objects.mean_output_tokens(*key)
-        row = rows.get(cell.request.model)
-        costs.append(CellCost(cell, row, is_cached, history[key]))
+    keys = [(providers[cell.contestant].name, cell.request.model, cell.task_id) for cell in cells]
+    history = CachedResponse.objects.mean_output_tokens(set(keys))
+    costs = [
+        CellCost(cell, rows.get(cell.request.model), is_cached, history[key])
+        for cell, is_cached, key in zip(cells, cached, keys, strict=True)
+    ]
     lines = estimate_answers(costs)
     judge = estimate_judge(
         lines,

@@ -52,11 +52,11 @@ from evalsite.core.providers import (
 )
 from evalsite.core.providers.http_clients import prepare_client_soon
 from evalsite.core.providers.http_json import over_http
-from evalsite.core.scoring import OPT_OUT_SETTING
+from evalsite.core.scoring.sandbox import OPT_OUT_SETTING
 from evalsite.core.suite_params import Note, parameter_notes, parameter_problems
 from evalsite.core.suites import Contestant, Suite, parse_contestant
 from runs import sealed
-from runs.engine.scoring import sandbox_or_none
+from runs.engine.sandbox import sandbox_or_none
 from runs.models import (
     Answer,
     Call,
@@ -414,15 +414,18 @@ def _check_replies(suite, contestants, replies, options: RunOptions, judge_model
             raise PlanError(f"{replies.filename} has no reply for {contestant} on: {shown}")
 
 
+def execution_checked(suite: Suite, cells: list[Cell] | None = None) -> bool:
+    """Whether a case of `cells` (of the suite, when None) has an execution check."""
+    if cells is None:
+        return any(case.check for task in suite.tasks for case in task.cases)
+    return any(suite.task(c.task_id).case(c.case_id).check for c in cells)
+
+
 def sandbox_problem(suite: Suite, cells: list[Cell] | None = None) -> str | None:
     """Why the execution checks of `cells` (every case of the suite when None) cannot run
     here: they run only in the sandbox, unless the operator opted out. A run is refused
     for it; a dry run and `validate` say it, as they do a missing key."""
-    if cells is None:
-        checked = any(case.check for task in suite.tasks for case in task.cases)
-    else:
-        checked = any(suite.task(c.task_id).case(c.case_id).check for c in cells)
-    if not checked or sandbox_or_none() is not None:
+    if not execution_checked(suite, cells) or sandbox_or_none() is not None:
         return None
     return (
         "this run has execution checks and no sandbox is available: install bubblewrap "

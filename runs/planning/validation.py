@@ -12,10 +12,11 @@ from evalsite.core.gate_subjects import unknown_subject_problems
 from evalsite.core.pricing import priced_as_notes, unknown_model_message
 from evalsite.core.suite_params import parameter_notes
 from evalsite.core.suites import Suite, SuiteError, load_suite
-from runs.engine.scoring import one_sandbox_probe
+from runs.engine.sandbox import one_sandbox_probe, probe_soon
 from runs.models import Endpoint, NoActivePriceTable, PriceTable
 from runs.planning.planner import (
     PlanError,
+    execution_checked,
     keys_line,
     needed_keys,
     sandbox_problem,
@@ -119,7 +120,16 @@ def _validate(path: str) -> dict:
         outcome["errors"] = [str(problem) for problem in exc.problems]
         return outcome
     outcome["warnings"] = [str(problem) for problem in loaded.warnings]
+    if execution_checked(loaded):
+        probe_soon()  # beside the checks below; the plan's ask and the warning's wait for it
+    _check(path, loaded, outcome)
     outcome["warnings"] += filter(None, [sandbox_problem(loaded)])
+    return outcome
+
+
+def _check(path: str, loaded: Suite, outcome: dict) -> None:
+    """Into `outcome`: the parameters each contestant is not sent, the models against the
+    price table, the files, the plan of the suite's own run and the keys it needs."""
     outcome.update(not_sent_outcome(parameter_notes(loaded, loaded.models, loaded.judge_model)))
     prepare_database()
     errors, details = model_errors(loaded)
@@ -130,15 +140,15 @@ def _validate(path: str) -> dict:
     outcome["errors"] += file_problems(path, loaded, no_look=loaded.no_look)
     errors = outcome["errors"]
     if errors:
-        return outcome
+        return
     outcome["errors"] = errors = [f"{path}: {error}" for error in plan_problems(loaded)]
     if errors:
-        return outcome
+        return
     try:
         keys = needed_keys(loaded.model_strings(), Endpoint.objects.configs())
     except PlanError as error:
         outcome["errors"] = [f"{path}: {error}"]
-        return outcome
+        return
     outcome.update(
         keys={
             name: {"models": models, "set": bool(os.environ.get(name, "").strip())}
@@ -153,4 +163,3 @@ def _validate(path: str) -> dict:
         labels=len(loaded.labels),
         summary=summary_line(path, loaded, details["price_table"]),
     )
-    return outcome

@@ -26,7 +26,7 @@ from evalsite.core.calibration import (
 from evalsite.core.judging import judge_config
 from evalsite.core.report.build import PairRow
 from evalsite.core.report.corrections import corrected_figures
-from evalsite.core.stats import seed_from
+from evalsite.core.stats.bootstrap import seed_from
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suite_parts import NO_JUDGE
 from evalsite.core.suites import Suite as CoreSuite

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from evalsite.core.report import render_html
+from evalsite.core.report.html import render_html
 from evalsite.core.suites import parse_suite
 from runs.models import PriceTable, Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan

@@ -24,6 +24,12 @@ RUN_ONLY = (
     "runs.results.calibration",
 )
 CALLS_ONLY = ("httpx", "aiohttp", "certifi")
+REPORT_RENDERERS = (  # the report's files and the comparison of two runs
+    "evalsite.core.report.html",
+    "evalsite.core.report.markdown",
+    "evalsite.core.report.charts",
+    "evalsite.core.report.compare",
+)
 HTTPX_CLI = ("click", "rich", "pygments")  # what importing httpx imports with it
 JINJA = ("jinja2", "evalsite.core.jinja_engine", "evalsite.core.jinja_budget")
 # Runs a verb as the console script does, then lists every module it imported.
@@ -147,3 +153,44 @@ def test_a_run_whose_models_answer_here_imports_no_http_client(tmp_path):
 
     assert {"evalsite.core.report.build", "evalsite.core.providers.fake"} <= modules
     assert under(modules, CALLS_ONLY + HTTPX_CLI) == []
+
+
+# Sets Django up as every verb does (every models module imported), then lists the modules.
+SETUP_PROBE = """
+import os, sys
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+try:
+    django.setup()
+finally:
+    open(sys.argv[1], "w").write("\\n".join(sorted(sys.modules)))
+"""
+SCORING = (  # scoring an answer: the models read the aggregates (the suite parser, match rules)
+    "evalsite.core.scoring.checks",
+    "evalsite.core.scoring.execution",
+    "evalsite.core.scoring.sandbox",
+    "evalsite.core.scoring.grading",
+    "evalsite.core.scoring.answer",
+    "runs.engine.scoring",
+)
+
+
+def test_every_verbs_start_up_imports_no_scoring_of_answers(tmp_path):
+    """Every models module is imported before any verb runs; runs.models.answer reads the
+    aggregates, and importing them once imported the whole scoring package with them."""
+    modules = set(probed(tmp_path, SETUP_PROBE).split())
+
+    assert "evalsite.core.scoring.aggregate" in modules
+    assert under(modules, SCORING) == []
+
+
+def test_listing_runs_imports_no_numpy_and_no_report_renderer(tmp_path):
+    """`evalsite list` prints from the stored reports: the report and statistics packages
+    imported every module they hold, numpy with them, for a verb that uses a few."""
+    (tmp_path / "tiny.yaml").write_text(TWO_FAKES)
+    imported_by(tmp_path, "run", str(tmp_path / "tiny.yaml"), "--fake")
+
+    modules = imported_by(tmp_path, "list")
+
+    assert "runs.results.listing" in modules  # it did list the run
+    assert under(modules, ("numpy", *REPORT_RENDERERS)) == []

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from evalsite.core.calibration import LabelView, PairView, calibration_summary, match_labels
-from evalsite.core.stats import CATEGORIES
 from evalsite.core.stats.kappa import (
     bootstrap_kappa_ci,
     case_interval,
     cohen_kappa,
     effective_size,
 )
+from evalsite.core.stats.pairs import CATEGORIES
 from tests.helpers.references import cohen_kappa_score
 
 SIDES = ("model-a", "model-b")

@@ -21,7 +21,7 @@ from evalsite.core.pairsets import (
     report_lines,
     slug,
 )
-from evalsite.core.stats import strict_majority
+from evalsite.core.stats.agreement import strict_majority
 from evalsite.core.suites import parse_suite
 
 

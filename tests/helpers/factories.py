@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from evalsite.core.judging import judge_config
-from evalsite.core.stats import pair_score, score_category
+from evalsite.core.stats.pairs import pair_score, score_category
 from evalsite.core.suites import parse_suite
 from runs.models import (
     Answer,

@@ -6,12 +6,14 @@ stored or spent, as MCP does (issue 28 item 8)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-import runs.engine.scoring
-from evalsite.core.scoring.sandbox import SandboxUnavailable
+import runs.engine.sandbox
+from evalsite.core.scoring.sandbox import NoSandbox, SandboxUnavailable
 from runs.models import Answer, PriceTable, Run
 from runs.planning import validation
 from tests.helpers.factories import run_command
@@ -137,40 +139,108 @@ NO_SANDBOX = "this run has execution checks and no sandbox is available"
 
 
 @pytest.fixture
-def probes(monkeypatch) -> list[bool]:
-    """Each probe's opt-out argument; every probe finds no bubblewrap."""
-    made: list[bool] = []
+def probes(monkeypatch) -> list[str]:
+    """The thread each probe was made on; every probe finds no bubblewrap."""
+    made: list[str] = []
 
     def probe(opt_out: bool):
-        made.append(opt_out)
+        made.append(threading.current_thread().name)
         raise SandboxUnavailable("bubblewrap is not usable here")
 
-    monkeypatch.setattr(runs.engine.scoring, "detect_sandbox", probe)
+    monkeypatch.setattr(runs.engine.sandbox, "detect_sandbox", probe)
     return made
 
 
-def test_validate_probes_the_sandbox_once_for_its_warning_and_its_plan(tmp_path, probes):
+def validated_without_a_sandbox(folder: Path) -> dict:
     PriceTable.objects.ensure_default()
-    path = tmp_path / "checked.yaml"
+    path = folder / "checked.yaml"
     path.write_text(CHECKED)
-
     outcome = validation.validate(str(path))
-
     assert outcome["ok"], outcome["errors"]
     assert [w for w in outcome["warnings"] if NO_SANDBOX in w] != []
+    return outcome
+
+
+def test_validate_probes_the_sandbox_once_for_its_warning_and_its_plan(tmp_path, probes):
+    validated_without_a_sandbox(tmp_path)
+
     assert len(probes) == 1
 
 
 def test_outside_a_validation_each_ask_probes_again(probes):
-    assert runs.engine.scoring.sandbox_or_none() is None
-    assert runs.engine.scoring.sandbox_or_none() is None
+    assert runs.engine.sandbox.sandbox_or_none() is None
+    assert runs.engine.sandbox.sandbox_or_none() is None
     assert len(probes) == 2
 
 
 def test_one_probe_answers_the_same_until_its_block_ends(probes):
-    with runs.engine.scoring.one_sandbox_probe():
-        assert runs.engine.scoring.sandbox_or_none() is None
-        assert runs.engine.scoring.sandbox_or_none() is None
+    with runs.engine.sandbox.one_sandbox_probe():
+        assert runs.engine.sandbox.sandbox_or_none() is None
+        assert runs.engine.sandbox.sandbox_or_none() is None
         assert len(probes) == 1
-    assert runs.engine.scoring.sandbox_or_none() is None
+    assert runs.engine.sandbox.sandbox_or_none() is None
     assert len(probes) == 2
+
+
+def test_validate_probes_on_a_thread_of_its_own_beside_its_other_checks(
+    tmp_path, probes, monkeypatch
+):
+    """The probe is a job in bubblewrap, mostly waiting on the kernel: it is started as soon
+    as the suite is read, and the models, files and plan are checked beside it."""
+
+    def prepare_database():  # the first of the other checks: goes on once the probe is made
+        waited = time.monotonic() + 10
+        while not probes and time.monotonic() < waited:
+            time.sleep(0.005)
+
+    monkeypatch.setattr(validation, "prepare_database", prepare_database)
+
+    validated_without_a_sandbox(tmp_path)
+
+    assert probes == ["sandbox-probe"]
+
+
+@pytest.mark.django_db(transaction=True)  # the run executes on a thread
+def test_a_run_probes_the_sandbox_once_for_its_plan_and_its_scoring(tmp_path, monkeypatch):
+    """Planning asks whether the checks can run, then scoring asks for the sandbox to run
+    them in, on the run's own thread: both get the one probe."""
+    made: list[bool] = []
+
+    def probe(opt_out: bool):
+        made.append(opt_out)
+        return NoSandbox()
+
+    monkeypatch.setattr(runs.engine.sandbox, "detect_sandbox", probe)
+    PriceTable.objects.ensure_default()
+    path = tmp_path / "checked.yaml"
+    path.write_text(CHECKED)
+
+    code, out, err = run_command("run", str(path), "--fake")
+
+    assert code == 0, out + err
+    assert Answer.objects.get().exec_verdict == "pass"
+    assert len(made) == 1
+
+
+def test_a_validation_that_fails_half_way_waits_for_its_probe_to_end(tmp_path, monkeypatch):
+    """The probe's job (a temporary folder, a memory cgroup, a bubblewrap process) is
+    cleaned up before validate returns or raises, never cut short as the process exits."""
+    ended: list[str] = []
+
+    def probe(opt_out: bool):
+        time.sleep(0.2)
+        ended.append(threading.current_thread().name)
+        raise SandboxUnavailable("bubblewrap is not usable here")
+
+    def prepare_database():
+        raise RuntimeError("the database is gone")
+
+    monkeypatch.setattr(runs.engine.sandbox, "detect_sandbox", probe)
+    monkeypatch.setattr(validation, "prepare_database", prepare_database)
+    path = tmp_path / "checked.yaml"
+    path.write_text(CHECKED)
+
+    with pytest.raises(RuntimeError, match="the database is gone"):
+        validation.validate(str(path))
+
+    assert ended == ["sandbox-probe"]

@@ -3,21 +3,8 @@ file with inline SVG charts, the CLI summary, and the comparison of two runs.
 
 Every function here takes the report as a plain dict and treats every string in it as
 untrusted; see :mod:`evalsite.core.report.text` for how each output keeps it inert.
+
+Import from the module that holds what you need (``….html``, ``….markdown``,
+``….compare``…): this package imports none of them, so a verb that prints from stored
+reports (`evalsite list`) loads neither the builder nor the statistics and numpy.
 """
-
-from evalsite.core.report.charts import confusion_svg, cost_vs_winrate_svg, kappa_curve_svg
-from evalsite.core.report.compare import (
-    DEFAULT_THRESHOLD,
-    Change,
-    Comparison,
-    Mover,
-    compare_reports,
-)
-from evalsite.core.report.html import render_html
-from evalsite.core.report.markdown import render_markdown
-from evalsite.core.report.summary import summary_lines
-
-__all__ = [
-    "DEFAULT_THRESHOLD", "Change", "Comparison", "Mover", "compare_reports", "confusion_svg",
-    "cost_vs_winrate_svg", "kappa_curve_svg", "render_html", "render_markdown", "summary_lines",
-]  # fmt: skip

@@ -37,20 +37,17 @@ from evalsite.core.scoring.aggregate import (
     tag_rates,
 )
 from evalsite.core.scoring.scorecard import CaseScore, Criterion, score_answer, scorecard_report
-from evalsite.core.stats import (
-    bradley_terry,
-    latency_percentiles,
-    seed_from,
-    win_rate,
-)
 from evalsite.core.stats.bootstrap import (
     below_floor_p,
     cluster_index,
     cluster_mean_interval,
+    seed_from,
 )
+from evalsite.core.stats.latency import latency_percentiles
 from evalsite.core.stats.multiple import ONE_SIDED_ALPHA, holm
-from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL
+from evalsite.core.stats.pairs import MIN_N_FOR_INTERVAL, win_rate
 from evalsite.core.stats.pass_k import pass_k_figures
+from evalsite.core.stats.ranking import bradley_terry
 from evalsite.core.stats.record import jsonable
 from evalsite.core.suite_parts import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELS
 

@@ -19,6 +19,7 @@ from evalsite.core.suites import select_contestants
 from evalsite.management import EvalsiteCommand
 from runs.engine.local import execute_here
 from runs.engine.resume import ResumeRefused, resume_run
+from runs.engine.sandbox import one_sandbox_probe
 from runs.management.interrupts import Interrupts
 from runs.models import Run
 from runs.planning.planner import RunOptions, keys_line, store_plan
@@ -113,7 +114,8 @@ class Command(EvalsiteCommand):
         self.show_cases = opts["cases"]
         self.interrupts = Interrupts(self.stderr)  # SIGINT and SIGTERM, from the start
         try:
-            self._handle(opts)
+            with one_sandbox_probe():  # planning asks for it, then scoring (the shard's thread)
+                self._handle(opts)
         except KeyboardInterrupt:
             self.stderr.write("interrupted before the run started; nothing was spent")
             sys.exit(ExitCode.RUNTIME_ERROR)

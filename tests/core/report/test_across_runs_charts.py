@@ -4,7 +4,6 @@ intervals) or its scores; the charts are well formed, titled and deterministic."
 
 from __future__ import annotations
 
-from evalsite.core.report import cost_vs_winrate_svg
 from evalsite.core.report.across import (
     SCORE,
     WIN_RATE,
@@ -13,6 +12,7 @@ from evalsite.core.report.across import (
     runs_over_time_svg,
     unplotted,
 )
+from evalsite.core.report.charts import cost_vs_winrate_svg
 from evalsite.core.report.matrix import matrix_report
 from tests.core.report.test_charts import NS, parse, texts
 from tests.helpers.report import CANDIDATE, CONCISE, make_report

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from evalsite.core.report import confusion_svg, cost_vs_winrate_svg, kappa_curve_svg
+from evalsite.core.report.charts import confusion_svg, cost_vs_winrate_svg, kappa_curve_svg
 from tests.helpers.report import CANDIDATE, CONCISE, VARIANTS, make_report
 
 NS = "{http://www.w3.org/2000/svg}"

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from evalsite.core.report import cost_vs_winrate_svg, kappa_curve_svg
 from evalsite.core.report.card import group_warnings
+from evalsite.core.report.charts import cost_vs_winrate_svg, kappa_curve_svg
 from tests.helpers.report import BASELINE, CANDIDATE, CONCISE, make_report
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -145,7 +145,8 @@ def _cell(n: int, passed: int) -> dict:
 
 @pytest.mark.parametrize("variant", ["no_labels", "no_judge"])
 def test_without_labels_the_charts_section_says_so_instead_of_two_empty_plots(variant):
-    from evalsite.core.report import render_html, render_markdown
+    from evalsite.core.report.html import render_html
+    from evalsite.core.report.markdown import render_markdown
 
     html, markdown = render_html(make_report(variant)), render_markdown(make_report(variant))
 
@@ -157,7 +158,7 @@ def test_without_labels_the_charts_section_says_so_instead_of_two_empty_plots(va
 
 
 def test_with_labels_the_charts_section_draws_the_kappa_curve_and_the_matrix():
-    from evalsite.core.report import render_html
+    from evalsite.core.report.html import render_html
 
     charts = render_html(make_report("uncalibrated")).split('id="charts"', 1)[1]
 

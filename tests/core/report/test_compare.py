@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from evalsite.core.report import Comparison, compare_reports
+from evalsite.core.report.compare import Comparison, compare_reports
 from tests.helpers.report import BASELINE, CANDIDATE, CONCISE, make_report
 
 

@@ -5,8 +5,8 @@ previous run are Holm-corrected as compare's are, with the count of comparisons 
 from __future__ import annotations
 
 from evalsite.core.calibration import Calibration
-from evalsite.core.report import render_markdown
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
+from evalsite.core.report.markdown import render_markdown
 from evalsite.core.stats.bootstrap import too_few_cases
 
 BASE, CAND = "fake/base", "fake/cand"

@@ -8,8 +8,9 @@ import re
 import pytest
 
 from evalsite.core.calibration import Calibration
-from evalsite.core.report import render_html, render_markdown
 from evalsite.core.report.build import AnswerRow, ReportInput, build_report
+from evalsite.core.report.html import render_html
+from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.matrix import build_frontier, build_matrix, matrix_of
 from evalsite.core.report.summary import matrix_lines, terminal_summary
 

@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from evalsite.core.report import render_html, render_markdown
+from evalsite.core.report.html import render_html
+from evalsite.core.report.markdown import render_markdown
 from tests.helpers.report import CONCISE, VARIANTS, make_report
 
 SECTIONS = [

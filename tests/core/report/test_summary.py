@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalsite.core.report import summary_lines
+from evalsite.core.report.summary import summary_lines
 from tests.helpers.report import CANDIDATE, CONCISE, make_report
 
 HEAD = [

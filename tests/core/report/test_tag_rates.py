@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from evalsite.core.calibration import Calibration
 from evalsite.core.report import numbers as num
-from evalsite.core.report import render_html, render_markdown
 from evalsite.core.report.build import AnswerRow, ReportInput, build_report
 from evalsite.core.report.card import group_warnings
+from evalsite.core.report.html import render_html
+from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.summary import warning_lines
 
 SLOPPY, GOOD = "scripted/sloppy", "scripted/good"

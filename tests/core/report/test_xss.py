@@ -9,16 +9,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from evalsite.core.report import (
-    compare_reports,
-    confusion_svg,
-    cost_vs_winrate_svg,
-    kappa_curve_svg,
-    render_html,
-    render_markdown,
-    summary_lines,
-)
-from evalsite.core.report.html import CSP, STYLE
+from evalsite.core.report.charts import confusion_svg, cost_vs_winrate_svg, kappa_curve_svg
+from evalsite.core.report.compare import compare_reports
+from evalsite.core.report.html import CSP, STYLE, render_html
+from evalsite.core.report.markdown import render_markdown
+from evalsite.core.report.summary import summary_lines
 from tests.helpers.report import VARIANTS, XSS_CORPUS, make_report, outside_code, poisoned
 
 SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'

@@ -10,9 +10,9 @@ from math import comb
 import numpy as np
 import pytest
 
-from evalsite.core.report import render_markdown
 from evalsite.core.report.breakdown import pass_k_text
 from evalsite.core.report.build import build_report
+from evalsite.core.report.markdown import render_markdown
 from evalsite.core.report.summary import summary_lines
 from evalsite.core.scoring.aggregate import (
     contestant_rates,

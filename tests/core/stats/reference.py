@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evalsite.core.stats import CATEGORIES
+from evalsite.core.stats.pairs import CATEGORIES
 
 
 def rated_pairs(seed: int) -> tuple[list[str], list[str]]:
@@ -24,7 +24,7 @@ def ppi_py_stratified(strata) -> tuple[float, float]:
     task's share of the judged pairs; the standard error is what each 95% interval implies."""
     from ppi_py import ppi_mean_ci, ppi_mean_pointestimate  # a test-only dependency
 
-    from evalsite.core.stats import Z_95
+    from evalsite.core.stats.kappa import Z_95
 
     total = sum(pairs for *_, pairs in strata)
     estimate = variance = 0.0

@@ -113,7 +113,7 @@ def test_the_point_estimate_is_ppi_pys_weighted_one_given_every_pair_as_unlabell
 def test_with_equal_probabilities_the_variance_is_ppi_pys_plus_the_two_terms_covariance():
     from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-    from evalsite.core.stats import Z_95
+    from evalsite.core.stats.kappa import Z_95
 
     rng = np.random.default_rng(3)
     (human, judge, _, _), (rest, _) = weighted_task(rng, 300)

@@ -7,13 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from evalsite.core.stats import (
-    CATEGORIES,
-    cohen_kappa,
-    fleiss_kappa,
-    krippendorff_alpha,
-    pairwise_cohen,
-)
+from evalsite.core.stats.agreement import fleiss_kappa, krippendorff_alpha, pairwise_cohen
+from evalsite.core.stats.kappa import cohen_kappa
+from evalsite.core.stats.pairs import CATEGORIES
 from tests.helpers.references import aggregate_raters, krippendorff, statsmodels_fleiss
 
 

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from evalsite.core.stats import Z_95, Kappa, cohen_kappa, headline_gate, kappa_band, labels_needed
+from evalsite.core.stats.gate import headline_gate, labels_needed
+from evalsite.core.stats.kappa import Z_95, Kappa, cohen_kappa, kappa_band
 from tests.core.stats.reference import rated_pairs
 
 

@@ -9,15 +9,15 @@ import warnings
 import numpy as np
 import pytest
 
-from evalsite.core.stats import (
-    CATEGORIES,
+from evalsite.core.stats.kappa import (
     bootstrap_kappa_ci,
+    case_interval,
     cohen_kappa,
     confusion_matrix,
     kappa_band,
-    per_task_kappa,
 )
-from evalsite.core.stats.kappa import case_interval
+from evalsite.core.stats.pairs import CATEGORIES
+from evalsite.core.stats.task_kappa import per_task_kappa
 from tests.core.stats.reference import rated_pairs
 from tests.helpers.references import cohen_kappa_score, statsmodels_kappa
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from evalsite.core.stats import CATEGORIES, cohen_kappa, headline_gate
-from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
-from evalsite.core.stats.kappa import bootstrap_kappa_ci, case_interval
+from evalsite.core.stats.gate import HALF_WIDTH, headline_gate, labels_for_half_width
+from evalsite.core.stats.kappa import bootstrap_kappa_ci, case_interval, cohen_kappa
+from evalsite.core.stats.pairs import CATEGORIES
 from tests.helpers.references import statsmodels_kappa
 
 PI = np.array([0.35, 0.25, 0.40])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalsite.core.stats import latency_percentiles
+from evalsite.core.stats.latency import latency_percentiles
 
 
 def test_one_to_twenty_gives_ten_and_nineteen():

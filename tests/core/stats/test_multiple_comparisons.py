@@ -53,7 +53,7 @@ def _run(run_id: str, wins: dict[str, list[float]]) -> dict:
 
 
 def test_a_comparison_of_many_tasks_counts_them_and_marks_a_mover_that_lost_significance():
-    from evalsite.core.report import compare_reports
+    from evalsite.core.report.compare import compare_reports
 
     tasks = [f"t{i:02}" for i in range(12)]
     before = {task: [0.0] * 20 for task in tasks}

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from evalsite.core.stats import pair_score, score_category, seed_from, win_rate
+from evalsite.core.stats.bootstrap import seed_from
+from evalsite.core.stats.pairs import pair_score, score_category, win_rate
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from evalsite.core.pairsets import parse_pairset
-from evalsite.core.stats import pair_score, strict_majority
+from evalsite.core.stats.agreement import strict_majority
 from evalsite.core.stats.length import length_bias, length_scale
+from evalsite.core.stats.pairs import pair_score
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate
 from tests.core.stats.reference import ppi_py_stratified
 from tests.helpers.references import sm

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalsite.core.stats import Z_95
+from evalsite.core.stats.kappa import Z_95
 from evalsite.core.stats.ppi import Stratum, corrected_win_rate, ppi_mean
 from evalsite.core.stats.student import t_quantile
 from tests.core.stats.reference import ppi_py_stratified

@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from evalsite.core.stats import bradley_terry
+from evalsite.core.stats.ranking import bradley_terry
 from tests.helpers.references import sm
 
 TRUE = {"alpha": 1.5, "beta": 0.5, "gamma": 0.0, "delta": -0.7, "eps": -1.3}

@@ -11,7 +11,6 @@ import warnings
 import numpy as np
 import pytest
 
-from evalsite.core.stats import CATEGORIES, per_task_kappa
 from evalsite.core.stats.gate import HALF_WIDTH, labels_for_half_width
 from evalsite.core.stats.kappa import (
     Z_95,
@@ -21,6 +20,8 @@ from evalsite.core.stats.kappa import (
     confusion_matrix,
     effective_size,
 )
+from evalsite.core.stats.pairs import CATEGORIES
+from evalsite.core.stats.task_kappa import per_task_kappa
 from tests.core.stats.reference import rated_pairs
 from tests.helpers.references import cohen_kappa_score
 
