@@ -127,7 +127,7 @@ def test_the_length_figures_equal_statsmodels_glm():
 
 def test_without_token_counts_the_length_figures_say_so():
     data, _, _ = generated_run(3)
-    blind = replace(data, answers=[replace(a, output_tokens=None) for a in data.answers])
+    blind = replace(data, answers=[a._replace(output_tokens=None) for a in data.answers])
     length = build_report(blind)["win_rates"][CAND]["length"]
     assert length["preference"]["suppressed"] == "no answer lengths (output tokens) reported"
     assert length["bias"] is None
