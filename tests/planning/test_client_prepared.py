@@ -4,6 +4,8 @@ HTTP call, or a dry run, never loads it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -45,3 +47,32 @@ def test_a_dry_run_or_a_run_with_no_http_call_does_not(prepared, options):
 
     assert not done.wait(0.5)
     assert threads == []
+
+
+EXITS_WHILE_PREPARING = """
+import sys, time
+from pathlib import Path
+from evalsite.core.providers import http_clients
+
+def prepare():
+    time.sleep(0.5)  # still importing aiohttp when the caller is done
+    Path(sys.argv[1]).write_text("prepared")
+
+http_clients.prepare_client = prepare
+http_clients.prepare_client_soon()
+"""
+
+
+def test_a_process_that_ends_while_the_client_is_prepared_waits_for_it(tmp_path):
+    """A process that plans and ends at once (a refused run, a script that only queues one)
+    must not tear the interpreter down under a thread still importing aiohttp: done so, one
+    planning subprocess in about a hundred died of SIGSEGV at exit (make test, 2026-12-05)."""
+    marker = tmp_path / "prepared"
+    result = subprocess.run(
+        [sys.executable, "-c", EXITS_WHILE_PREPARING, str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert marker.read_text() == "prepared"

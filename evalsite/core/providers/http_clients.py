@@ -153,10 +153,14 @@ def prepare_client() -> None:
 
 def prepare_client_soon() -> None:
     """:func:`prepare_client` on a thread of its own, so it goes on beside what the caller
-    does next (planning and storing a run, before its first call), unless it is done."""
+    does next (planning and storing a run, before its first call), unless it is done.
+
+    Not a daemon: a process that ends before the thread does (a refused run, a script that
+    only plans and queues) waits for it, at most the preparation's fraction of a second.
+    The interpreter torn down under a thread still importing aiohttp died of SIGSEGV."""
     if aiohttp_module.cache_info().currsize and tls_context.cache_info().currsize:
         return
-    threading.Thread(target=prepare_client, name="prepare-client", daemon=True).start()
+    threading.Thread(target=prepare_client, name="prepare-client").start()
 
 
 @functools.cache
