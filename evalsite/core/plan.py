@@ -19,11 +19,12 @@ from typing import Any
 from evalsite.core.judging import CONSISTENCY_SAMPLE_PAIRS
 from evalsite.core.media import hashed_part, token_ceiling, token_estimate
 from evalsite.core.pricing import PriceRow, Usage, call_cost
+from evalsite.core.prompts import Piece, case_messages, variant_pieces
 from evalsite.core.providers.base import Provider, Request, message_text, request_media
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.suite_params import explicit_params
 from evalsite.core.suite_parts import Case, Task
-from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
+from evalsite.core.suites import Contestant, Suite, parse_contestant, request_params
 
 DEFAULT_MAX_TOKENS = 1024
 # Tokens are estimated from characters: the usual 4 characters a token. The worst case
@@ -68,9 +69,10 @@ def plan_cells(
     """
     cells = []
     made: dict[tuple[str, str], Request] = {}  # a task's request of a contestant: _cell
+    messages = _Messages(suite)
     for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
-        rendered: dict[str | None, list[Any]] = {}  # a case renders once per variant, not per cell
-        firsts = [_cell(suite, task, case.id, text, rendered, made) for text in contestants]
+        firsts = [_cell(suite, task, case.id, text, messages.of(task, case, text), made)
+                  for text in contestants]  # fmt: skip
         cells += firsts
         for repeat in range(1, repeats):  # a repeat's request differs in its number alone
             cells += [_repeated(cell, repeat) for cell in firsts]
@@ -111,21 +113,47 @@ def _known_tags(suite: Suite, tags: Sequence[str]) -> set[str]:
     return set(tags)
 
 
+class _Messages:
+    """The messages of each case for each contestant of a plan: a contestant text is parsed
+    once, a task's templates are gathered once for each variant, and a case renders once
+    for each variant, not for each cell."""
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+        self.indexes = {task.id: index for index, task in enumerate(suite.tasks)}
+        self.parsed: dict[str, Contestant] = {}
+        self.pieces: dict[tuple[str, str | None], list[Piece]] = {}
+        self.case: tuple[str, str] = ("", "")
+        self.rendered: dict[str | None, list[Any]] = {}  # that case's, by variant
+
+    def of(self, task: Task, case: Case, text: str) -> tuple[Contestant, list[Any]]:
+        if text not in self.parsed:
+            self.parsed[text] = parse_contestant(text)
+        contestant = self.parsed[text]
+        if (task.id, case.id) != self.case:
+            self.case, self.rendered = (task.id, case.id), {}
+        variant = contestant.variant
+        if variant not in self.rendered:
+            if (task.id, variant) not in self.pieces:
+                index = self.indexes[task.id]
+                self.pieces[task.id, variant] = variant_pieces(self.suite, index, variant)
+            self.rendered[variant] = case_messages(self.suite, self.pieces[task.id, variant], case)
+        return contestant, self.rendered[variant]
+
+
 def _cell(
     suite: Suite,
     task: Task,
     case_id: str,
     text: str,
-    rendered: dict[str | None, list[Any]],
+    rendered: tuple[Contestant, list[Any]],
     made: dict[tuple[str, str], Request],
 ) -> Cell:
-    """The first repeat's cell of a case and contestant. Its request is the one `made` for
-    another case of the task with this contestant, with this case's messages: what a
-    contestant is sent besides them (its fitted parameters, the schema) is the task's."""
-    contestant = parse_contestant(text)
-    if contestant.variant not in rendered:
-        rendered[contestant.variant] = render_messages(suite, task.id, case_id, contestant)
-    messages = rendered[contestant.variant]
+    """The first repeat's cell of a case and contestant (`text`; `rendered`: it parsed, and
+    its messages for the case). Its request is the one `made` for another case of the task
+    with this contestant, with this case's messages: what a contestant is sent besides them
+    (its fitted parameters, the schema) is the task's."""
+    contestant, messages = rendered
     if (task.id, text) in made:
         request = made[task.id, text].for_case(case_id, messages)
     else:

@@ -109,9 +109,19 @@ def render_messages(
     index = _task_index(suite, task_id)
     case = suite.tasks[index].case(case_id)
     variant = contestant.variant if contestant is not None else None
+    return case_messages(suite, variant_pieces(suite, index, variant), case)
+
+
+def variant_pieces(suite: Suite, index: int, variant: str | None) -> list[Piece]:
+    """:func:`message_pieces`, after a ValueError for a variant the suite does not declare:
+    what every case of the task renders for that variant (:func:`case_messages`)."""
     if variant is not None:
-        suite.variant(variant)  # ValueError for a variant the suite does not declare
-    pieces = message_pieces(suite, index, variant)
+        suite.variant(variant)
+    return message_pieces(suite, index, variant)
+
+
+def case_messages(suite: Suite, pieces: list[Piece], case: Case) -> list[dict[str, Any]]:
+    """The messages `pieces` (a task's, :func:`variant_pieces`) render for `case`."""
     return [{"role": piece.role, "content": _content(suite, piece, case)} for piece in pieces]
 
 
