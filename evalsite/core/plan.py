@@ -190,13 +190,18 @@ def call_hash(request: Request, provider: Provider) -> str:
     """The cache key of `request` answered by `provider` (answers and judge calls alike):
     what it sends, and for a provider whose reply comes from elsewhere than the model (a
     scripted reply) what it would reply, so an edited replies file is never served stale."""
-    return request_hash(
-        provider.prepare(request),
-        provider=provider.name,
-        adapter_version=provider.version,
-        mode=provider.schema_mode(request),
-        reply_source=provider.reply_source(request),
-    )
+    return request_hash(provider.prepare(request), **_key_context(request, provider))
+
+
+def _key_context(request: Request, provider: Provider) -> dict[str, Any]:
+    """What a cache key holds besides the prepared request (:func:`request_hash`'s
+    keywords)."""
+    return {
+        "provider": provider.name,
+        "adapter_version": provider.version,
+        "mode": provider.schema_mode(request),
+        "reply_source": provider.reply_source(request),
+    }
 
 
 def request_hash(
@@ -212,6 +217,26 @@ def request_hash(
 
     The timeout is left out: waiting longer does not change the answer.
     """
+    return _sha256(
+        _canonical(
+            request,
+            provider=provider,
+            adapter_version=adapter_version,
+            mode=mode,
+            reply_source=reply_source,
+        )
+    )
+
+
+def _canonical(
+    request: Request,
+    *,
+    provider: str,
+    adapter_version: str,
+    mode: str | None,
+    reply_source: str | None,
+) -> str:
+    """The canonical JSON a cache key is the sha256 of."""
     fields = {k: v for k, v in request.to_json().items() if k != "timeout_s"}
     fields["messages"] = [
         {**m, "content": [hashed_part(p) for p in m["content"]]}
@@ -227,8 +252,83 @@ def request_hash(
     }
     if reply_source is not None:
         payload["reply_source"] = reply_source
-    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _sha256(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _First:
+    """A cell's first repeat: its prepared request, key context and key's canonical JSON,
+    and once another repeat asks, that JSON before and after the repeat's number."""
+
+    def __init__(
+        self, cell: Cell, prepared: Request, context: dict[str, Any], canonical: str
+    ) -> None:
+        self.cell, self.prepared, self.context, self.canonical = cell, prepared, context, canonical
+        self.fields = _fields_but_repeat(prepared)
+        self.around: tuple[str, str] | None = None
+
+    def key_of(self, cell: Cell, prepared: Request, context: dict[str, Any]) -> str | None:
+        """The key of another repeat of this cell, when its prepared request is this one's
+        but for its number (every other field the same object) and its context the same;
+        else None."""
+        same = (cell.task_id, cell.case_id) == (self.cell.task_id, self.cell.case_id)
+        if not same or context != self.context or _fields_but_repeat(prepared) != self.fields:
+            return None
+        if self.around is None:
+            zero, one = self.canonical, _canonical(self.prepared.repeated(1), **context)
+            at = _first_difference(zero, one)  # where "0" and "1" were written: the number
+            self.around = zero[:at], zero[at + 1 :]
+        head, tail = self.around
+        return _sha256(f"{head}{prepared.repeat}{tail}")
+
+
+def _fields_but_repeat(request: Request) -> tuple[tuple[str, ...], list[int]]:
+    """Which objects a request's fields hold (their ids, in field order), its repeat left
+    out: two requests with the same are the same request but for its number."""
+    fields = request.__dict__
+    names, ids = tuple(fields), list(map(id, fields.values()))
+    ids[names.index("repeat")] = 0
+    return names, ids
+
+
+def _first_difference(one: str, other: str) -> int:
+    """The first index where two texts of the same length differ (they must)."""
+    low, high = 0, len(one)  # one[:low] == other[:low], one[:high] != other[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if one[:middle] == other[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def call_hashes(cells: Sequence[Cell], providers: Mapping[str, Provider]) -> list[str]:
+    """:func:`call_hash` of each cell of a plan (`providers`: by contestant), in order.
+
+    A plan's repeats follow their cell's first repeat (:func:`plan_cells`) and differ from
+    it in their number alone, so a repeat's key is the first's canonical JSON with its
+    number written in: that JSON is made twice a cell, not once a repeat (100,000 answers
+    in 20 repeats spent most of their planning on it). A repeat whose prepared request or
+    key context is not the first's but for its number is hashed whole.
+    """
+    hashes = []
+    firsts: dict[str, _First] = {}  # by contestant: the last first repeat seen
+    for cell in cells:
+        provider = providers[cell.contestant]
+        prepared, context = provider.prepare(cell.request), _key_context(cell.request, provider)
+        first = firsts.get(cell.contestant) if cell.repeat else None
+        key = first.key_of(cell, prepared, context) if first is not None else None
+        if key is None:
+            canonical = _canonical(prepared, **context)
+            key = _sha256(canonical)
+            if prepared.repeat == 0:
+                firsts[cell.contestant] = _First(cell, prepared, context, canonical)
+        hashes.append(key)
+    return hashes
 
 
 def prompt_chars(request: Request) -> int:
