@@ -17,7 +17,7 @@ CONTESTANTS = ["fake/small", "fake/small@terse"]
 
 
 def _suite(cases: int, **task):
-    rows = [{"id": f"c{n:04}", "vars": {"q": f"question {n} \u00e9 \"q\""}} for n in range(cases)]
+    rows = [{"id": f"c{n:04}", "vars": {"q": f'question {n} \u00e9 "q"'}} for n in range(cases)]
     document = {
         "suite": "keys", "version": 1, "models": CONTESTANTS, "repeats": 20,
         "defaults": {"temperature": 1, "max_tokens": 9, "stop": ["END"]},
