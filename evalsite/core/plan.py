@@ -267,7 +267,7 @@ class _First:
         self, cell: Cell, prepared: Request, context: dict[str, Any], canonical: str
     ) -> None:
         self.cell, self.prepared, self.context, self.canonical = cell, prepared, context, canonical
-        self.fields = _fields_but_repeat(prepared)
+        self.fields: tuple[tuple[str, ...], list[int]] | None = None  # once a repeat asks
         self.around: tuple[str, str] | None = None
 
     def key_of(self, cell: Cell, prepared: Request, context: dict[str, Any]) -> str | None:
@@ -275,7 +275,11 @@ class _First:
         but for its number (every other field the same object) and its context the same;
         else None."""
         same = (cell.task_id, cell.case_id) == (self.cell.task_id, self.cell.case_id)
-        if not same or context != self.context or _fields_but_repeat(prepared) != self.fields:
+        if not same or context != self.context:
+            return None
+        if self.fields is None:
+            self.fields = _fields_but_repeat(self.prepared)
+        if _fields_but_repeat(prepared) != self.fields:
             return None
         if self.around is None:
             zero, one = self.canonical, _canonical(self.prepared.repeated(1), **context)
