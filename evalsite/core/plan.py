@@ -237,7 +237,7 @@ def _canonical(
     reply_source: str | None,
 ) -> str:
     """The canonical JSON a cache key is the sha256 of."""
-    fields = {k: v for k, v in request.to_json().items() if k != "timeout_s"}
+    fields = request.answer_json()
     fields["messages"] = [
         {**m, "content": [hashed_part(p) for p in m["content"]]}
         if isinstance(m["content"], list)
