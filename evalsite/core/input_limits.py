@@ -60,6 +60,8 @@ def text_problem(value: str) -> str | None:
 
 def value_problems(data: Any, sources: SourceMap) -> list[Problem]:
     """Problems with values that are not JSON text, numbers, booleans, null, lists or maps."""
+    if _plain_values(data):
+        return []  # the usual case, told without a path for each value
     problems = []
     stack: list[tuple[Path, Any]] = [((), data)]
     while stack:
@@ -76,6 +78,34 @@ def value_problems(data: Any, sources: SourceMap) -> list[Problem]:
         elif isinstance(value, list):
             stack.extend(((*path, index), item) for index, item in enumerate(value))
     return sorted(problems, key=lambda p: (p.line or 0, p.path))
+
+
+def _plain_values(data: Any) -> bool:
+    """Whether :func:`value_problems` would find nothing in ``data``: only JSON's own types
+    (exactly), finite numbers and text keys, and no text with a character
+    :func:`text_problem` refuses (one search of the texts joined by newlines, which it never
+    refuses). False sends anything else to the walk that words each problem."""
+    texts: list[str] = []
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is str:
+            texts.append(value)
+        elif kind is dict:
+            keys = list(value)
+            if not all(type(key) is str for key in keys):
+                return False
+            texts += keys
+            stack += value.values()
+        elif kind is list:
+            stack += value
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif value is not None and kind is not bool and kind is not int:
+            return False
+    return _BAD_CHAR.search("\n".join(texts)) is None
 
 
 def _value_problem(value: Any) -> str | None:

@@ -27,6 +27,12 @@ def looks_like_key(text: str) -> bool:
     return _KEY.search(text) is not None
 
 
+def any_looks_like_key(texts: Iterable[str]) -> bool:
+    """Whether any of ``texts`` contains a key-shaped substring: one search of them joined
+    by newlines, which no key shape spans and which stand where a text starts."""
+    return _KEY.search("\n".join(texts)) is not None
+
+
 def key_prefix(text: str) -> str:
     """The public prefix (``sk-`` or ``AIza``) of the first key-shaped substring, or ""."""
     match = _KEY.search(text)

@@ -19,11 +19,12 @@ from typing import Any
 from evalsite.core.judging import CONSISTENCY_SAMPLE_PAIRS
 from evalsite.core.media import hashed_part, token_ceiling, token_estimate
 from evalsite.core.pricing import PriceRow, Usage, call_cost
+from evalsite.core.prompts import Piece, case_messages, variant_pieces
 from evalsite.core.providers.base import Provider, Request, message_text, request_media
 from evalsite.core.scoring.aggregate import answer_tags
 from evalsite.core.suite_params import explicit_params
 from evalsite.core.suite_parts import Case, Task
-from evalsite.core.suites import Suite, parse_contestant, render_messages, request_params
+from evalsite.core.suites import Contestant, Suite, parse_contestant, request_params
 
 DEFAULT_MAX_TOKENS = 1024
 # Tokens are estimated from characters: the usual 4 characters a token. The worst case
@@ -68,9 +69,10 @@ def plan_cells(
     """
     cells = []
     made: dict[tuple[str, str], Request] = {}  # a task's request of a contestant: _cell
+    messages = _Messages(suite)
     for task, case in selected_cases(suite, only=only, tags=tags, limit=limit):
-        rendered: dict[str | None, list[Any]] = {}  # a case renders once per variant, not per cell
-        firsts = [_cell(suite, task, case.id, text, rendered, made) for text in contestants]
+        firsts = [_cell(suite, task, case.id, text, messages.of(task, case, text), made)
+                  for text in contestants]  # fmt: skip
         cells += firsts
         for repeat in range(1, repeats):  # a repeat's request differs in its number alone
             cells += [_repeated(cell, repeat) for cell in firsts]
@@ -111,21 +113,47 @@ def _known_tags(suite: Suite, tags: Sequence[str]) -> set[str]:
     return set(tags)
 
 
+class _Messages:
+    """The messages of each case for each contestant of a plan: a contestant text is parsed
+    once, a task's templates are gathered once for each variant, and a case renders once
+    for each variant, not for each cell."""
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+        self.indexes = {task.id: index for index, task in enumerate(suite.tasks)}
+        self.parsed: dict[str, Contestant] = {}
+        self.pieces: dict[tuple[str, str | None], list[Piece]] = {}
+        self.case: tuple[str, str] = ("", "")
+        self.rendered: dict[str | None, list[Any]] = {}  # that case's, by variant
+
+    def of(self, task: Task, case: Case, text: str) -> tuple[Contestant, list[Any]]:
+        if text not in self.parsed:
+            self.parsed[text] = parse_contestant(text)
+        contestant = self.parsed[text]
+        if (task.id, case.id) != self.case:
+            self.case, self.rendered = (task.id, case.id), {}
+        variant = contestant.variant
+        if variant not in self.rendered:
+            if (task.id, variant) not in self.pieces:
+                index = self.indexes[task.id]
+                self.pieces[task.id, variant] = variant_pieces(self.suite, index, variant)
+            self.rendered[variant] = case_messages(self.suite, self.pieces[task.id, variant], case)
+        return contestant, self.rendered[variant]
+
+
 def _cell(
     suite: Suite,
     task: Task,
     case_id: str,
     text: str,
-    rendered: dict[str | None, list[Any]],
+    rendered: tuple[Contestant, list[Any]],
     made: dict[tuple[str, str], Request],
 ) -> Cell:
-    """The first repeat's cell of a case and contestant. Its request is the one `made` for
-    another case of the task with this contestant, with this case's messages: what a
-    contestant is sent besides them (its fitted parameters, the schema) is the task's."""
-    contestant = parse_contestant(text)
-    if contestant.variant not in rendered:
-        rendered[contestant.variant] = render_messages(suite, task.id, case_id, contestant)
-    messages = rendered[contestant.variant]
+    """The first repeat's cell of a case and contestant (`text`; `rendered`: it parsed, and
+    its messages for the case). Its request is the one `made` for another case of the task
+    with this contestant, with this case's messages: what a contestant is sent besides them
+    (its fitted parameters, the schema) is the task's."""
+    contestant, messages = rendered
     if (task.id, text) in made:
         request = made[task.id, text].for_case(case_id, messages)
     else:
@@ -162,13 +190,18 @@ def call_hash(request: Request, provider: Provider) -> str:
     """The cache key of `request` answered by `provider` (answers and judge calls alike):
     what it sends, and for a provider whose reply comes from elsewhere than the model (a
     scripted reply) what it would reply, so an edited replies file is never served stale."""
-    return request_hash(
-        provider.prepare(request),
-        provider=provider.name,
-        adapter_version=provider.version,
-        mode=provider.schema_mode(request),
-        reply_source=provider.reply_source(request),
-    )
+    return request_hash(provider.prepare(request), **_key_context(request, provider))
+
+
+def _key_context(request: Request, provider: Provider) -> dict[str, Any]:
+    """What a cache key holds besides the prepared request (:func:`request_hash`'s
+    keywords)."""
+    return {
+        "provider": provider.name,
+        "adapter_version": provider.version,
+        "mode": provider.schema_mode(request),
+        "reply_source": provider.reply_source(request),
+    }
 
 
 def request_hash(
@@ -184,7 +217,27 @@ def request_hash(
 
     The timeout is left out: waiting longer does not change the answer.
     """
-    fields = {k: v for k, v in request.to_json().items() if k != "timeout_s"}
+    return _sha256(
+        _canonical(
+            request,
+            provider=provider,
+            adapter_version=adapter_version,
+            mode=mode,
+            reply_source=reply_source,
+        )
+    )
+
+
+def _canonical(
+    request: Request,
+    *,
+    provider: str,
+    adapter_version: str,
+    mode: str | None,
+    reply_source: str | None,
+) -> str:
+    """The canonical JSON a cache key is the sha256 of."""
+    fields = request.answer_json()
     fields["messages"] = [
         {**m, "content": [hashed_part(p) for p in m["content"]]}
         if isinstance(m["content"], list)
@@ -199,8 +252,87 @@ def request_hash(
     }
     if reply_source is not None:
         payload["reply_source"] = reply_source
-    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _sha256(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _First:
+    """A cell's first repeat: its prepared request, key context and key's canonical JSON,
+    and once another repeat asks, that JSON before and after the repeat's number."""
+
+    def __init__(
+        self, cell: Cell, prepared: Request, context: dict[str, Any], canonical: str
+    ) -> None:
+        self.cell, self.prepared, self.context, self.canonical = cell, prepared, context, canonical
+        self.fields: tuple[tuple[str, ...], list[int]] | None = None  # once a repeat asks
+        self.around: tuple[str, str] | None = None
+
+    def key_of(self, cell: Cell, prepared: Request, context: dict[str, Any]) -> str | None:
+        """The key of another repeat of this cell, when its prepared request is this one's
+        but for its number (every other field the same object) and its context the same;
+        else None."""
+        same = (cell.task_id, cell.case_id) == (self.cell.task_id, self.cell.case_id)
+        if not same or context != self.context:
+            return None
+        if self.fields is None:
+            self.fields = _fields_but_repeat(self.prepared)
+        if _fields_but_repeat(prepared) != self.fields:
+            return None
+        if self.around is None:
+            zero, one = self.canonical, _canonical(self.prepared.repeated(1), **context)
+            at = _first_difference(zero, one)  # where "0" and "1" were written: the number
+            self.around = zero[:at], zero[at + 1 :]
+        head, tail = self.around
+        return _sha256(f"{head}{prepared.repeat}{tail}")
+
+
+def _fields_but_repeat(request: Request) -> tuple[tuple[str, ...], list[int]]:
+    """Which objects a request's fields hold (their ids, in field order), its repeat left
+    out: two requests with the same are the same request but for its number."""
+    fields = request.__dict__
+    names, ids = tuple(fields), list(map(id, fields.values()))
+    ids[names.index("repeat")] = 0
+    return names, ids
+
+
+def _first_difference(one: str, other: str) -> int:
+    """The first index where two texts of the same length differ (they must)."""
+    low, high = 0, len(one)  # one[:low] == other[:low], one[:high] != other[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if one[:middle] == other[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def call_hashes(cells: Sequence[Cell], providers: Mapping[str, Provider]) -> list[str]:
+    """:func:`call_hash` of each cell of a plan (`providers`: by contestant), in order.
+
+    A plan's repeats follow their cell's first repeat (:func:`plan_cells`) and differ from
+    it in their number alone, so a repeat's key is the first's canonical JSON with its
+    number written in: that JSON is made twice a cell, not once a repeat (100,000 answers
+    in 20 repeats spent most of their planning on it). A repeat whose prepared request or
+    key context is not the first's but for its number is hashed whole.
+    """
+    hashes = []
+    firsts: dict[str, _First] = {}  # by contestant: the last first repeat seen
+    for cell in cells:
+        provider = providers[cell.contestant]
+        prepared, context = provider.prepare(cell.request), _key_context(cell.request, provider)
+        first = firsts.get(cell.contestant) if cell.repeat else None
+        key = first.key_of(cell, prepared, context) if first is not None else None
+        if key is None:
+            canonical = _canonical(prepared, **context)
+            key = _sha256(canonical)
+            if prepared.repeat == 0:
+                firsts[cell.contestant] = _First(cell, prepared, context, canonical)
+        hashes.append(key)
+    return hashes
 
 
 def prompt_chars(request: Request) -> int:

@@ -119,6 +119,23 @@ class SourceMap:
         return Problem(file, line, format_path(path), message, severity)
 
 
+def strings_in(data: Any) -> list[str]:
+    """Every string :func:`walk_strings` yields, without the paths (a path a string costs
+    more than the walk: checks that rarely find anything look here first)."""
+    found: list[str] = []
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, Mapping):
+            found += (key for key in value if isinstance(key, str))
+            stack += value.values()
+        elif isinstance(value, list | tuple):
+            stack += value
+    return found
+
+
 def walk_strings(data: Any, prefix: Path = ()) -> Iterator[tuple[Path, str]]:
     """Every string in ``data`` (mapping keys included) with the path it sits at.
 

@@ -12,8 +12,9 @@ independently. A messages-list prompt may start with a system message; it counts
 layer's ``system``. An empty system text means "no system message". Params: ``defaults``,
 then the task's overrides, then ``variants.V.params``.
 
-:func:`template_problems` renders every text of every case for the base and every variant
-through the same code :func:`render_messages` uses, so what validates is what runs. The suite's
+:func:`template_problems` checks every text of every case for the base and every variant
+by the rules :func:`render_messages` renders with (a case lacking a placeholder's var is
+refused by both; Jinja2 texts are rendered), so what validates is what runs. The suite's
 ``templating`` picks the language: ``{{name}}`` (:mod:`~evalsite.core.templating`, the default)
 or Jinja2 (:mod:`~evalsite.core.jinja`).
 """
@@ -35,13 +36,11 @@ from evalsite.core.providers.capabilities import accepts, refusal
 from evalsite.core.suite_parts import Case, Prompt
 from evalsite.core.templating import (
     NAME,
-    TemplateError,
     VarValue,
     format_value,
     invalid_tokens,
     is_tag,
     placeholders,
-    render,
 )
 
 if TYPE_CHECKING:
@@ -110,9 +109,19 @@ def render_messages(
     index = _task_index(suite, task_id)
     case = suite.tasks[index].case(case_id)
     variant = contestant.variant if contestant is not None else None
+    return case_messages(suite, variant_pieces(suite, index, variant), case)
+
+
+def variant_pieces(suite: Suite, index: int, variant: str | None) -> list[Piece]:
+    """:func:`message_pieces`, after a ValueError for a variant the suite does not declare:
+    what every case of the task renders for that variant (:func:`case_messages`)."""
     if variant is not None:
-        suite.variant(variant)  # ValueError for a variant the suite does not declare
-    pieces = message_pieces(suite, index, variant)
+        suite.variant(variant)
+    return message_pieces(suite, index, variant)
+
+
+def case_messages(suite: Suite, pieces: list[Piece], case: Case) -> list[dict[str, Any]]:
+    """The messages `pieces` (a task's, :func:`variant_pieces`) render for `case`."""
     return [{"role": piece.role, "content": _content(suite, piece, case)} for piece in pieces]
 
 
@@ -229,7 +238,7 @@ def template_problems(
     coerced: Mapping[Path, str],
     allowance: Allowance | None = None,
 ) -> tuple[list[Problem], list[Problem]]:
-    """Render every prompt of every case for the base and each variant: (errors, warnings).
+    """Check every prompt of every case for the base and each variant: (errors, warnings).
 
     Errors: a placeholder with no var (naming task, case, variant and where it is used) and
     malformed ``{{…}}`` tokens and Jinja tags; with ``templating: jinja2``, a text that does
@@ -269,6 +278,10 @@ def _task_problems(
     names = jinja.names_used if jinja2 else placeholders
     read = [*texts.values(), *task_texts(suite, index)]
     used = {name for text in read for name in names(text)}
+    named = {
+        variant: [(path, placeholders(text)) for piece in pieces for path, text in piece.texts()]
+        for variant, pieces in sets.items()
+    }  # each text's placeholders, read once a task, not once a case
     stopped: set[str] = set()
     unused: dict[str, list[Path]] = defaultdict(list)
     warnings: list[Problem] = []
@@ -279,7 +292,7 @@ def _task_problems(
             for message in (
                 _jinja_failures(case.vars, sets, stopped, allowance)
                 if jinja2
-                else _render_failures(case.vars, sets)
+                else _render_failures(case.vars, named)
             )
         ]
         errors += _media_problems(suite, task.id, case, case_path, sets, sources)
@@ -327,20 +340,20 @@ def _invalid_message(token: str) -> str:
 
 
 def _render_failures(
-    variables: Mapping[str, Any], sets: Mapping[str | None, list[Piece]]
+    variables: Mapping[str, Any], named: Mapping[str | None, list[tuple[Path, list[str]]]]
 ) -> list[str]:
-    """Render each piece of each variant with the case's vars; one message per missing var.
+    """One message per placeholder of a variant's texts (`named`: each text's path and
+    placeholders) that the case's vars lack: what :func:`~evalsite.core.templating.render`
+    would refuse the case for (TemplateError's ``missing``), without rendering each text.
 
     Malformed tokens are reported once per text by the caller, not once per case.
     """
     where: dict[str, dict[str, None]] = defaultdict(dict)
     variants: dict[str, set[str | None]] = defaultdict(set)
-    for variant, pieces in sets.items():
-        for path, text in (item for piece in pieces for item in piece.texts()):
-            try:
-                render(text, variables)
-            except TemplateError as error:
-                for name in error.missing:
+    for variant, texts in named.items():
+        for path, names in texts:
+            for name in names:
+                if name not in variables:
                     where[name][format_path(path)] = None
                     variants[name].add(variant)
     messages = []

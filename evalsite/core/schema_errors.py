@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
 import itertools
 import json
 import re
@@ -24,6 +23,7 @@ from jsonschema.protocols import Validator
 
 from evalsite.core.json_schemas import validator
 from evalsite.core.problems import Path, Problem, SourceMap
+from evalsite.core.schema_predicate import Check, predicate
 from evalsite.core.suite_schema import DEFS, SUITE_SCHEMA
 
 MAX_ERRORS = 1000  # schema errors examined per document; the report shows fewer anyway
@@ -44,9 +44,18 @@ def _dereference(node: Any) -> Any:
 
 
 @functools.cache
+def _schema(definition: str | None) -> Any:
+    return _dereference(SUITE_SCHEMA if definition is None else DEFS[definition])
+
+
+@functools.cache
 def _validator(definition: str | None) -> Validator:
-    schema = SUITE_SCHEMA if definition is None else DEFS[definition]
-    return validator(_dereference(schema))
+    return validator(_schema(definition))
+
+
+@functools.cache
+def _valid(definition: str | None) -> Check:
+    return predicate(_schema(definition))
 
 
 def schema_problems(
@@ -56,10 +65,11 @@ def schema_problems(
 
     ``definition`` names a ``$defs`` entry to validate against instead of the whole suite
     (``"cases"`` for a cases file); ``prefix`` is where ``instance`` sits in the suite. At
-    most :data:`MAX_ERRORS` errors are examined, so a huge broken file stays cheap.
+    most :data:`MAX_ERRORS` errors are examined, so a huge broken file stays cheap. A valid
+    instance is told apart first by a compiled predicate (:mod:`~evalsite.core.
+    schema_predicate`, a few µs a case); jsonschema words the errors of the others.
     """
-    digest = _digest(instance)
-    if digest is not None and (definition, digest) in _VALID:
+    if _valid(definition)(instance):
         return []
     found: dict[tuple[Path, str], Problem] = {}
     errors = _validator(definition).iter_errors(instance)
@@ -67,40 +77,7 @@ def schema_problems(
         for path, message in _explain(error):
             full = (*prefix, *path)
             found.setdefault((full, message), sources.problem(full, message))
-    if not found and digest is not None:
-        if len(_VALID) >= VALID_KEPT:
-            _VALID.clear()
-        _VALID.add((definition, digest))
     return sorted(found.values(), key=lambda p: (p.file != sources.file, p.file, p.line or 0))
-
-
-# Documents found valid in this process, by definition and digest: `evalsite run` validates
-# its suite as read from the file and again as the stored version it runs (150 ms each for
-# 2,000 cases), the same values both times.
-_VALID: set[tuple[str | None, str]] = set()
-VALID_KEPT = 64
-
-
-def _digest(instance: Any) -> str | None:
-    """The sha256 of `instance` as canonical JSON; None for a value JSON would not tell
-    apart from another (a key that is not a string) or cannot write (a date)."""
-    if not _plain(instance):
-        return None
-    try:
-        text = json.dumps(instance, sort_keys=True, ensure_ascii=False, allow_nan=True)
-    except (TypeError, ValueError):
-        return None
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _plain(node: Any) -> bool:
-    """JSON's own values only: dicts with string keys, lists, strings, numbers, booleans and
-    None (a tuple would be written as a list, an int key as a string)."""
-    if isinstance(node, dict):
-        return all(type(k) is str and _plain(v) for k, v in node.items())
-    if isinstance(node, list):
-        return all(_plain(item) for item in node)
-    return node is None or type(node) in (str, int, float, bool)
 
 
 def _explain(error: ValidationError) -> Iterable[tuple[Path, str]]:

@@ -55,6 +55,24 @@ class Attachments:
     replies_path: FsPath | None = None
     problems: list[Problem] = field(default_factory=list)
     media: dict[str, MediaFile] = field(default_factory=dict)  # relative posix path -> file
+    # The containers of `document` that are its own, copied on their first write: the rest
+    # it shares with the document read (a copy of all of it took longer than reading it).
+    # Kept in a list as well as by id, so no id of theirs is reused while this is alive.
+    owned: list[Any] = field(default_factory=list, repr=False)
+    owned_ids: set[int] = field(default_factory=set, repr=False)
+
+    def container(self, path: Path) -> Any:
+        """The container at `path` in :attr:`document`, the containers on the way made its
+        own, so writing into it leaves the document read alone."""
+        node: Any = self.document
+        for part in path:
+            child = node[part]
+            if id(child) not in self.owned_ids and isinstance(child, dict | list):
+                child = node[part] = copy.copy(child)
+                self.owned.append(child)
+                self.owned_ids.add(id(child))
+            node = child
+        return node
 
 
 def read_bounded(path: FsPath, *, limit: int = MAX_BYTES) -> bytes:
@@ -91,7 +109,7 @@ def attach_files(
     """Read, check and inline every file ``document`` refers to (see the module contract),
     then describe every file a case attaches (``files:``); ``stored_media`` stands in for
     the suite's folder when a stored version is parsed again."""
-    result = Attachments(copy.deepcopy(document))
+    result = Attachments(dict(document))
     _attach_references(result, document, sources, base_dir=base_dir, origin=origin)
     for path, written in _case_files(result.document):
         if stored_media is not None:
@@ -167,7 +185,7 @@ def _read_media(
     except (UnreadableFile, MediaError) as error:
         result.problems.append(sources.problem(path, f"{written}: {error}"))
         return
-    _set(result.document, path, relative)
+    result.container(path[:-1])[path[-1]] = relative
 
 
 def _stored_media(
@@ -181,13 +199,6 @@ def _stored_media(
         result.media[written] = stored[written]
     else:
         result.problems.append(sources.problem(path, f"{written}: not kept with this version"))
-
-
-def _set(document: dict[str, Any], path: Path, value: Any) -> None:
-    node: Any = document
-    for part in path[:-1]:
-        node = node[part]
-    node[path[-1]] = value
 
 
 def _references(document: dict[str, Any]) -> list[tuple[Path, str]]:
@@ -247,6 +258,7 @@ def _inline(
         )
     container = _container(result.document, container_path)
     if container is not None:
+        container = result.container(container_path)
         del container[key]
         container[target] = value
 

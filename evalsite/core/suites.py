@@ -33,10 +33,17 @@ from decimal import Decimal
 from typing import Any
 
 from evalsite.core.input_limits import value_problems
-from evalsite.core.keys import key_prefix, looks_like_key, redact
+from evalsite.core.keys import any_looks_like_key, key_prefix, looks_like_key, redact
 from evalsite.core.media import MEDIA_KEY, MediaFile
 from evalsite.core.money import parse_cap
-from evalsite.core.problems import Problem, SourceMap, SuiteError, format_problems, walk_strings
+from evalsite.core.problems import (
+    Problem,
+    SourceMap,
+    SuiteError,
+    format_problems,
+    strings_in,
+    walk_strings,
+)
 from evalsite.core.prompts import (
     media_refusals,
     media_unknowns,
@@ -427,6 +434,8 @@ def _hash(data: bytes, files: Mapping[str, bytes], media: Mapping[str, MediaFile
 
 def _key_problems(document: Mapping[str, Any], sources: SourceMap) -> list[Problem]:
     """One error per string (value or key, any file) shaped like a provider key."""
+    if not any_looks_like_key(strings_in(document)):
+        return []  # the usual case, told without a path for each string
     return [
         sources.problem(
             path,

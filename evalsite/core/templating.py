@@ -16,6 +16,7 @@ Rules (the whole language):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -40,19 +41,40 @@ class TemplateError(Exception):
 
 def placeholders(text: str) -> list[str]:
     """The names of the well-formed placeholders in ``text``, first use first, no repeats."""
-    names: dict[str, None] = {}
-    for match in _TOKEN.finditer(text):
-        name = match.group(1).strip()
-        if _NAME.fullmatch(name):
-            names[name] = None
-    return list(names)
+    return list(_read(text).names)
 
 
 def invalid_tokens(text: str) -> list[str]:
     """Every ``{{ … }}`` in ``text`` that is not a placeholder (an expression, a filter…),
     then every Jinja tag or comment."""
-    tokens = [m.group() for m in _TOKEN.finditer(text) if not _NAME.fullmatch(m.group(1).strip())]
-    return tokens + [m.group() for m in _TAG.finditer(text)]
+    return list(_read(text).invalid)
+
+
+class _Template:
+    """A text read once: its placeholders, its malformed tokens, and its pieces (text,
+    name, text, …, text) when it has none of those; every case of a task renders the same
+    few texts."""
+
+    __slots__ = ("invalid", "names", "pieces")
+
+    def __init__(self, text: str) -> None:
+        names: dict[str, None] = {}
+        invalid = []
+        for match in _TOKEN.finditer(text):
+            name = match.group(1).strip()
+            if _NAME.fullmatch(name):
+                names[name] = None
+            else:
+                invalid.append(match.group())
+        self.names = tuple(names)
+        self.invalid = (*invalid, *(m.group() for m in _TAG.finditer(text)))
+        split = _TOKEN.split(text)  # the same matches as finditer: texts between names
+        self.pieces = tuple(piece if k % 2 == 0 else piece.strip() for k, piece in enumerate(split))
+
+
+@functools.lru_cache(maxsize=256)
+def _read(text: str) -> _Template:
+    return _Template(text)
 
 
 def is_tag(token: str) -> bool:
@@ -74,8 +96,14 @@ def render(text: str, variables: Mapping[str, VarValue]) -> str:
 
     Raises TemplateError naming every missing var and malformed token; never partial output.
     """
-    missing = tuple(name for name in placeholders(text) if name not in variables)
-    invalid = tuple(invalid_tokens(text))
-    if missing or invalid:
-        raise TemplateError(missing, invalid)
-    return _TOKEN.sub(lambda m: format_value(variables[m.group(1).strip()]), text)
+    template = _read(text)
+    missing = tuple(name for name in template.names if name not in variables)
+    if missing or template.invalid:
+        raise TemplateError(missing, template.invalid)
+    pieces = template.pieces
+    if len(pieces) == 1:
+        return text
+    rendered = [
+        piece if k % 2 == 0 else format_value(variables[piece]) for k, piece in enumerate(pieces)
+    ]
+    return "".join(rendered)

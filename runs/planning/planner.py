@@ -28,7 +28,7 @@ from evalsite.core.judging import judge_config
 from evalsite.core.plan import (
     Cell,
     SelectionError,
-    call_hash,
+    call_hashes,
     plan_cells,
 )
 from evalsite.core.pricing import (
@@ -231,7 +231,7 @@ def make_plan(
         providers = _providers(contestants, endpoints, replies, options, keys)
         if not options.dry_run and over_http(providers.values()):
             prepare_client_soon()  # beside the rest of planning and storing the run
-        hashes = [call_hash(cell.request, providers[cell.contestant]) for cell in cells]
+        hashes = call_hashes(cells, providers)
         cached = estimates.cached_flags(
             hashes, options.no_cache, [providers[c.contestant] for c in cells]
         )

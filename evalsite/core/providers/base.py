@@ -238,6 +238,13 @@ class Request:
             "order": self.order,
         } | self._set_only()
 
+    def answer_json(self) -> dict[str, Any]:
+        """:meth:`to_json` without ``timeout_s``: what decides the answer (waiting longer
+        does not change it), read by the cache key and by the fake provider's seed."""
+        data = self.to_json()
+        del data["timeout_s"]
+        return data
+
     def _set_only(self) -> dict[str, Any]:
         """The fields that enter the JSON (and the hash) only when set, so adding one moved
         no other request's key (a thinking budget of 0 is set: Gemini's "no thinking")."""

@@ -1,7 +1,7 @@
 """The fake provider: a real, selectable provider whose answers come from a hash.
 
 Every choice is a pure function of the sha256 of the prepared request's JSON
-(:meth:`Request.to_json` without ``timeout_s``, which never changes an answer): the same
+(:meth:`Request.answer_json`: without ``timeout_s``, which never changes an answer): the same
 request always gets the same completion, and another repeat or judge order gets its own.
 Nothing is random outside that hash.
 
@@ -177,9 +177,7 @@ class FakeProvider(SchemaModes):
 
 
 def _seed(request: Request) -> bytes:
-    data = request.to_json()
-    del data["timeout_s"]
-    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    text = json.dumps(request.answer_json(), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
