@@ -84,6 +84,13 @@ class Claims:
     def judging(self) -> bool:
         return self.calls is Judgement
 
+    def turn_to_judge_calls(self) -> None:
+        """From the answers to the judge calls. That the last claim of answers found none
+        left says nothing of the judge calls just queued: the first claim of them is not
+        held back a poll (a judged run waited up to 0.25 s between its phases)."""
+        self.calls = Judgement
+        self._exhausted_at = -POLL_S
+
     def of_run(self):
         """The run's calls of the current kind (answers, or judge calls)."""
         return self.calls.objects.filter(run_id=self.run_id)

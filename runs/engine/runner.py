@@ -57,7 +57,7 @@ from runs.engine.claims import POLL_S, Claim, Claims
 from runs.engine.judging import prepare_judging
 from runs.engine.outcomes import Outcome
 from runs.engine.writer import Writer
-from runs.models import Answer, CachedResponse, Call, Endpoint, Judgement, Run
+from runs.models import Answer, CachedResponse, Call, Endpoint, Run
 from runs.models.run import calls_in_flight
 from runs.models.suites import blob_store
 from runs.sealed import Sealed
@@ -256,7 +256,7 @@ class Shard:
             await db(prepare_judging)(self.claims.run_row, self.setup.judge)
         if after != Run.Status.JUDGING:
             return after
-        self.claims.calls = Judgement
+        self.claims.turn_to_judge_calls()
         await self._loop(client)
         return None if self.halt() else await db(phases.judging_over)(self.run_id)
 

@@ -12,7 +12,7 @@ import pytest
 from runs.engine.claims import Claims
 from runs.engine.runner import INSTANT_AHEAD
 from runs.engine.writer import FLUSH_ROWS
-from tests.helpers.engine import MockLLM, execute, mock_run
+from tests.helpers.engine import MockLLM, execute, mock_run, suite_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,3 +49,17 @@ def test_calls_that_wait_on_a_network_are_claimed_a_few_more_than_the_slots():
 
     # 8 slots a model, two models: claimed up to half the slots again (24), not 200
     assert max(sizes) <= 24 and len(sizes) >= 2 * CASES // 24
+
+
+def test_the_judge_calls_are_claimed_at_once_after_the_answers(monkeypatch):
+    """The claims of a shard's judge calls are not held back by its last claim of answers
+    having found none left: with a poll of an hour the run still ends (it waited a poll,
+    0.25 s, between its phases)."""
+    text = suite_text(cases=4).replace("repeats: 1\n", "repeats: 1\njudge: {model: mock/a}\n")
+    run = mock_run(text=text, fake=True, max_cost=CAP)
+    monkeypatch.setattr("runs.engine.claims.POLL_S", 3600.0)
+
+    done = execute(run.id, timeout=30)
+
+    assert done.status == "done"
+    assert done.judgements.filter(status="done").count() == 8  # 4 pairs, both orders
