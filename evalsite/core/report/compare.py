@@ -16,7 +16,7 @@ by more than it in percent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -24,6 +24,7 @@ from evalsite.core.report import numbers as num
 from evalsite.core.report.document import one_contestant
 from evalsite.core.report.matrix import matrix_of, pass_share
 from evalsite.core.report.pairing import (
+    PARTS,
     below_zero,
     delta_interval,
     paired_changes,
@@ -316,11 +317,17 @@ def _money(cost: Change, spend: Change | None = None) -> str:
 
 
 def compare_reports(
-    a: Report, b: Report, *, threshold: float | None = None, level: float = 0.95
+    a: Report,
+    b: Report,
+    *,
+    threshold: float | None = None,
+    level: float = 0.95,
+    parts: Collection[str] = PARTS,
 ) -> Comparison:
     """A (the earlier run) against B. ``threshold`` for movers: B's suite's
     ``mover_threshold``, else :data:`DEFAULT_THRESHOLD`; ``level`` for the paired
-    intervals."""
+    intervals; ``parts``, the paired changes tested (:func:`paired_changes`: the movers and
+    their Holm family read only ``"win"``)."""
     suite = b.get("suite") or {}
     if threshold is None:
         threshold = suite.get("mover_threshold")
@@ -331,7 +338,7 @@ def compare_reports(
         return Comparison(a_id, b_id, str(name or ""), False, reason, threshold=threshold)
     candidates = [c for c in _candidates(b) if c in _candidates(a)]
     both = [c for c in _contestants(b) if c in _contestants(a)]
-    paired = paired_changes(a, b, level=level)
+    paired = paired_changes(a, b, level=level, parts=parts)
     measures, not_compared = _measures(a, b, [] if reason else candidates, both)
     if reason:  # the win-rates are not comparable; each contestant's own measures are
         return Comparison(

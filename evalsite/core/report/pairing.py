@@ -10,7 +10,7 @@ Reports written before this key have no units and get no significance (said so).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from evalsite.core.report import numbers as num
@@ -20,11 +20,13 @@ from evalsite.core.stats.mcnemar import case_mcnemar
 from evalsite.core.stats.paired import paired_bootstrap
 
 __all__ = [
-    "below_zero", "delta_interval", "paired_changes", "paired_units", "significance_lines",
+    "PARTS", "below_zero", "delta_interval", "paired_changes", "paired_units",
+    "significance_lines",
 ]  # fmt: skip
 
 Report = Mapping[str, Any]
 Unit = tuple[str, str, int]
+PARTS = ("win", "score", "passed")  # Δ win-rate, Δ scorecard score, Δ pass rate
 
 
 def paired_units(data: Any, cards: Sequence[CaseScore] | None = None) -> dict[str, Any]:
@@ -63,12 +65,15 @@ def paired_units(data: Any, cards: Sequence[CaseScore] | None = None) -> dict[st
     }
 
 
-def paired_changes(a: Report, b: Report, *, level: float = 0.95) -> dict[str, Any] | None:
+def paired_changes(
+    a: Report, b: Report, *, level: float = 0.95, parts: Collection[str] = PARTS
+) -> dict[str, Any] | None:
     """From A to B, per candidate and per task: Δ win-rate and, per contestant, Δ scorecard
     score with seeded paired bootstrap intervals at ``level`` (units paired by case and
     repeat, resampled a case at a time), and Δ pass rate with its exact p over cases
-    (McNemar's with one repeat, the sign-flip test over cases with more). None when either
-    report has no ``paired`` key."""
+    (McNemar's with one repeat, the sign-flip test over cases with more). Only the
+    ``parts`` named (of :data:`PARTS`); each part's figures are the same whichever others
+    are asked for. None when either report has no ``paired`` key."""
     units_a, units_b = _columns(a), _columns(b)
     if units_a is None or units_b is None:
         return None
@@ -82,17 +87,14 @@ def paired_changes(a: Report, b: Report, *, level: float = 0.95) -> dict[str, An
     def mcnemar(before: list[Any], after: list[Any], units: list[Unit]) -> dict[str, Any]:
         return case_mcnemar(before, after, [unit[:2] for unit in units]).to_dict()
 
-    for part in ("win", "score"):
-        result[part] = {
-            name: _by_task(units_a[part][name], units, bootstrap)
-            for name, units in units_b[part].items()
-            if name in units_a[part]
-        }
-    result["passed"] = {
-        name: _by_task(units_a["passed"][name], units, mcnemar)
-        for name, units in units_b["passed"].items()
-        if name in units_a["passed"]
-    }
+    for part in PARTS:
+        if part in parts:
+            test = mcnemar if part == "passed" else bootstrap
+            result[part] = {
+                name: _by_task(units_a[part][name], units, test)
+                for name, units in units_b[part].items()
+                if name in units_a[part]
+            }
     return result
 
 
@@ -103,7 +105,7 @@ def _columns(report: Report) -> dict[str, dict[str, dict[Unit, Any]]] | None:
     units = [tuple(unit) for unit in paired.get("units") or ()]
     return {
         part: {name: _present(units, values) for name, values in (paired.get(part) or {}).items()}
-        for part in ("win", "score", "passed")
+        for part in PARTS
     }
 
 

@@ -4,6 +4,8 @@ previous run are Holm-corrected as compare's are, with the count of comparisons 
 
 from __future__ import annotations
 
+import pytest
+
 from evalsite.core.calibration import Calibration
 from evalsite.core.report.build import AnswerRow, PairRow, ReportInput, build_report
 from evalsite.core.report.markdown import render_markdown
@@ -127,3 +129,32 @@ def test_movers_of_too_few_cases_to_test_say_they_are_untested():
     report = build_report(_data("b", {"t": [1.0] * 4}, previous=previous))
     assert report["movers"]["comparisons"] == 0 and len(report["movers"]["items"]) == 1
     assert "the movers are untested" in render_markdown(report)
+
+
+def test_the_reports_movers_are_compares_and_test_only_the_win_rate_changes(monkeypatch):
+    """The report keeps the movers alone, which read the Δ win-rates: the Δ score and
+    Δ pass-rate tests compare prints (2,000 resamples each) are not drawn for it."""
+    from evalsite.core.report import compare, pairing
+    from evalsite.core.stats.record import jsonable
+
+    previous = build_report(_data("a", _many_tasks()))
+    after = {"t00": [1.0] * 14 + [0.0] * 6, "t01": [1.0] * 4 + [0.0] * 16}
+    data = _data("b", _many_tasks(after), previous=previous)
+    full = compare.compare_reports(previous, build_report(data))
+    tested: list[int] = []
+    bootstrap = pairing.paired_bootstrap
+
+    def counted(before, after, **options):
+        tested.append(len(before))
+        return bootstrap(before, after, **options)
+
+    monkeypatch.setattr(pairing, "paired_bootstrap", counted)
+    monkeypatch.setattr(pairing, "case_mcnemar", lambda *_: pytest.fail("a pass-rate test"))
+    report = build_report(data)
+
+    assert report["movers"]["items"] == jsonable([mover.to_dict() for mover in full.movers])
+    assert report["movers"]["comparisons"] == full.comparisons == 12
+    # the win-rate's: overall and each of 12 tasks; with the scores', twice as many (and
+    # the score changes exist: compare tested them)
+    assert len(tested) == 13
+    assert set(full.significance) == {"level", "seed", "win", "score", "passed"}
