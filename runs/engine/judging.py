@@ -42,8 +42,6 @@ from evalsite.core.scoring.grading import (
     graded,
     parse_grade,
 )
-from evalsite.core.stats.consistency import sample_pairs
-from evalsite.core.stats.pairs import pair_score
 from evalsite.core.suites import Suite
 from runs import sealed
 from runs.engine.scoring import score_run
@@ -173,6 +171,8 @@ def queue_rechecks(run: Run, suite: Suite, judge: Provider, judge_model: str) ->
     k = suite.judge.consistency if suite.judge else 0
     if not k or Judgement.objects.filter(run=run, kind=Judgement.Kind.RECHECK).exists():
         return
+    from runs.engine.later import sample_pairs  # not at start-up: runs.engine.later
+
     included = Pair.objects.included().filter(run=run)
     chosen = sample_pairs(
         list(included.values_list("pk", flat=True)), f"{run.suite_version.sha256}:{run.id}"
@@ -348,6 +348,8 @@ def _read_grade(call: Judgement, text: str) -> dict:
 @transaction.atomic
 def finish_judging(run: Run) -> None:
     """Combine the two orders of every pair not yet combined, and copy grades to answers."""
+    from runs.engine.later import pair_score  # not at start-up: runs.engine.later
+
     open_pairs = Pair.objects.included().filter(run=run, score__isnull=True)
     calls: defaultdict[int | None, dict[int, Judgement]] = defaultdict(dict)
     pair_calls = Judgement.objects.filter(pair__in=open_pairs, kind=Judgement.Kind.PAIR)

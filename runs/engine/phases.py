@@ -14,7 +14,6 @@ from evalsite.core.providers import Provider
 from runs.engine.judging import finish_judging, prepare_judging
 from runs.engine.scoring import score_run
 from runs.models import Answer, Call, Judgement, Run
-from runs.results.reporting import write_report
 
 PREPARING = "preparing"  # judging_state: the judge calls are not queued yet
 
@@ -69,6 +68,8 @@ def judging_over(run_id: str) -> str | None:
 
 
 def report(run_id: str) -> None:
+    from runs.engine.later import write_report  # not at start-up: runs.engine.later
+
     run = Run.objects.get(pk=run_id)
     if run.status != Run.Status.REPORTING:
         return
@@ -112,5 +113,7 @@ def abort_over_budget(run_id: str, worst: WorstCase, model: str) -> None:
 def write_partial_report(run: Run, *, status: str | None = None) -> dict[str, Any]:
     """The report of a run that stops early (cancelled, aborted over budget): its finished
     answers scored, and whatever pairs were judged."""
+    from runs.engine.later import write_report  # not at start-up: runs.engine.later
+
     score_run(run)
     return write_report(run, status=status)

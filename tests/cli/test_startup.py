@@ -194,3 +194,35 @@ def test_listing_runs_imports_no_numpy_and_no_report_renderer(tmp_path):
 
     assert "runs.results.listing" in modules  # it did list the run
     assert under(modules, ("numpy", *REPORT_RENDERERS)) == []
+
+
+# Runs a verb as the console script does; writes which of ONLY were imported when the verb
+# started, and which when it ended.
+LATER_PROBE = """
+import json, sys
+from django.core.management.base import BaseCommand
+from evalsite.console import main
+ONLY = ("numpy", "evalsite.core.report.build", "runs.results.reporting", "runs.engine.later")
+seen = {}
+execute = BaseCommand.execute
+def noting(self, *args, **options):
+    seen["at_start"] = sorted(m for m in ONLY if m in sys.modules)
+    return execute(self, *args, **options)
+BaseCommand.execute = noting
+try:
+    main(sys.argv[2:])
+finally:
+    seen["at_end"] = sorted(m for m in ONLY if m in sys.modules)
+    open(sys.argv[1], "w").write(json.dumps(seen))
+"""
+
+
+def test_a_run_imports_numpy_and_the_report_only_once_it_runs(tmp_path):
+    """What a run uses after its answers (runs.engine.later) is imported beside them, not
+    before the first call: `evalsite run` started with none of it."""
+    (tmp_path / "tiny.yaml").write_text(TWO_FAKES)
+
+    seen = json.loads(probed(tmp_path, LATER_PROBE, "run", str(tmp_path / "tiny.yaml"), "--fake"))
+
+    assert seen["at_start"] == []
+    assert "runs.engine.later" in seen["at_end"] and "numpy" in seen["at_end"]

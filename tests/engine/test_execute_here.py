@@ -92,3 +92,39 @@ def test_the_run_is_returned_when_its_shard_ends_not_at_the_next_poll(no_look_ru
 
     assert woken.ends == [True]  # the one wait ended by the shard's end, not its minute
     assert sealed.held(no_look_run.id) is None
+
+
+def test_what_a_run_uses_after_its_answers_is_imported_beside_them(no_look_run, monkeypatch):
+    """The report's modules and numpy are not imported at start-up (runs.engine.later):
+    execute_here imports them on a thread of its own while the shard answers, and waits
+    for that thread before it returns."""
+    importing: list[threading.Thread] = []
+    imported = threading.Event()
+
+    def import_module(name):
+        assert name == "tests.engine.later_stand_in"
+        importing.append(threading.current_thread())
+        imported.set()
+
+    monkeypatch.setattr(local, "LATER", "tests.engine.later_stand_in")
+    monkeypatch.setattr(local.importlib, "import_module", import_module)
+    shard = local.execute
+
+    def answering(run_id, **kwargs):
+        assert imported.wait(10)  # imported while the shard runs, not after it
+        return shard(run_id, **kwargs)
+
+    monkeypatch.setattr(local, "execute", answering)
+
+    run = execute_here(no_look_run)
+
+    assert run.status == Run.Status.DONE
+    [thread] = importing
+    assert thread.name == "import-tests.engine.later_stand_in" and not thread.is_alive()
+
+
+def test_a_module_imported_already_is_not_imported_again(no_look_run, monkeypatch):
+    monkeypatch.setattr(local, "LATER", "json")
+    monkeypatch.setattr(local.importlib, "import_module", lambda name: pytest.fail(name))
+
+    assert execute_here(no_look_run).status == Run.Status.DONE
