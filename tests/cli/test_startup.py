@@ -226,3 +226,33 @@ def test_a_run_imports_numpy_and_the_report_only_once_it_runs(tmp_path):
 
     assert seen["at_start"] == []
     assert "runs.engine.later" in seen["at_end"] and "numpy" in seen["at_end"]
+
+
+# Runs a verb as the console script does; writes the tags of each system check run.
+CHECKS_PROBE = """
+import json, sys
+from django.core import checks
+from evalsite.console import main
+ran = []
+run_checks = checks.run_checks
+def noting(*args, tags=None, **options):
+    ran.append(sorted(tags or ["every check"]))
+    return run_checks(*args, tags=tags, **options)
+checks.run_checks = noting
+try:
+    main(sys.argv[2:])
+finally:
+    open(sys.argv[1], "w").write(json.dumps(ran))
+"""
+
+
+def test_the_verbs_that_serve_no_pages_run_no_system_check(tmp_path):
+    """Django's checks look at the project's code, not at what a verb is given: `serve`,
+    `worker` and `evalsite manage check` run them (tests/cli/test_verbs_and_help.py), and
+    the model checks alone were 8 to 12 ms of every `validate` and `run`."""
+    (tmp_path / "tiny.yaml").write_text(TWO_FAKES)
+
+    for verb in (["validate", str(tmp_path / "tiny.yaml")], ["run", str(tmp_path / "tiny.yaml"),
+                                                             "--fake"], ["list"]):  # fmt: skip
+        assert json.loads(probed(tmp_path, CHECKS_PROBE, *verb)) == [], verb
+    assert json.loads(probed(tmp_path, CHECKS_PROBE, "manage", "check")) == [["every check"]]

@@ -19,10 +19,10 @@ from evalsite.core.suites import select_contestants
 from evalsite.management import EvalsiteCommand
 from runs.engine.local import execute_here
 from runs.engine.resume import ResumeRefused, resume_run
-from runs.engine.sandbox import one_sandbox_probe
+from runs.engine.sandbox import one_sandbox_probe, probe_soon
 from runs.management.interrupts import Interrupts
 from runs.models import Run
-from runs.planning.planner import RunOptions, keys_line, store_plan
+from runs.planning.planner import RunOptions, execution_checked, keys_line, store_plan
 from runs.planning.start import Refused, plan_file
 from runs.planning.validation import judge_lines
 from runs.results.case_diff import SideError, baseline_changes, load_baseline, run_attempts
@@ -124,6 +124,8 @@ class Command(EvalsiteCommand):
 
     def _handle(self, opts) -> None:
         loaded = self.suite_or_exit(opts["suite"])
+        if execution_checked(loaded):
+            probe_soon()  # beside planning, which asks for it (40 ms, most of it waiting)
         if opts["resume"]:
             return self._resume(opts, loaded)
         self.baseline = self._baseline_or_exit(opts["baseline"])
