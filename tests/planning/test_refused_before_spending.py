@@ -203,11 +203,12 @@ def test_validate_probes_on_a_thread_of_its_own_beside_its_other_checks(
 @pytest.mark.django_db(transaction=True)  # the run executes on a thread
 def test_a_run_probes_the_sandbox_once_for_its_plan_and_its_scoring(tmp_path, monkeypatch):
     """Planning asks whether the checks can run, then scoring asks for the sandbox to run
-    them in, on the run's own thread: both get the one probe."""
-    made: list[bool] = []
+    them in, on the run's own thread: both get the one probe, made on a thread of its own
+    as soon as the suite is read, beside planning."""
+    made: list[str] = []
 
     def probe(opt_out: bool):
-        made.append(opt_out)
+        made.append(threading.current_thread().name)
         return NoSandbox()
 
     monkeypatch.setattr(runs.engine.sandbox, "detect_sandbox", probe)
@@ -219,7 +220,7 @@ def test_a_run_probes_the_sandbox_once_for_its_plan_and_its_scoring(tmp_path, mo
 
     assert code == 0, out + err
     assert Answer.objects.get().exec_verdict == "pass"
-    assert len(made) == 1
+    assert made == ["sandbox-probe"]
 
 
 def test_a_validation_that_fails_half_way_waits_for_its_probe_to_end(tmp_path, monkeypatch):
