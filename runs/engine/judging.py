@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import defaultdict
+from collections.abc import Iterable
 from itertools import combinations, groupby
 from typing import Any
 
@@ -46,7 +47,7 @@ from evalsite.core.suites import Suite
 from runs import sealed
 from runs.engine.scoring import score_run
 from runs.models import Answer, Call, Judgement, Pair, Run, text_sha
-from runs.models.rows import update_each
+from runs.models.rows import insert_each, update_each
 
 RATIONALE_CHARS = 4000
 
@@ -97,7 +98,7 @@ def _form_pairs(run: Run, suite: Suite) -> None:
         for pair in _cell_pairs(run, suite, key, {a.contestant: a for a in answers})
     )
     for batch in itertools.batched(pairs, BATCH):
-        Pair.objects.bulk_create(batch, ignore_conflicts=True)
+        insert_each(Pair, batch, ignore_conflicts=True)  # a pair formed already is kept
 
 
 def _cell_pairs(run: Run, suite: Suite, key: tuple[str, str, int], sides: dict[str, Answer]):
@@ -107,20 +108,20 @@ def _cell_pairs(run: Run, suite: Suite, key: tuple[str, str, int], sides: dict[s
             continue
         baseline, candidate = sides[base], sides[cand]
         excluded = exclusion_reason(_verdicts(baseline), _verdicts(candidate))
-        yield Pair(
-            run=run,
-            task_id=task_id,
-            case_id=case_id,
-            repeat=repeat,
-            baseline_id=baseline.pk,
-            candidate_id=candidate.pk,
-            baseline_contestant=base,
-            candidate_contestant=cand,
-            baseline_sha=_content_sha(baseline),
-            candidate_sha=_content_sha(candidate),
-            excluded_reason=excluded[0] if excluded else "",
-            excluded_side=excluded[1] if excluded else "",
-        )
+        yield {
+            "run_id": run.pk,
+            "task_id": task_id,
+            "case_id": case_id,
+            "repeat": repeat,
+            "baseline_id": baseline.pk,
+            "candidate_id": candidate.pk,
+            "baseline_contestant": base,
+            "candidate_contestant": cand,
+            "baseline_sha": _content_sha(baseline),
+            "candidate_sha": _content_sha(candidate),
+            "excluded_reason": excluded[0] if excluded else "",
+            "excluded_side": excluded[1] if excluded else "",
+        }
 
 
 def _verdicts(answer: Answer) -> dict:
@@ -147,7 +148,7 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
         )
     )
     calls = (
-        _judgement(run, request, judge, judge_model, pair=pair, order=order)
+        _judgement(run, request, judge, judge_model, pair_id=pair.pk, order=order)
         for pair in pending.iterator(chunk_size=BATCH)
         for order, request in pair_requests(
             suite,
@@ -158,8 +159,7 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
             contestants=(pair.baseline_contestant, pair.candidate_contestant),
         )
     )
-    for batch in itertools.batched(calls, BATCH):
-        Judgement.objects.bulk_create(batch, ignore_conflicts=True)
+    _insert_calls(calls)
 
 
 def queue_rechecks(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
@@ -197,12 +197,12 @@ def queue_rechecks(run: Run, suite: Suite, judge: Provider, judge_model: str) ->
                         again,
                         judge,
                         judge_model,
-                        pair=pair,
+                        pair_id=pair.pk,
                         order=order,
                         kind=Judgement.Kind.RECHECK,
                     )
                 )
-    Judgement.objects.bulk_create(calls, batch_size=500)
+    _insert_calls(calls)
 
 
 def _side(answer: Answer) -> PairSide:
@@ -244,14 +244,13 @@ def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> 
             grade_request(suite, answer, judge_model, params),
             judge,
             judge_model,
-            answer=answer,
+            answer_id=answer.pk,
             kind=Judgement.Kind.GRADE,
         )
         for answer in answers.iterator(chunk_size=BATCH)
         if (answer.task_id, answer.case_id) in cases
     )
-    for batch in itertools.batched(calls, BATCH):
-        Judgement.objects.bulk_create(batch, ignore_conflicts=True)
+    _insert_calls(calls)
 
 
 def grade_request(
@@ -291,21 +290,31 @@ def grade_request(
     )
 
 
-def _judgement(run, request: Request, judge: Provider, judge_model: str, **fields) -> Judgement:
-    """A pending judge call; a no-look run's row keeps its request without the messages
-    (they quote the case and the answers), this process the request itself."""
+def _judgement(run, request: Request, judge: Provider, judge_model: str, **fields) -> dict:
+    """The row of a pending judge call, for :func:`_insert_calls` (``fields`` by attribute
+    name: ``pair_id``, ``answer_id``, ``order``, ``kind``); a no-look run's row keeps its
+    request without the messages (they quote the case and the answers), this process the
+    request itself."""
     digest = call_hash(request, judge)
     held = sealed.held(run.pk)
-    return Judgement(
-        run=run,
-        judge_model=judge_model,
-        task_id=request.task_id,
-        case_id=request.case_id,
-        repeat=request.repeat,
-        request=held.row_request(request, digest) if held else request.to_json(),
-        request_hash=digest,
+    return {
+        "run_id": run.pk,
+        "judge_model": judge_model,
+        "task_id": request.task_id,
+        "case_id": request.case_id,
+        "repeat": request.repeat,
+        "request": held.row_request(request, digest) if held else request.to_json(),
+        "request_hash": digest,
         **fields,
-    )
+    }
+
+
+def _insert_calls(rows: Iterable[dict]) -> None:
+    """The judge calls' rows, a batch at a time; a call already queued (a resumed
+    preparation) is left as it is. Prepared INSERTs (insert_each): bulk_create spent most
+    of queueing 4,000 judge calls building their SQL (docs/performance.md)."""
+    for batch in itertools.batched(rows, BATCH):
+        insert_each(Judgement, batch, ignore_conflicts=True)
 
 
 # --- reading a reply ----------------------------------------------------------------------
