@@ -200,6 +200,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     ) | {"judge_config": dict(data.judge_config) if data.judge_config else None}
     eligible = calibration["status"] == "ok"
     win_rates = _win_rates(data, seed)
+    whole = {candidate: _task_rate(rate) for candidate, rate in win_rates.items()}
     figures_of = judge_figures(data, eligible=eligible) if data.pairs else {}  # pairwise only
     for candidate, figures in figures_of.items():
         if candidate in win_rates:  # corrected and length-aware (docs/judging.md)
@@ -245,7 +246,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "bradley_terry": _ranking(data, seed) if data.pairing == "all" else None,
         "per_contestant": _per_contestant(data),
         "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants, cards),
-        "per_task": _per_task(data),
+        "per_task": _per_task(data, whole),
         "per_tag": per_tag,
         # the tag cells tested against the floor: the family the per-tag Holm correction reads
         "per_tag_comparisons": sum(
@@ -440,8 +441,12 @@ def _contestant(answers: list[AnswerRow], pass_k: dict[str, Any]) -> dict[str, A
     } | answer_counts(answers)
 
 
-def _per_task(data: ReportInput) -> list[dict[str, Any]]:
+def _per_task(data: ReportInput, whole: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each task's pass rate and win-rates. A task that holds every pair of a candidate
+    has the candidate's overall win-rate (`whole`): the same pairs in the same order, the
+    same cases and seed, so the same draws, not drawn again (2,000 resamples of every case)."""
     baseline, seed = data.contestants[0], seed_from(data.suite_hash)
+    of_candidate = Counter(p.candidate for p in data.pairs if p.baseline == baseline)
     rows = []
     for task in dict.fromkeys(a.task for a in data.answers):
         answers = [a for a in data.answers if a.task == task]
@@ -453,7 +458,9 @@ def _per_task(data: ReportInput) -> list[dict[str, Any]]:
                 for p in data.pairs
                 if p.task == task and p.candidate == candidate and p.baseline == baseline
             ]
-            rates[candidate] = _task_win_rate(pairs, seed) | {
+            every = len(pairs) == of_candidate[candidate] and candidate in whole
+            rate = whole[candidate] if every else _task_win_rate(pairs, seed)
+            rates[candidate] = rate | {
                 "flips": sum(1 for p in pairs if p.flip),
                 "excluded": sum(1 for p in pairs if p.excluded_reason),
             }
@@ -480,8 +487,13 @@ def _task_win_rate(pairs: Sequence[PairRow], seed: int) -> dict[str, Any]:
         seed=seed,
         clusters=[p.case for p in judged],
     )
+    return _task_rate(rate.to_dict())
+
+
+def _task_rate(rate: Mapping[str, Any]) -> dict[str, Any]:
+    """What a task's row keeps of a win-rate."""
     keys = ("win_rate", "n", "ci", "cases", "method", "no_interval")
-    return {key: value for key, value in rate.to_dict().items() if key in keys}
+    return {key: value for key, value in rate.items() if key in keys}
 
 
 def _worst_task(row: dict[str, Any]) -> tuple[Any, ...]:

@@ -158,3 +158,32 @@ def test_the_reports_movers_are_compares_and_test_only_the_win_rate_changes(monk
     # the score changes exist: compare tested them)
     assert len(tested) == 13
     assert set(full.significance) == {"level", "seed", "win", "score", "passed"}
+
+
+def test_a_task_holding_every_pair_has_the_overall_win_rate_without_drawing_it_again(
+    monkeypatch,
+):
+    """A one-task suite's task row is the overall win-rate over the same pairs, cases and
+    seed: the same draws, taken from it rather than drawn again; a task holding part of
+    the pairs is drawn over its own."""
+    from evalsite.core.report import build
+
+    drawn: list[int] = []
+    win_rate = build.win_rate
+
+    def counted(scores, **options):
+        drawn.append(len(scores))
+        return win_rate(scores, **options)
+
+    monkeypatch.setattr(build, "win_rate", counted)
+    report = build_report(_data("r1", {"only": TEN}, repeats=3))
+
+    assert drawn == [30]  # the overall; the task's is the same
+    overall = report["win_rates"][CAND]
+    [row] = report["per_task"]
+    for key in ("win_rate", "n", "ci", "cases", "method", "no_interval"):
+        assert row["win_rates"][CAND][key] == overall[key]
+
+    drawn.clear()
+    build_report(_data("r1", {"big": TEN, "small": [1.0, 0.0, 0.5]}))
+    assert sorted(drawn) == [3, 10, 13]
