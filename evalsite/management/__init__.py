@@ -17,13 +17,6 @@ if TYPE_CHECKING:
     from evalsite.core.suites import Suite as LoadedSuite
     from runs.models import Run, Suite
 
-# The system checks of a verb that serves no pages: none. Django's checks look at the
-# project's own code (its models, URLs and settings), not at what a verb is given: every
-# check is `serve`'s and `worker`'s, and `evalsite manage check`'s, which the test suite
-# runs. The model checks alone took 8 to 12 ms of every `validate` and `run`; the URL checks
-# import the URLconf and with it every view, numpy and the report builder.
-NO_CHECKS: list[str] = []
-
 # Django's own options, accepted by every verb but not evalsite's to explain: a verb's
 # --help lists what that verb does.
 DJANGO_OPTIONS = {
@@ -43,7 +36,12 @@ class EvalsiteCommand(BaseCommand):
     --help, failures as one `error:` line and an exit code (never a traceback), and the
     lookups every verb shares."""
 
-    requires_system_checks: list[str] | Literal["__all__"] = NO_CHECKS  # or every check
+    # The system checks of a verb that serves no pages: none. Django's checks look at the
+    # project's own code (its models, URLs and settings), not at what a verb is given:
+    # every check is `serve`'s and `worker`'s, and `evalsite manage check`'s, which the test
+    # suite runs. The model checks alone took 8 to 12 ms of every `validate` and `run`; the
+    # URL checks import the URLconf and with it every view, numpy and the report builder.
+    requires_system_checks: list[str] | Literal["__all__"] = []  # or every check
     # Every verb gets its database migrated and its default price table loaded before
     # `handle` (check_migrations below), so none can forget it, as `import` once did. A verb
     # that must not touch the database says False and prepares it where it first needs it:

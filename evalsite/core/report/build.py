@@ -200,7 +200,6 @@ def build_report(data: ReportInput) -> dict[str, Any]:
     ) | {"judge_config": dict(data.judge_config) if data.judge_config else None}
     eligible = calibration["status"] == "ok"
     win_rates = _win_rates(data, seed)
-    whole = {candidate: _task_rate(rate) for candidate, rate in win_rates.items()}
     figures_of = judge_figures(data, eligible=eligible) if data.pairs else {}  # pairwise only
     for candidate, figures in figures_of.items():
         if candidate in win_rates:  # corrected and length-aware (docs/judging.md)
@@ -246,7 +245,7 @@ def build_report(data: ReportInput) -> dict[str, Any]:
         "bradley_terry": _ranking(data, seed) if data.pairing == "all" else None,
         "per_contestant": _per_contestant(data),
         "scorecard": scorecard_report(data.scorecard, data.answers, data.contestants, cards),
-        "per_task": _per_task(data, whole),
+        "per_task": _per_task(data, win_rates),
         "per_tag": per_tag,
         # the tag cells tested against the floor: the family the per-tag Holm correction reads
         "per_tag_comparisons": sum(
@@ -441,10 +440,13 @@ def _contestant(answers: list[AnswerRow], pass_k: dict[str, Any]) -> dict[str, A
     } | answer_counts(answers)
 
 
-def _per_task(data: ReportInput, whole: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _per_task(
+    data: ReportInput, win_rates: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Each task's pass rate and win-rates. A task that holds every pair of a candidate
-    has the candidate's overall win-rate (`whole`): the same pairs in the same order, the
-    same cases and seed, so the same draws, not drawn again (2,000 resamples of every case)."""
+    has the candidate's overall win-rate (`win_rates`): the same pairs in the same order,
+    the same cases and seed, so the same draws, not drawn again (2,000 resamples of every
+    case)."""
     baseline, seed = data.contestants[0], seed_from(data.suite_hash)
     of_candidate = Counter(p.candidate for p in data.pairs if p.baseline == baseline)
     rows = []
@@ -458,8 +460,8 @@ def _per_task(data: ReportInput, whole: Mapping[str, dict[str, Any]]) -> list[di
                 for p in data.pairs
                 if p.task == task and p.candidate == candidate and p.baseline == baseline
             ]
-            every = len(pairs) == of_candidate[candidate] and candidate in whole
-            rate = whole[candidate] if every else _task_win_rate(pairs, seed)
+            every = len(pairs) == of_candidate[candidate]
+            rate = _task_rate(win_rates[candidate]) if every else _task_win_rate(pairs, seed)
             rates[candidate] = rate | {
                 "flips": sum(1 for p in pairs if p.flip),
                 "excluded": sum(1 for p in pairs if p.excluded_reason),
