@@ -118,7 +118,7 @@ def _answered(
             **values,
         }
     values |= {"cost_usd": cost, "cost_if_uncached_usd": cost, "status": Call.Status.DONE}
-    values |= _earlier_attempt(call, cost, values)
+    values |= _earlier_attempt(call, values)
     values |= _read(call, values["text"], provider, sealed=sealed)
     if sealed is not None:
         values = sealed.keep(call, values)
@@ -169,6 +169,7 @@ def cached(call: Call, hit: CachedResponse, provider: Provider, row: PriceRow | 
         "cost_usd": Decimal(0) if cost is not None else None,
         "cost_if_uncached_usd": cost,
     }
+    values |= _earlier_attempt(call, values)
     values |= _read(call, hit.text, provider, cached=True)
     return Outcome(call, values, uncached=cost)
 
@@ -225,19 +226,18 @@ def _read(
     return fields
 
 
-def _earlier_attempt(call: Call, cost: Decimal | None, fields: dict) -> dict:
-    """A judge call asked again keeps the first reply's cost and tokens on its row, added to
-    the retry's, so the row accounts for both calls."""
+def _earlier_attempt(call: Call, fields: dict) -> dict:
+    """A judge call asked again keeps the first reply's cost, cost if uncached and tokens on
+    its row, added to the retry's `fields`, so the row accounts for both calls: each reply
+    made or served from the cache alike (a cached retry's row had its own cost if uncached
+    alone, and an identical run's rows summed less than the first run's)."""
     if not getattr(call, "retried", False):
         return {}
     summed = {}
-    for name, now in (("cost_usd", cost), ("input_tokens", fields.get("input_tokens")),
-                      ("output_tokens", fields.get("output_tokens"))):  # fmt: skip
-        before = getattr(call, name)
+    for name in ("cost_usd", "cost_if_uncached_usd", "input_tokens", "output_tokens"):
+        before, now = getattr(call, name), fields.get(name)
         if before is not None and now is not None:
             summed[name] = before + now
-    if "cost_usd" in summed:
-        summed["cost_if_uncached_usd"] = summed["cost_usd"]
     return summed
 
 

@@ -161,10 +161,10 @@ class Judgement(Call):
     rationale = models.TextField(blank=True)
 
     # What the engine reads of a claimed judge call: its model, what reading its reply
-    # needs, and an asked-again call's first cost and tokens (runs.engine.outcomes).
+    # needs, and an asked-again call's first costs and tokens (runs.engine.outcomes).
     CLAIM_FIELDS = Call.CLAIM_FIELDS | {
-        "judge_model", "kind", "pair", "order", "answer", "retried", "cost_usd", "input_tokens",
-        "output_tokens",
+        "judge_model", "kind", "pair", "order", "answer", "retried", "cost_usd",
+        "cost_if_uncached_usd", "input_tokens", "output_tokens",
     }  # fmt: skip
 
     class Meta:

@@ -12,7 +12,7 @@ from django.db.models import Sum
 from runs.models import Answer, CachedResponse, Run
 from runs.results.progress import answer_totals
 from tests.helpers.cli import evalsite, sqlite_rows
-from tests.helpers.engine import CALL_COST, MockLLM, error, execute, mock_run
+from tests.helpers.engine import CALL_COST, MockLLM, error, execute, mock_run, suite_text
 from tests.helpers.factories import small_suite_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -114,3 +114,32 @@ def test_the_cli_json_prints_the_run_id_status_report_path_and_totals(tmp_path):
     assert totals_again["cache_hits"] == totals_again["calls"] == totals["calls"]
     assert Decimal(totals_again["cost_usd"]) == 0
     assert totals_again["cost_if_uncached_usd"] == totals["cost_if_uncached_usd"]
+
+
+def test_a_judge_call_asked_again_counts_both_replies_if_uncached_from_the_cache(monkeypatch):
+    """A judge reply that cannot be read is asked again, and the call's row accounts for
+    both replies. Served from the cache, its "if uncached" cost was the second reply's
+    alone: the rows of an identical run summed less than the first run's, and less than
+    the run's own total (what MCP's history prints)."""
+    from evalsite.core.providers import fake
+    from runs.models import Judgement
+
+    made = fake.FakeProvider.__init__
+
+    def unreadable_first(self, **options):  # every first judge reply cannot be read
+        made(self, **options, rates=fake.FakeRates(judge_parse_failure=1.0))
+
+    monkeypatch.setattr(fake.FakeProvider, "__init__", unreadable_first)
+    text = suite_text(cases=4).replace("repeats: 1\n", "repeats: 1\njudge: {model: mock/a}\n")
+    runs = [execute(mock_run(text=text, fake=True, max_cost=Decimal(1000)).id) for _ in range(2)]
+
+    def judge_uncached(run):
+        calls = Judgement.objects.filter(run=run)
+        assert calls.count() and not calls.filter(retried=False).exists()  # all asked again
+        return calls.aggregate(total=Sum("cost_if_uncached_usd"))["total"]
+
+    first, second = runs
+    assert second.spent_usd == 0 and second.spent_judge_usd == 0
+    assert judge_uncached(second) == judge_uncached(first) > 0
+    for run in runs:
+        assert uncached_total(run) + judge_uncached(run) == run.uncached_usd
