@@ -7,9 +7,11 @@ task-stratified random order (each task's pairs shuffled, then the tasks taken i
 the labelled set represents the pairs and kappa is not biased by which pairs were picked.
 A pair needs one label, or two when it is one of the overlap share
 (``EVALSITE_LABEL_OVERLAP``, 20%) that a second labeller also gets, for human-human
-agreement. A pair shown to another member in the last few minutes is passed over unless it
-still needs a second labeller. Targeted review offers the run's flips and judge-human
-disagreements instead; its labels are marked targeted and kept out of the headline kappa.
+agreement. A member labels a pair once, in whichever queue: review does not offer them a
+pair they labelled in the sample, nor the sample one they reviewed. A pair shown to another
+member in the last few minutes is passed over unless it still needs a second labeller.
+Targeted review offers the run's flips and judge-human disagreements instead; its labels are
+marked targeted and kept out of the headline kappa.
 
 Blindness: the two answers appear as Left and Right, sides decided per (labeller, pair) by
 a keyed hash of the server's secret; the page addresses the pair by a signed token of an
@@ -150,11 +152,15 @@ class Offer:
     baseline_left: bool
 
 
-def label_rows(suite: Suite, mode: str = SAMPLE) -> list[tuple]:
-    """(labeller id, *content key) of every label of the suite in this mode."""
-    return list(
-        Label.objects.filter(suite=suite, mode=mode).values_list("labeller_id", *CONTENT_FIELDS)
-    )
+def label_rows(suite: Suite) -> list[tuple]:
+    """(labeller id, mode, *content key) of every label of the suite, in either queue."""
+    labels = Label.objects.filter(suite=suite)
+    return list(labels.values_list("labeller_id", "mode", *CONTENT_FIELDS))
+
+
+def _of_mode(labels: list[tuple], mode: str) -> Iterator[tuple[Any, tuple]]:
+    """(labeller id, content key) of the labels given in `mode`'s queue."""
+    return ((who, tuple(key)) for who, given_in, *key in labels if given_in == mode)
 
 
 def next_offer(
@@ -178,10 +184,9 @@ def still_to_label(suite: Suite, user, runs: list[Run]) -> frozenset[tuple[str, 
     not shown to the member (SPEC §10.4). Like `waiting`, except that a pair another member
     has open now counts too, since it comes back when they leave it."""
     keys: set[tuple[Any, ...]] = set()
-    theirs: set[tuple[Any, ...]] = set()
+    labels = label_rows(suite)
+    theirs = {tuple(key) for who, _, *key in labels if who != user.pk}
     for mode in (SAMPLE, TARGETED):
-        labels = label_rows(suite, mode)
-        theirs.update(tuple(key) for who, *key in labels if who != user.pk)
         for run in runs:
             waiting_ids = _waiting(suite, user, mode, run, labels, busy=False)
             keys.update(offered(run, mode).keys[pk] for pk in waiting_ids)
@@ -197,14 +202,12 @@ def _waiting(
         return
     queue = offered(run, mode)
     keys = queue.keys
-    counts: Counter = Counter()
-    mine: set[tuple] = set()
-    done_by: set[tuple] = set()  # (labeller, key): a shown pair they labelled is not busy
-    for labeller_id, *key in labels if labels is not None else label_rows(suite, mode):
-        counts[tuple(key)] += 1
-        done_by.add((labeller_id, tuple(key)))
-        if labeller_id == user.pk:
-            mine.add(tuple(key))
+    labels = labels if labels is not None else label_rows(suite)
+    counts = Counter(key for _, key in _of_mode(labels, mode))  # the labels this queue needs
+    # a pair shown to someone who labelled it, in either queue, is not busy, and one this
+    # member labelled, in either queue, is not waiting for them
+    done_by = {(who, tuple(key)) for who, _, *key in labels}
+    mine = {key for who, key in done_by if who == user.pk}
     skipped: set[Any] = set()
     shown: Counter[Any] = Counter()  # open for someone else right now
     recent = timezone.now() - SHOWN_FOR
@@ -331,16 +334,17 @@ def record(
     probability: float | None = None,
 ) -> Label:
     """This member's label on the assignment's pair, with the probability the sample queue
-    asked for it with; a second submit updates it (idempotent)."""
+    asked for it with; a second submit updates it (idempotent). A label changed later keeps
+    the queue it was given in, and that queue's probability: changing one's mind does not
+    change how the pair was picked (a page of the other queue left open, say)."""
     content = content_of(assignment)
     values = {
         "labeller": user,
         "prefer": preference(user, assignment, choice),
         "note": note.strip()[:4000],
-        "mode": mode,
         "source": Label.Source.BROWSER,
-        "probability": probability if mode == SAMPLE else None,
     }
+    picked = {"mode": mode, "probability": probability if mode == SAMPLE else None}
     for _ in range(2):
         try:
             with transaction.atomic():
@@ -349,6 +353,7 @@ def record(
                     labeller_name=user.get_username(),
                     **content,
                     defaults=values,
+                    create_defaults=values | picked,
                 )
             break
         except IntegrityError:  # the same submit raced itself: the row exists now
@@ -393,10 +398,10 @@ def progress(
     if run is None:
         return {"pairs": 0, "labelled": 0, "mine": 0}
     present = offered(run, mode).present
-    labels = labels if labels is not None else label_rows(suite, mode)
+    given = list(_of_mode(labels if labels is not None else label_rows(suite), mode))
     total = len(present)
-    labelled = {tuple(key) for _, *key in labels if tuple(key) in present}
-    mine = {tuple(key) for who, *key in labels if who == user.pk and tuple(key) in present}
+    labelled = {key for _, key in given if key in present}
+    mine = {key for who, key in given if who == user.pk and key in present}
     return {"pairs": total, "labelled": len(labelled), "mine": len(mine)}
 
 
@@ -423,6 +428,19 @@ def why_empty(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) ->
     passed = sum(1 for key in skipped if tuple(key) in queue.present)
     if passed:
         return f"you skipped the {_count(passed, 'pair')} left"
+    labels = label_rows(suite)
+    given_here = {key for _, key in _of_mode(labels, mode)}
+    elsewhere = {
+        tuple(key)
+        for who, given_in, *key in labels
+        if who == user.pk and given_in != mode and tuple(key) in queue.present
+    }
+    if elsewhere - given_here:
+        other = "sample" if mode == TARGETED else "targeted review"
+        return (
+            f"you labelled the {_count(len(elsewhere - given_here), 'pair')} left in the "
+            f"{other} already, and a member labels a pair once"
+        )
     judged = len(queue.chances or {})
     if mode == SAMPLE and judged > len(queue.present):
         return (

@@ -67,7 +67,7 @@ def label_pair(request: AuthenticatedHtmxRequest, name: str) -> HttpResponse:
     elif request.GET.get("token"):
         offer = _offer_from_token(request, request.GET["token"])
     run = _chosen_run(request, suite)
-    labels = queue.label_rows(suite, mode)  # read once for the offer and the progress
+    labels = queue.label_rows(suite)  # read once for the offer and the progress
     if offer is None:
         offer = queue.next_offer(suite, request.user, mode, run, labels)
     context = _workspace(request, suite, offer, mode, run, labels)

@@ -104,6 +104,9 @@ def test_two_members_label_with_the_keyboard_and_watch_kappa_move(run, live_serv
     ann.goto(f"{live_server.url}/suites/blind/calibration/")
     humans = ann.locator("#humans").inner_text()
     assert "ann~bob" in humans and "Fleiss' kappa" in humans
+    # every pair both labelled but the one ann took back: a pair she labelled in the sample
+    # is not waiting for her in review, so bob's label of it is not hidden from her
+    assert f"{len(keys) - 1} pairs labelled by two or more people" in humans, humans
 
     for page in (ann, bob):
         assert page.watch.problems == []

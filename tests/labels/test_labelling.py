@@ -232,9 +232,17 @@ def test_the_overlap_share_goes_to_a_second_labeller_and_gives_human_human_kappa
             for i in range(24):
                 _label(client, ("left", "right", "tie")[i % 3])
         calibration = member_client(ann).get("/suites/blind/calibration/").content.decode()
-    assert Label.objects.filter(labeller=ann).count() == 24
-    assert Label.objects.filter(labeller=bob).count() == 24
+        review = member_client(ann).get("/label/blind/?mode=targeted").content.decode()
+    assert Label.objects.filter(labeller=ann, mode="sample").count() == 24
+    assert Label.objects.filter(labeller=bob, mode="sample").count() == 24
     assert "ann~bob" in calibration and "Fleiss" in calibration
+    # All 24 count for people against each other, the flips among them too. A member labels
+    # a pair once, whatever the queue: review offered ann the flips (and the pairs where her
+    # labels disagree with the judge) she had labelled in the sample, so those pairs counted
+    # as waiting for her and the page hid bob's labels of them from her.
+    assert "24 pairs labelled by two or more people" in calibration
+    assert 'name="token"' not in review
+    assert re.search(r"you labelled the \d+ pairs left in the sample already", review)
 
 
 def test_without_overlap_a_pair_goes_to_one_labeller(run):
@@ -299,6 +307,27 @@ def test_targeted_review_offers_flips_and_its_labels_stay_out_of_the_headline_ka
     assert pair.flip is True
     report = write_report(run)
     assert report["calibration"]["n"] == 0 and report["calibration"]["labels_targeted"] == 1
+
+
+def test_a_label_changed_from_a_review_page_left_open_stays_in_the_sample(run):
+    from labels.queue import from_token, offer, pair_for
+
+    ann = make_user(username="ann")
+    client = member_client(ann)
+    review = client.get("/label/blind/?mode=targeted").content.decode()  # a flip, left open
+    flip = pair_for(from_token(page_token(review), ann).assignment)
+    sampled = offer(run.suite, ann, flip, "sample")  # the same pair, in the sample queue
+    client.post("/label/blind/", {"token": sampled.token, "choice": "left"}, **HTMX)
+    before = Label.objects.get()
+
+    client.post(
+        "/label/blind/", {"token": page_token(review), "choice": "tie", "mode": "targeted"}, **HTMX
+    )
+
+    label = Label.objects.get()
+    assert label.prefer == "tie"  # the member changed their mind
+    assert (label.mode, label.probability) == ("sample", before.probability)
+    assert before.mode == "sample" and before.probability is not None
 
 
 def test_a_report_built_after_labelling_uses_the_browser_labels(run):
