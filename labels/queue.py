@@ -65,6 +65,11 @@ def _overlap_fraction(key: tuple[str, ...]) -> float:
     return _keyed_fraction("overlap", *key)
 
 
+def labels_wanted(key: tuple[str, ...], mode: str) -> int:
+    """How many labels a pair needs in `mode`'s queue: two for the sample's overlap share."""
+    return 2 if mode == SAMPLE and is_overlap(key) else 1
+
+
 def baseline_on_left(user, key: tuple[str, ...]) -> bool:
     """The side of the baseline for this labeller and pair: a keyed hash the page cannot
     reverse (the same labeller sees the same pair the same way every time)."""
@@ -231,8 +236,7 @@ def _waiting(
         key = keys[pk]
         if key in mine or key in skipped or key in seen:
             continue
-        wanted = 2 if is_overlap(key) and mode == SAMPLE else 1
-        if counts[key] + shown[key] < wanted:
+        if counts[key] + shown[key] < labels_wanted(key, mode):
             seen.add(key)  # repeats with identical answers are one pair to label
             yield pk
 
@@ -429,17 +433,18 @@ def why_empty(suite: Suite, user, mode: str = SAMPLE, run: Run | None = None) ->
     if passed:
         return f"you skipped the {_count(passed, 'pair')} left"
     labels = label_rows(suite)
-    given_here = {key for _, key in _of_mode(labels, mode)}
-    elsewhere = {
-        tuple(key)
-        for who, given_in, *key in labels
-        if who == user.pk and given_in != mode and tuple(key) in queue.present
-    }
-    if elsewhere - given_here:
-        other = "sample" if mode == TARGETED else "targeted review"
+    given_here = Counter(key for _, key in _of_mode(labels, mode))
+    other = TARGETED if mode == SAMPLE else SAMPLE
+    elsewhere = [  # pairs that would wait for this member but for their label in the other
+        key
+        for who, key in _of_mode(labels, other)
+        if who == user.pk and key in queue.present and given_here[key] < labels_wanted(key, mode)
+    ]
+    if elsewhere:
+        where = "sample" if other == SAMPLE else "targeted review"
         return (
-            f"you labelled the {_count(len(elsewhere - given_here), 'pair')} left in the "
-            f"{other} already, and a member labels a pair once"
+            f"you labelled the {_count(len(elsewhere), 'pair')} left in the {where} already, "
+            "and a member labels a pair once"
         )
     judged = len(queue.chances or {})
     if mode == SAMPLE and judged > len(queue.present):

@@ -330,6 +330,25 @@ def test_a_label_changed_from_a_review_page_left_open_stays_in_the_sample(run):
     assert before.mode == "sample" and before.probability is not None
 
 
+@override_settings(EVALSITE_LABEL_OVERLAP=0.0)
+def test_the_sample_does_not_offer_a_member_the_pairs_they_reviewed_and_says_so():
+    blind_run(cases=3)  # 6 pairs, a flip in each task
+    client = member_client(make_user())
+    for _ in range(2):
+        page = client.get("/label/blind/?mode=targeted").content.decode()
+        client.post(
+            "/label/blind/", {"token": page_token(page), "choice": "tie", "mode": "targeted"}
+        )
+    for _ in range(4):
+        _label(client, "left")
+
+    page = client.get("/label/blind/").content.decode()
+
+    assert 'name="token"' not in page
+    assert "you labelled the 2 pairs left in the targeted review already" in page
+    assert Counter(Label.objects.values_list("mode", flat=True)) == {"targeted": 2, "sample": 4}
+
+
 def test_a_report_built_after_labelling_uses_the_browser_labels(run):
     client = member_client(make_user())
     for _ in range(6):
