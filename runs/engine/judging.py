@@ -97,8 +97,7 @@ def _form_pairs(run: Run, suite: Suite) -> None:
         for key, answers in cells
         for pair in _cell_pairs(run, suite, key, {a.contestant: a for a in answers})
     )
-    for batch in itertools.batched(pairs, BATCH):
-        insert_each(Pair, batch, ignore_conflicts=True)  # a pair formed already is kept
+    _insert_new(Pair, pairs)
 
 
 def _cell_pairs(run: Run, suite: Suite, key: tuple[str, str, int], sides: dict[str, Answer]):
@@ -159,7 +158,7 @@ def _queue_pair_calls(run: Run, suite: Suite, judge: Provider, judge_model: str)
             contestants=(pair.baseline_contestant, pair.candidate_contestant),
         )
     )
-    _insert_calls(calls)
+    _insert_new(Judgement, calls)
 
 
 def queue_rechecks(run: Run, suite: Suite, judge: Provider, judge_model: str) -> None:
@@ -202,7 +201,7 @@ def queue_rechecks(run: Run, suite: Suite, judge: Provider, judge_model: str) ->
                         kind=Judgement.Kind.RECHECK,
                     )
                 )
-    _insert_calls(calls)
+    _insert_new(Judgement, calls)
 
 
 def _side(answer: Answer) -> PairSide:
@@ -250,7 +249,7 @@ def _queue_grades(run: Run, suite: Suite, judge: Provider, judge_model: str) -> 
         for answer in answers.iterator(chunk_size=BATCH)
         if (answer.task_id, answer.case_id) in cases
     )
-    _insert_calls(calls)
+    _insert_new(Judgement, calls)
 
 
 def grade_request(
@@ -291,7 +290,7 @@ def grade_request(
 
 
 def _judgement(run, request: Request, judge: Provider, judge_model: str, **fields) -> dict:
-    """The row of a pending judge call, for :func:`_insert_calls` (``fields`` by attribute
+    """The row of a pending judge call, for :func:`_insert_new` (``fields`` by attribute
     name: ``pair_id``, ``answer_id``, ``order``, ``kind``); a no-look run's row keeps its
     request without the messages (they quote the case and the answers), this process the
     request itself."""
@@ -309,12 +308,12 @@ def _judgement(run, request: Request, judge: Provider, judge_model: str, **field
     }
 
 
-def _insert_calls(rows: Iterable[dict]) -> None:
-    """The judge calls' rows, a batch at a time; a call already queued (a resumed
+def _insert_new(model: type[Pair | Judgement], rows: Iterable[dict]) -> None:
+    """Pairs or judge calls, a batch at a time; one formed or queued already (a resumed
     preparation) is left as it is. Prepared INSERTs (insert_each): bulk_create spent most
     of queueing 4,000 judge calls building their SQL (docs/performance.md)."""
     for batch in itertools.batched(rows, BATCH):
-        insert_each(Judgement, batch, ignore_conflicts=True)
+        insert_each(model, batch, ignore_conflicts=True)
 
 
 # --- reading a reply ----------------------------------------------------------------------
