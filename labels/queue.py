@@ -375,9 +375,11 @@ class Undone:
     choice: str
 
 
-def undo_last(suite: Suite, user) -> Undone | None:
-    """Delete this member's latest label in the suite; None when there is none."""
-    label = Label.objects.filter(suite=suite, labeller=user).order_by("-updated_at", "-pk").first()
+def undo_last(suite: Suite, user, mode: str = SAMPLE) -> Undone | None:
+    """Delete this member's latest label in the suite given in `mode`'s queue (the pair
+    comes back in that queue); None when there is none."""
+    labels = Label.objects.filter(suite=suite, labeller=user, mode=mode)
+    label = labels.order_by("-updated_at", "-pk").first()
     if label is None:
         return None
     content = content_of(label)

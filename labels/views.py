@@ -88,7 +88,7 @@ def _act(request: HttpRequest, suite: Suite, mode: str):
     """Record, skip or undo; the offer to show next (None: the queue's next)."""
     action = request.POST.get("action", "label")
     if action == "undo":
-        undone = queue.undo_last(suite, request.user)
+        undone = queue.undo_last(suite, request.user, mode)
         if undone is None:
             messages.info(request, "Nothing to undo.")
             return None

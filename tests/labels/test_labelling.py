@@ -349,6 +349,26 @@ def test_the_sample_does_not_offer_a_member_the_pairs_they_reviewed_and_says_so(
     assert Counter(Label.objects.values_list("mode", flat=True)) == {"targeted": 2, "sample": 4}
 
 
+def test_undo_in_review_takes_back_the_last_review_label_never_a_sample_one(run):
+    # `u` in review deleted the member's last label of any queue and showed that pair
+    # again in review: labelled there, a sample label came back targeted (out of the
+    # headline kappa)
+    client = member_client(make_user())
+    _label(client, "left")
+    sampled = Label.objects.get()
+
+    nothing = client.post("/label/blind/", {"action": "undo", "mode": "targeted"}, **HTMX)
+
+    assert "Nothing to undo." in nothing.content.decode()
+    assert list(Label.objects.values_list("pk", "mode")) == [(sampled.pk, "sample")]
+    review = client.get("/label/blind/?mode=targeted").content.decode()
+    client.post(
+        "/label/blind/", {"token": page_token(review), "choice": "tie", "mode": "targeted"}, **HTMX
+    )
+    client.post("/label/blind/", {"action": "undo", "mode": "targeted"}, **HTMX)
+    assert list(Label.objects.values_list("pk", "mode")) == [(sampled.pk, "sample")]
+
+
 def test_a_report_built_after_labelling_uses_the_browser_labels(run):
     client = member_client(make_user())
     for _ in range(6):
