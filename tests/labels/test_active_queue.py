@@ -101,11 +101,14 @@ def test_the_calibration_page_the_terminal_and_mcp_say_how_many_more_labels(run)
     corrected = calibration["corrected"]["scripted/cand"]
     assert corrected["n_labelled"] == 12
     # which pairs the queue hands out follows the run's id, so the figure differs from run
-    # to run: whichever sentence it earns, every face says that one
+    # to run (and with it the test's order: about 1 run id in 13 leaves the judge's own
+    # term over ±0.05): whichever sentence it earns, every face says that one
     said = more_labels_text(corrected)
     assert re.fullmatch(
         r"enough to decide: the (candidate|baseline) is better|about \d+ more labels for "
-        r"±0\.05|±0\.05 out of reach: about \d+ labels in all, more than the 200 judged pairs",
+        r"±0\.05|±0\.05 out of reach: about \d+ labels in all, more than the 200 judged pairs"
+        r"|±0\.05 out of reach: the judge's own term alone is ±0\.\d+, not within ±0\.05: "
+        r"more labels cannot narrow it, more judged pairs can",
         said,
     ), said
     kappa_said = kappa_more_text(calibration)
