@@ -145,11 +145,17 @@ class Claims:
         )
 
     @transaction.atomic
-    def reserve_for(self, call: Call, amount: Decimal) -> bool:
-        """Reserve on the run and note it on the claimed call, so a reclaim can return it."""
+    def reserve_for(self, call: Call, amount: Decimal) -> bool | None:
+        """Reserve on the run and note it on the claimed call, so a reclaim can return it;
+        None, reserving nothing, once the claim is no longer this one (taken over while the
+        call waited: :meth:`CallQuerySet.claimed_as`). The row first, then the run's, in
+        the order a claim and the writer lock them."""
+        mine = self.calls.objects.claimed_as(self.token, call)
+        if not mine.select_for_update().exists():
+            return None
         if not self.run_row.reserve(amount):
             return False
-        self.calls.objects.filter(pk=call.pk).note_reserved({call.pk: amount})
+        mine.update(reserved_usd=amount)
         return True
 
     async def reserve(
@@ -166,11 +172,12 @@ class Claims:
         (`flush` writes the shard's finished calls, which release their part). False, the
         shard told to `stop`, when the run has stopped meanwhile (another call overran, or
         it was cancelled) or the call can never fit (the run is then aborted over budget);
-        False too once the shard is `stopping`."""
+        False too once the shard is `stopping`, or the claim was taken over."""
         deadline = time.monotonic() + RESERVE_WAIT_S
         while not stopping():
-            if await db(self.reserve_for)(call, worst.cost_usd):
-                return True
+            reserved = await db(self.reserve_for)(call, worst.cost_usd)
+            if reserved is not False:
+                return bool(reserved)
             await flush()
             state = await db(
                 Run.objects.filter(pk=self.run_id).values("status", "reserved_usd").get
@@ -181,8 +188,9 @@ class Claims:
             if state["reserved_usd"] <= 0:
                 # Nothing else holds a reservation, perhaps only since the flush released
                 # the last one: one more try decides whether the call can fit at all.
-                if await db(self.reserve_for)(call, worst.cost_usd):
-                    return True
+                reserved = await db(self.reserve_for)(call, worst.cost_usd)
+                if reserved is not False:
+                    return bool(reserved)
                 never_fits = await db(self.nothing_reserved)()
             else:
                 never_fits = False
@@ -217,15 +225,21 @@ class Claims:
         whose rows another shard is answering."""
         if time.monotonic() - claim.at < settings.EVALSITE_CLAIM_LEASE_S / 2:
             return False
-        rows = type(claim.call).objects.filter(pk=claim.call.pk, claimed_by=self.token)
-        return not await db(rows.filter(status=Call.Status.CLAIMED).exists)()
+        mine = type(claim.call).objects.claimed_as(self.token, claim.call)
+        return not await db(mine.exists)()
 
-    def give_back(self, ids: list[int] | None = None) -> None:
-        """The calls `ids` (all this shard still holds: None) back to pending, with their
-        reservations."""
-        calls = self.of_run() if ids is None else self.of_run().filter(pk__in=ids)
-        calls.give_back(self.run_row, self.token, judge=self.judging)
+    def give_back(self, calls: list[Call] | None = None) -> None:
+        """The claims of `calls` (all this shard still holds: None) back to pending, with
+        their reservations."""
+        if calls is None:
+            self.of_run().give_back(self.run_row, self.token, judge=self.judging)
+            return
+        attempts = {call.pk: call.attempts for call in calls}
+        mine = self.of_run().filter(pk__in=attempts)
+        mine.give_back(self.run_row, self.token, judge=self.judging, attempts=attempts)
 
-    def finish(self, changes: dict[int, dict[str, Any]]) -> set[int]:
-        """Write each call's result while this shard still holds its claim; the ids written."""
-        return self.of_run().finish_claimed(self.token, changes)
+    def finish(self, changes: dict[int, dict[str, Any]], calls: list[Call]) -> set[int]:
+        """Write each call's result while this shard still holds the claim it was made
+        under (`calls`, as claimed); the ids written."""
+        attempts = {call.pk: call.attempts for call in calls}
+        return self.of_run().finish_claimed(self.token, changes, attempts)

@@ -123,7 +123,7 @@ class Writer:
         judge = claims.judging
         caches = [o.cache_row for o in batch if o.cache_row is not None]
         insert_each(CachedResponse, caches, ignore_conflicts=True)
-        back = [o.call.pk for o in batch if o.values is None]
+        back = [o.call for o in batch if o.values is None]
         if back:
             claims.give_back(back)
         finished = [o for o in batch if o.values is not None]
@@ -132,7 +132,8 @@ class Writer:
                 o.call.pk: o.values | verdicts.get(o.call.pk, {})
                 for o in finished
                 if o.values is not None
-            }
+            },
+            [o.call for o in finished],
         )
         # A lost claim's reservation was returned by whoever reclaimed it; the spend stands,
         # as reported even above the reservation: what was billed was billed.

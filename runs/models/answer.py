@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -73,12 +73,29 @@ class CallQuerySet[C: Call](models.QuerySet[C]):
         changes = {pk: {"reserved_usd": amount} for pk, amount in reserved.items()}
         update_each(self.model, changes, using=self.db)
 
-    def give_back(self, run: Run, token: str, *, judge: bool) -> set[int]:
-        """This queryset's calls still claimed by `token` back to pending, their reservations
-        returned to the run; the ids given back."""
+    def claimed_as(self, token: str, call: Call):
+        """`call` while it is still claimed by `token` in the claim that read it: the same
+        attempt. A shard's own look for expired claims may give one of its claims back and
+        its next batch claim that call again under the same token; the older claim's
+        attempt in flight must then count as taken over, like one another shard took."""
+        return self.filter(
+            pk=call.pk, claimed_by=token, status=Call.Status.CLAIMED, attempts=call.attempts
+        )
+
+    def give_back(
+        self, run: Run, token: str, *, judge: bool, attempts: Mapping[int, int] | None = None
+    ) -> set[int]:
+        """This queryset's calls still claimed by `token` (and, given their `attempts` by id,
+        in those claims: :meth:`claimed_as`) back to pending, their reservations returned
+        to the run; the ids given back."""
         with transaction.atomic(using=self.db):
             mine = self.filter(claimed_by=token, status=Call.Status.CLAIMED)
-            rows = dict(mine.select_for_update().values_list("pk", "reserved_usd"))
+            held = mine.select_for_update().values_list("pk", "attempts", "reserved_usd")
+            rows = {
+                pk: reserved
+                for pk, attempt, reserved in held
+                if attempts is None or attempts[pk] == attempt
+            }
             if rows:
                 self.filter(pk__in=rows).update(
                     status=Call.Status.PENDING, claimed_by="", reserved_usd=0
@@ -116,13 +133,17 @@ class CallQuerySet[C: Call](models.QuerySet[C]):
                 run.settle(held, None, None, judge=False)
         return count
 
-    def finish_claimed(self, token: str, changes: dict[int, dict[str, Any]]) -> set[int]:
-        """Write each call's `changes` (its result) while `token` still holds its claim; the
-        ids written. A call whose claim was lost keeps what its reclaimer gave it."""
+    def finish_claimed(
+        self, token: str, changes: dict[int, dict[str, Any]], attempts: Mapping[int, int]
+    ) -> set[int]:
+        """Write each call's `changes` (its result) while `token` still holds the claim of
+        that call's attempt (by id, in `attempts`: :meth:`claimed_as`); the ids written. A
+        call whose claim was lost keeps what its reclaimer gave it."""
         guard = {"claimed_by": token, "status": Call.Status.CLAIMED}
+        each = {pk: {"attempts": attempts[pk]} for pk in changes}
         done = {"claimed_by": "", "reserved_usd": Decimal(0), "finished_at": timezone.now()}
         changes = {pk: done | values for pk, values in changes.items()}
-        return update_each(self.model, changes, guard, using=self.db)
+        return update_each(self.model, changes, guard, each_guard=each, using=self.db)
 
 
 def _claim_sql(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -16,11 +16,12 @@ def update_each(
     changes: dict[int, dict[str, Any]],
     guard: dict[str, Any] | None = None,
     *,
+    each_guard: Mapping[int, Mapping[str, Any]] | None = None,
     using: str = DEFAULT_DB_ALIAS,
 ) -> set[int]:
     """An UPDATE of each row of `model` by id, each with its own values, of the rows that
-    still have the `guard`'s field values; the ids written (without a guard, every id
-    given).
+    still have the `guard`'s field values, and each its own in `each_guard` (by id: a
+    claim's attempt); the ids written (without a guard, every id given).
 
     The rows the guard holds for are read first, locked (``select_for_update``; SQLite's
     IMMEDIATE transaction holds the whole database), in the same transaction as the
@@ -39,9 +40,14 @@ def update_each(
     fields: dict[tuple[str, ...], Prepared] = {}
     with transaction.atomic(using=using):
         written = set(changes)
-        if guard and changes:
+        if (guard or each_guard) and changes:
             rows = model._default_manager.using(using).filter(pk__in=list(changes), **guard)
-            written = set(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
+            own = each_guard or {}
+            asked = list(next(iter(own.values()), {}))
+            read = rows.select_for_update().order_by("pk").values_list("pk", *asked)
+            # Each row's own values are compared here, under the lock; the UPDATE below
+            # asks for the shared ones again (its WHERE), as before.
+            written = {pk for pk, *values in read if values == [own[pk][name] for name in asked]}
         for pk, values in changes.items():
             if pk in written:
                 names = tuple(values)

@@ -4,13 +4,16 @@ calls it had claimed but not yet sent. The shard's clock is moved instead of wai
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import time
+from decimal import Decimal
 
 import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from runs.engine import claims, runner
+from runs.engine import claims, outcomes, runner, writer
 from runs.models import Answer, Run
 from tests.helpers.engine import MockLLM, answer_key, execute, mock_run, suite_text, wait_until
 
@@ -70,3 +73,85 @@ def execute_in_background(run_id: str, mock: MockLLM):
         return result[0]
 
     return join
+
+
+# --- a claim the shard took again: its older attempt writes nothing -------------------------
+#
+# A shard cut off past the lease (the soak's link cut) comes back with a call still in flight.
+# Its own look for expired claims gives that claim back, and its next batch may claim the same
+# call again, under the same token. The call's older attempt must then count as taken over:
+# CI's soak ended a run with reserved_usd -0.0000217 when it did not (the older attempt's
+# outcome released a reservation the claim again had not made).
+
+
+class _Storing(writer.Writer):
+    """The writer's storing step alone, without the loop that writes behind."""
+
+    def __init__(self, claims_: claims.Claims) -> None:
+        self.claims, self.scoring = claims_, None
+
+
+def _shard_claims(run: Run) -> claims.Claims:
+    shard = runner.Shard(run.id)
+    assert shard._prepare() == Run.Status.RUNNING
+    return shard.claims
+
+
+def _expire(claim: claims.Claim) -> None:
+    old = timezone.now() - dt.timedelta(seconds=2 * LEASE_S)
+    Answer.objects.filter(pk=claim.call.pk).update(claimed_at=old)
+
+
+def _reserved(run: Run) -> Decimal:
+    return Run.objects.get(pk=run.pk).reserved_usd
+
+
+@override_settings(EVALSITE_CLAIM_LEASE_S=LEASE_S)
+def test_an_older_attempt_of_a_call_the_shard_claimed_again_writes_nothing_and_releases_nothing():
+    run = mock_run(text=suite_text(models=("mock/a",), cases=1), concurrency=4)
+    held = _shard_claims(run)
+    (first,) = held.claim(4)
+    worst = first.reserved
+    assert worst and _reserved(run) == worst
+    _expire(first)
+    held.reclaim(now=True)  # the shard's own look gives its expired claim back
+    # Other shards' reservations fill the cap meanwhile: the claim again cannot reserve yet.
+    others = run.cap_usd - worst / 2
+    run.reserve(others)
+    (again,) = held.claim(4)
+    assert again.call.pk == first.call.pk and again.reserved is None
+
+    _Storing(held).write([outcomes.skipped(first.call, worst)])  # the older attempt ends
+
+    row = Answer.objects.get(pk=first.call.pk)
+    assert (row.status, row.attempts) == (Answer.Status.CLAIMED, 2), "the older attempt was written"
+    assert _reserved(run) == others
+    run.settle(others, None, None, judge=False)
+    assert held.reserve_for(again.call, worst)
+    _Storing(held).write([outcomes.skipped(again.call, worst)])
+    assert Answer.objects.get(pk=first.call.pk).status == Answer.Status.ERROR
+    assert _reserved(run) == 0
+
+
+@override_settings(EVALSITE_CLAIM_LEASE_S=LEASE_S)
+def test_an_older_attempt_that_reserves_late_reserves_nothing_and_counts_as_taken_over():
+    run = mock_run(text=suite_text(models=("mock/a",), cases=1), concurrency=4)
+    held = _shard_claims(run)
+    others = run.cap_usd  # the cap is full as the call is claimed: it reserves for itself
+    run.reserve(others)
+    (first,) = held.claim(4)
+    assert first.reserved is None
+    run.settle(others, None, None, judge=False)
+    _expire(first)
+    held.reclaim(now=True)
+    (again,) = held.claim(4)
+    worst = again.reserved
+    assert worst and _reserved(run) == worst
+
+    assert not held.reserve_for(first.call, worst)  # the older attempt, still waiting to reserve
+    assert _reserved(run) == worst
+    assert Answer.objects.get(pk=first.call.pk).reserved_usd == worst
+    first.at -= LEASE_S
+    assert asyncio.run(held.taken_over(first, db=runner.db))
+    again.at -= LEASE_S
+    assert not asyncio.run(held.taken_over(again, db=runner.db))
