@@ -179,21 +179,25 @@ def _pair(run: Run, entry: dict) -> Pair | None:
 
 
 def _store(suite: Suite, bound: list[tuple[dict, Any, Pair]]) -> None:
+    """Each label, new as a sample label with the file's probability; over the owner's own
+    label, its choice and note only: a label changed later keeps the queue it was given in
+    and that queue's probability (labels.queue.record), however it is changed."""
     with transaction.atomic():
         for entry, owner, pair in bound:
             content = pair.content
+            values = {
+                "labeller": owner,
+                "prefer": entry["prefer"],
+                "note": str(entry.get("note") or ""),
+                "source": Label.Source.IMPORT,
+            }
+            picked = {"mode": SAMPLE, "probability": entry.get("probability")}
             Label.objects.update_or_create(
                 suite=suite,
                 labeller_name=owner.get_username(),
                 **content,
-                defaults={
-                    "labeller": owner,
-                    "prefer": entry["prefer"],
-                    "note": str(entry.get("note") or ""),
-                    "source": Label.Source.IMPORT,
-                    "mode": SAMPLE,
-                    "probability": entry.get("probability"),
-                },
+                defaults=values,
+                create_defaults=values | picked,
             )
             refresh_human(suite, content)
 

@@ -194,6 +194,25 @@ def test_the_command_line_imports_for_named_users_or_as_one_user_and_refuses_mad
     assert not Label.objects.exclude(labeller=ann).exists()
 
 
+def test_an_import_over_a_members_own_label_keeps_the_queue_and_probability_it_was_given_in(run):
+    """Changing one's mind by file is changing one's mind: the label keeps how its pair was
+    picked, as a label changed in the browser does. A targeted label made a sample one would
+    enter the headline kappa (its pairs were picked where the judge looked wrong)."""
+    ann = make_user(username="ann")
+    make_label(_pair(run, "c1"), "candidate", labeller=ann, mode="targeted")
+    make_label(_pair(run, "c2"), "candidate", labeller=ann, mode="sample", probability=0.25)
+
+    file = _yaml(_entry("c1", "baseline"), _entry("c2", "tie"), _entry("c3", probability=0.5))
+    assert import_yaml(run.suite, file, user=ann, filename="mine.yaml") == 3
+
+    stored = Label.objects.filter(labeller=ann).order_by("case_id")
+    assert list(stored.values_list("case_id", "prefer", "source", "mode", "probability")) == [
+        ("c1", "baseline", "import", "targeted", None),
+        ("c2", "tie", "import", "sample", 0.25),
+        ("c3", "baseline", "import", "sample", 0.5),
+    ]
+
+
 # --- item 15: no peeking at a pair still waiting for you ------------------------------------
 
 
