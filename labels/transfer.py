@@ -96,7 +96,8 @@ class _EntryProblem(Exception):
 
 
 def _bind(suite: Suite, run: Run, entry: Any, user, users: dict) -> tuple | None:
-    """(entry, owner, pair) to store; None to leave as it is; _EntryProblem to refuse."""
+    """(entry, owner, pair, the label it replaces) to store; None to leave as it is;
+    _EntryProblem to refuse."""
     problem = _entry_problem(entry)
     if problem:
         raise _EntryProblem(problem)
@@ -110,7 +111,7 @@ def _bind(suite: Suite, run: Run, entry: Any, user, users: dict) -> tuple | None
     name = owner.get_username()
     existing = Label.objects.filter(suite=suite, labeller_name=name, **pair.content).first()
     if existing is None:
-        return entry, owner, pair
+        return entry, owner, pair, None
     if existing.labeller_id != owner.pk:  # a deleted or renamed account's row
         raise _EntryProblem(
             f"the label under the name {name!r} on this pair belongs to another account; "
@@ -120,7 +121,7 @@ def _bind(suite: Suite, run: Run, entry: Any, user, users: dict) -> tuple | None
         user is None or existing.labeller_id != user.pk
     )
     if not theirs:
-        return entry, owner, pair
+        return entry, owner, pair, existing
     if existing.prefer == entry["prefer"] and existing.note == str(entry.get("note") or ""):
         return None
     raise _EntryProblem(
@@ -178,12 +179,13 @@ def _pair(run: Run, entry: dict) -> Pair | None:
     return pairs.order_by("repeat").first()
 
 
-def _store(suite: Suite, bound: list[tuple[dict, Any, Pair]]) -> None:
-    """Each label, new as a sample label with the file's probability; over the owner's own
-    label, its choice and note only: a label changed later keeps the queue it was given in
-    and that queue's probability (labels.queue.record), however it is changed."""
+def _store(suite: Suite, bound: list[tuple[dict, Any, Pair, Label | None]]) -> None:
+    """Each label as a sample label with the file's probability, a new one or one an
+    earlier import stored; over the owner's own browser label, its choice and note only: a
+    label changed later keeps the queue it was given in and that queue's probability
+    (labels.queue.record), however it is changed."""
     with transaction.atomic():
-        for entry, owner, pair in bound:
+        for entry, owner, pair, existing in bound:
             content = pair.content
             values = {
                 "labeller": owner,
@@ -192,11 +194,12 @@ def _store(suite: Suite, bound: list[tuple[dict, Any, Pair]]) -> None:
                 "source": Label.Source.IMPORT,
             }
             picked = {"mode": SAMPLE, "probability": entry.get("probability")}
+            queued = existing is not None and existing.source == Label.Source.BROWSER
             Label.objects.update_or_create(
                 suite=suite,
                 labeller_name=owner.get_username(),
                 **content,
-                defaults=values,
+                defaults=values if queued else values | picked,
                 create_defaults=values | picked,
             )
             refresh_human(suite, content)

@@ -206,12 +206,17 @@ class Claims:
         return not Run.objects.filter(pk=self.run_id, reserved_usd__gt=0).exists()
 
     def reclaim(self, *, now: bool = False) -> None:
-        """Claims of dead shards back to pending: looked for a few times a lease, or `now`."""
+        """Claims of dead shards back to pending: looked for a few times a lease as this
+        shard claims, sparing its own claims, which are alive however old (a call slower
+        than the lease would otherwise be given back and claimed again by its own shard, and
+        its answer refused, for ever); or `now`, once it has no call in flight, its own too
+        (none should be left then)."""
         lease = settings.EVALSITE_CLAIM_LEASE_S
         if not now and time.monotonic() - self._reclaimed_at < min(lease / 10, 5.0):
             return
         self._reclaimed_at = time.monotonic()
-        self.of_run().reclaim_expired(self.run_row, lease, judge=self.judging)
+        sparing = "" if now else self.token
+        self.of_run().reclaim_expired(self.run_row, lease, judge=self.judging, sparing=sparing)
 
     def others_working(self) -> bool:
         """Whether any call of the current kind is still pending or claimed (by any shard)."""

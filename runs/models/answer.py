@@ -103,17 +103,18 @@ class CallQuerySet[C: Call](models.QuerySet[C]):
                 run.settle(sum(rows.values(), Decimal(0)), None, None, judge=judge)
         return set(rows)
 
-    def reclaim_expired(self, run: Run, lease_s: float, *, judge: bool) -> int:
+    def reclaim_expired(self, run: Run, lease_s: float, *, judge: bool, sparing: str = "") -> int:
         """Claims older than the lease (their shard died) back to pending, with the
-        reservations they held; how many. Each row is taken from its own token, so a
-        claim renewed meanwhile is left alone.
+        reservations they held, except the token `sparing`'s (the looking shard's own, alive);
+        how many. Each row is taken from its own token, so a claim renewed meanwhile is left
+        alone.
 
         Claims are stamped and aged by the database's clock, never a worker's: a worker
         whose clock runs ahead by more than the lease would otherwise take live claims
         from the others, and their calls would be made and paid twice."""
         expired = lease_expiry(lease_s)
         stale = self.filter(status=Call.Status.CLAIMED, claimed_at__lt=expired)
-        tokens = set(stale.values_list("claimed_by", flat=True))
+        tokens = set(stale.values_list("claimed_by", flat=True)) - {sparing}
         return sum(
             len(stale.filter(claimed_by=token).give_back(run, token, judge=judge))
             for token in tokens

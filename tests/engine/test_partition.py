@@ -78,10 +78,10 @@ def execute_in_background(run_id: str, mock: MockLLM):
 # --- a claim the shard took again: its older attempt writes nothing -------------------------
 #
 # A shard cut off past the lease (the soak's link cut) comes back with a call still in flight.
-# Its own look for expired claims gives that claim back, and its next batch may claim the same
-# call again, under the same token. The call's older attempt must then count as taken over:
-# CI's soak ended a run with reserved_usd -0.0000217 when it did not (the older attempt's
-# outcome released a reservation the claim again had not made).
+# Another shard's look for expired claims has given that claim back, and the shard's next
+# batch may claim the same call again, under the same token. The call's older attempt must
+# then count as taken over: CI's soak ended a run with reserved_usd -0.0000217 when it did not
+# (the older attempt's outcome released a reservation the claim again had not made).
 
 
 class _Storing(writer.Writer):
@@ -102,6 +102,10 @@ def _expire(claim: claims.Claim) -> None:
     Answer.objects.filter(pk=claim.call.pk).update(claimed_at=old)
 
 
+def _another_shards_look(run: Run) -> None:
+    assert Answer.objects.filter(run=run).reclaim_expired(run, LEASE_S, judge=False) == 1
+
+
 def _reserved(run: Run) -> Decimal:
     return Run.objects.get(pk=run.pk).reserved_usd
 
@@ -114,7 +118,7 @@ def test_an_older_attempt_of_a_call_the_shard_claimed_again_writes_nothing_and_r
     worst = first.reserved
     assert worst and _reserved(run) == worst
     _expire(first)
-    held.reclaim(now=True)  # the shard's own look gives its expired claim back
+    _another_shards_look(run)
     # Other shards' reservations fill the cap meanwhile: the claim again cannot reserve yet.
     others = run.cap_usd - worst / 2
     run.reserve(others)
@@ -143,7 +147,7 @@ def test_an_older_attempt_that_reserves_late_reserves_nothing_and_counts_as_take
     assert first.reserved is None
     run.settle(others, None, None, judge=False)
     _expire(first)
-    held.reclaim(now=True)
+    _another_shards_look(run)
     (again,) = held.claim(4)
     worst = again.reserved
     assert worst and _reserved(run) == worst
@@ -155,3 +159,21 @@ def test_an_older_attempt_that_reserves_late_reserves_nothing_and_counts_as_take
     assert asyncio.run(held.taken_over(first, db=runner.db))
     again.at -= LEASE_S
     assert not asyncio.run(held.taken_over(again, db=runner.db))
+
+
+@override_settings(EVALSITE_CLAIM_LEASE_S=0.001)
+def test_a_shard_claiming_more_leaves_its_own_claims_older_than_the_lease_alone():
+    """Its own are alive: taken back and claimed again, a call slower than the lease would
+    have its answer refused as taken over, again and again (a worker resuming a killed run
+    with a 1 s lease never finished it, tests/cli/test_run_edges.py)."""
+    run = mock_run(text=suite_text(models=("mock/a",), cases=2), concurrency=1)
+    held = _shard_claims(run)
+    (first,) = held.claim(1)
+    time.sleep(0.05)
+
+    (second,) = held.claim(1)  # it looks for expired claims first
+
+    assert second.call.pk != first.call.pk
+    row = Answer.objects.get(pk=first.call.pk)
+    assert (row.status, row.claimed_by, row.attempts) == ("claimed", held.token, 1)
+    assert held.claim(1) == []

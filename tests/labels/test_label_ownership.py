@@ -211,6 +211,9 @@ def test_an_import_over_a_members_own_label_keeps_the_queue_and_probability_it_w
         ("c2", "tie", "import", "sample", 0.25),
         ("c3", "baseline", "import", "sample", 0.5),
     ]
+    # A label the file itself made takes the file's word again, probability included.
+    assert import_yaml(run.suite, _yaml(_entry("c3", probability=0.2)), user=ann, filename="b")
+    assert stored.get(case_id="c3").probability == 0.2
 
 
 # --- item 15: no peeking at a pair still waiting for you ------------------------------------
