@@ -75,9 +75,9 @@ class CallQuerySet[C: Call](models.QuerySet[C]):
 
     def claimed_as(self, token: str, call: Call):
         """`call` while it is still claimed by `token` in the claim that read it: the same
-        attempt. A shard's own look for expired claims may give one of its claims back and
-        its next batch claim that call again under the same token; the older claim's
-        attempt in flight must then count as taken over, like one another shard took."""
+        attempt. Another shard may give back a claim that outlived its lease, and the shard
+        that held it claim that call again in its next batch, under the same token; the
+        older claim's attempt still in flight must then count as taken over."""
         return self.filter(
             pk=call.pk, claimed_by=token, status=Call.Status.CLAIMED, attempts=call.attempts
         )
