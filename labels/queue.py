@@ -339,8 +339,8 @@ def record(
 ) -> Label:
     """This member's label on the assignment's pair, with the probability the sample queue
     asked for it with; a second submit updates it (idempotent). A label changed later keeps
-    the queue it was given in, and that queue's probability: changing one's mind does not
-    change how the pair was picked (a page of the other queue left open, say)."""
+    the queue it was given in (:meth:`LabelQuerySet.give`: a page of the other queue left
+    open, say)."""
     content = content_of(assignment)
     values = {
         "labeller": user,
@@ -352,13 +352,7 @@ def record(
     for _ in range(2):
         try:
             with transaction.atomic():
-                label, _ = Label.objects.update_or_create(
-                    suite=assignment.suite,
-                    labeller_name=user.get_username(),
-                    **content,
-                    defaults=values,
-                    create_defaults=values | picked,
-                )
+                label = Label.objects.give(assignment.suite, user, content, values, picked)
             break
         except IntegrityError:  # the same submit raced itself: the row exists now
             continue

@@ -181,9 +181,8 @@ def _pair(run: Run, entry: dict) -> Pair | None:
 
 def _store(suite: Suite, bound: list[tuple[dict, Any, Pair, Label | None]]) -> None:
     """Each label as a sample label with the file's probability, a new one or one an
-    earlier import stored; over the owner's own browser label, its choice and note only: a
-    label changed later keeps the queue it was given in and that queue's probability
-    (labels.queue.record), however it is changed."""
+    earlier import stored; over the owner's own browser label, its choice and note only: it
+    keeps the queue it was given in (:meth:`LabelQuerySet.give`)."""
     with transaction.atomic():
         for entry, owner, pair, existing in bound:
             content = pair.content
@@ -194,14 +193,8 @@ def _store(suite: Suite, bound: list[tuple[dict, Any, Pair, Label | None]]) -> N
                 "source": Label.Source.IMPORT,
             }
             picked = {"mode": SAMPLE, "probability": entry.get("probability")}
-            queued = existing is not None and existing.source == Label.Source.BROWSER
-            Label.objects.update_or_create(
-                suite=suite,
-                labeller_name=owner.get_username(),
-                **content,
-                defaults=values if queued else values | picked,
-                create_defaults=values | picked,
-            )
+            from_a_file = existing is None or existing.source == Label.Source.IMPORT
+            Label.objects.give(suite, owner, content, values, picked, repick=from_a_file)
             refresh_human(suite, content)
 
 

@@ -35,6 +35,30 @@ class LabelQuerySet(models.QuerySet["Label"]):
     def for_suite(self, suite: Suite) -> LabelQuerySet:
         return self.filter(suite=suite)
 
+    def give(
+        self,
+        suite: Suite,
+        labeller: Any,
+        content: dict[str, Any],
+        values: dict[str, Any],
+        picked: dict[str, Any],
+        *,
+        repick: bool = False,
+    ) -> Label:
+        """`labeller`'s label of a pair's `content`, made or changed: its `values` (choice,
+        note, source) and, when it is made, `picked` (the queue it is given in, and that
+        queue's probability). A label changed later keeps how its pair was picked: changing
+        one's mind does not change it. `repick`: it does, for a label a file made changed
+        by a file again (the file is where the label came from)."""
+        label, _ = self.update_or_create(
+            suite=suite,
+            labeller_name=labeller.get_username(),
+            **content,
+            defaults=values | picked if repick else values,
+            create_defaults=values | picked,
+        )
+        return label
+
 
 class Label(models.Model):
     """A preference bound to a pair's content: task, case, the two contestants and the
