@@ -26,6 +26,7 @@ from evalsite.core.report.compare import REGRESSION_POINTS
 from evalsite.mcp import cases, history, replies, tools
 from runs.engine.local import Stop, execute_here
 from runs.models import Run
+from runs.planning.start import PlanRest
 from runs.setup import prepare_database
 
 logger = logging.getLogger(__name__)
@@ -91,8 +92,9 @@ async def run_suite(
     )
     if isinstance(started, CallToolResult):
         return started
-    await _execute(started.id, ctx)
-    return await anyio.to_thread.run_sync(_answer, tools.run_reply, started.id)
+    run, rest = started
+    await _execute(run.id, ctx, rest)
+    return await anyio.to_thread.run_sync(_answer, tools.run_reply, run.id)
 
 
 def last_report(suite_path: SuitePath) -> CallToolResult:
@@ -231,10 +233,11 @@ def _result(reply: dict[str, Any], *, error: bool = False) -> CallToolResult:
     )
 
 
-async def _execute(run_id: str, ctx: Context) -> None:
-    """Execute the run here (execute_here, on a worker thread), reporting progress every
-    POLL_S until it ends. A cancelled tool call asks the run to stop between calls, as Ctrl-C
-    does: the call returns at once, and the run's thread writes the cancel."""
+async def _execute(run_id: str, ctx: Context, rest: PlanRest | None) -> None:
+    """Execute the run here (execute_here, on a worker thread, its shard storing the `rest`
+    of its plan), reporting progress every POLL_S until it ends. A cancelled tool call asks
+    the run to stop between calls, as Ctrl-C does: the call returns at once, and the run's
+    thread writes the cancel."""
     stop = Stop()
     sent = -1
 
@@ -245,7 +248,7 @@ async def _execute(run_id: str, ctx: Context) -> None:
     def work() -> None:
         try:
             execute_here(Run.objects.get(pk=run_id), on_progress=on_progress, stop=stop,
-                         poll_s=POLL_S)  # fmt: skip
+                         poll_s=POLL_S, rest=rest.store_next if rest else None)  # fmt: skip
         finally:
             close_old_connections()
 

@@ -24,8 +24,8 @@ from evalsite.core.suites import Suite as LoadedSuite
 from evalsite.core.suites import SuiteError, load_suite
 from evalsite.mcp import replies
 from runs.models import Answer, Call, Endpoint, Judgement, Pair, Run, Suite, SuiteVersion
+from runs.planning.start import PlanRest, RunOptions, plan_file, start_plan
 from runs.planning.start import Refused as PlanRefused
-from runs.planning.start import RunOptions, plan_file, store_plan
 from runs.results.calibration import suite_calibration
 from runs.results.progress import progress
 from runs.results.summary import run_summary
@@ -50,8 +50,9 @@ def start_run(
     max_cost: Any = None,
     no_cache: bool = False,
     fake: bool = False,
-) -> Run:
-    """Register the suite (origin "mcp"), plan and store a run ready to execute.
+) -> tuple[Run, PlanRest | None]:
+    """Register the suite (origin "mcp"), plan and store a run ready to execute here, as
+    `evalsite run` does (start_plan): the run, and the rest of its plan for its shard.
 
     Refused: a path outside the suite root, a cap above the ceiling, an invalid suite (a
     python check that cannot be imported from the suite's folder too), a plan the planner
@@ -70,7 +71,7 @@ def start_run(
         plan = plan_file(path, loaded, options, origin=SuiteVersion.Origin.MCP)
     except PlanRefused as refused:
         raise Refused(refused.reason, _shown(refused.problems)) from None
-    run = store_plan(plan)
+    run, rest = start_plan(plan)
     if run.status == Run.Status.REFUSED:
         raise Refused(
             "estimate_over_cap",
@@ -80,7 +81,7 @@ def start_run(
             cap_usd=f"{plan.cap:f}",
             web_url_path=run_url(run.id),
         )
-    return run
+    return run, rest
 
 
 def suite_file(suite_path: str) -> Path:

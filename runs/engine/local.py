@@ -8,10 +8,7 @@ executed here is executed by this process alone, as its one shard.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-import importlib
-import sys
 import threading
 from collections.abc import Callable
 
@@ -22,7 +19,6 @@ from runs.engine.runner import execute
 from runs.models import Run
 
 POLL_S = 0.2
-LATER = "runs.engine.later"  # what a run uses once its answers are in (see there)
 
 
 class Stop:
@@ -62,8 +58,10 @@ def execute_here(
     on_progress: Callable[[Run], None] | None = None,
     stop: Stop | None = None,
     poll_s: float = POLL_S,
+    rest: Callable[[], bool] | None = None,
 ) -> Run:
-    """Execute the stored `run` in this process and return it as it ended.
+    """Execute the stored `run` in this process and return it as it ended; `rest` stores
+    the rest of its plan beside its first calls (runs.planning.planner.start_plan).
 
     Its one shard runs on a thread while this one looks every `poll_s`: it writes the cancel
     once `stop` is asked (a stop asked before it starts cancels the run before anything is
@@ -75,7 +73,7 @@ def execute_here(
 
     def shard() -> None:
         try:
-            execute(run.id, halt=lambda: stop.written)
+            execute(run.id, halt=lambda: stop.written, rest=rest)
         except BaseException as error:  # noqa: BLE001 - raised again below, on the caller's thread
             failure.append(error)
         finally:
@@ -88,8 +86,6 @@ def execute_here(
     context = contextvars.copy_context()
     worker = threading.Thread(target=context.run, args=(shard,), name=f"run-{run.id}", daemon=True)
     worker.start()
-    # what the run needs after its answers, imported while it waits on them
-    importing = _import_soon(LATER)
     while worker.is_alive():
         if stop.asked.is_set():
             worker.join(poll_s)  # stopping: the cancel is written at each look
@@ -101,25 +97,7 @@ def execute_here(
         if on_progress is not None and not stop.asked.is_set():
             on_progress(run)
     stop.write(run)
-    if importing is not None:
-        importing.join()  # imported before the shard needed it, unless the run ended first
     if failure:
         raise failure[0]
     run.refresh_from_db()
     return run
-
-
-def _import_soon(module: str) -> threading.Thread | None:
-    """Import `module` on a thread of its own, started now, unless it is imported already.
-    Not a daemon: a process that ends while it imports waits for it rather than tear the
-    interpreter down under it."""
-    if module in sys.modules:
-        return None
-    thread = threading.Thread(target=_import, args=(module,), name=f"import-{module}")
-    thread.start()
-    return thread
-
-
-def _import(module: str) -> None:
-    with contextlib.suppress(Exception):  # the run meets the same error where it imports it
-        importlib.import_module(module)

@@ -20,9 +20,9 @@ PREPARING = "preparing"  # judging_state: the judge calls are not queued yet
 
 def phase_over(run_id: str, calls: type[Call]) -> Run | None:
     """The run, when the phase's calls are all finished and the run goes on; None when it
-    was cancelled, stopped, or a shard is still working."""
+    was cancelled, stopped, a shard is still working, or its plan is still being stored."""
     run = Run.objects.get(pk=run_id)
-    if not run.is_active or run.cancel_requested:
+    if not run.is_active or run.cancel_requested or not run.plan_whole:
         return None
     if calls.objects.filter(run=run).unfinished().exists():
         return None

@@ -58,6 +58,11 @@ def _check(run: Run, suite: Suite) -> None:
         raise ResumeRefused(f"run {run.id} is a run of suite {run.suite.name}, not {suite.name}")
     if not run.is_active:
         raise ResumeRefused(f"run {run.id} is {run.status}: there is nothing to resume")
+    if not run.plan_whole:
+        raise ResumeRefused(
+            f"run {run.id} cannot be resumed: its process stopped before its plan was stored "
+            "whole; start a new run (the answers it finished are taken from the cache)"
+        )
     if run.stored_options.datasource:
         raise ResumeRefused(f"run {run.id} cannot be resumed: {DATASOURCE_REASON}")
     if suite.sha256 != run.suite_version.sha256:

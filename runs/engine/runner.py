@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import random
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
     from evalsite.core.providers.http_clients import HttpClient
 
 db = sync_to_async(thread_sensitive=True)
+LATER = "runs.engine.later"  # what a run uses once its answers are in (see there)
 log = logging.getLogger(__name__)
 # Calls claimed ahead by a shard whose calls are all answered at once (fake, scripted,
 # given): one writer batch (runs.engine.writer) a claim.
@@ -81,18 +85,26 @@ def execute(
     shards: int = 1,
     index: int = 0,
     halt: Callable[[], bool] | None = None,
+    rest: Callable[[], bool] | None = None,
 ) -> Run:
     """Run one shard of `run_id` to the end of the run's pending work; return the run.
 
     Once `halt()` is true (its process is stopping) the shard claims nothing more: its calls
     in flight finish and are written, the ones it has not sent go back to pending, and it
     returns leaving the run to the other shards (or the stalled-run sweep). Shard `index` of
-    `shards` makes its part of the run's per-model limit (:meth:`Limits.share`)."""
-    shard = Shard(run_id, transport=transport, shards=shards, index=index, halt=halt)
+    `shards` makes its part of the run's per-model limit (:meth:`Limits.share`).
+
+    `rest` stores the next batch of the run's plan and says whether one is left
+    (runs.planning.planner.PlanRest.store_next, for a run planned in this process): the
+    shard stores them all on its database thread once its first calls are claimed, and
+    before it leaves the answers, however the run goes."""
+    shard = Shard(run_id, transport=transport, shards=shards, index=index, halt=halt, rest=rest)
     try:
         asyncio.run(shard.run())
     finally:
         close_old_connections()
+        if shard.importing is not None:
+            shard.importing.join()  # imported before it was needed, unless the run ended first
     return Run.objects.get(pk=run_id)
 
 
@@ -191,9 +203,14 @@ class Shard:
     their outcomes to its writer; between phases it makes the moves in
     :mod:`runs.engine.phases`."""
 
-    def __init__(self, run_id: str, *, transport=None, shards: int = 1, index: int = 0, halt=None):
+    def __init__(
+        self, run_id: str, *, transport=None, shards: int = 1, index: int = 0, halt=None, rest=None
+    ):
         self.run_id = run_id
         self.halt: Callable[[], bool] = halt or (lambda: False)
+        self.rest: Callable[[], bool] | None = rest  # the plan's rows still to store
+        self.storing: asyncio.Task | None = None
+        self.importing: threading.Thread | None = None  # LATER, beside the first calls
         self.transport = transport
         self.part = (max(1, shards), index)  # this shard's part of the run's limits
         self.stopping = False
@@ -230,6 +247,7 @@ class Shard:
         if phase in (Run.Status.RUNNING, Run.Status.JUDGING):
             async with self._client() as client:
                 phase = await self._calls(phase, client)
+        await self._plan_stored()  # the run's report, whole or partial, is of its whole plan
         if phase == Run.Status.REPORTING:
             await db(phases.report)(self.run_id)
         await db(_close_stopped)(self.claims)
@@ -315,6 +333,7 @@ class Shard:
                     for task in await self._claim_calls(ahead - len(in_flight), client):
                         in_flight.add(task)
                         task.add_done_callback(finished)
+                    self._beside_first_calls()
                 if in_flight:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(changed.wait(), POLL_S)
@@ -322,6 +341,7 @@ class Shard:
                 if self.claims.may_claim() and not self.stopping:
                     continue  # the last batch was all cache hits: more may be pending
                 await self.writer.flush()
+                await self._plan_stored()  # more to claim once it is
                 if self.stopping or not await db(self.claims.others_working)():
                     break
                 await asyncio.sleep(POLL_S)
@@ -333,6 +353,35 @@ class Shard:
                 task.cancel()
             await asyncio.gather(*in_flight, return_exceptions=True)
             await self.writer.close()
+            if self.storing is not None:  # a batch on the database thread ends there anyway
+                await asyncio.gather(self.storing, return_exceptions=True)
+
+    def _beside_first_calls(self) -> None:
+        """The first calls are claimed: a model's first call goes alone, and its network
+        wait is the run's one idle moment before the fan-out. What the run needs only
+        later starts now, not before the first call: the rest of its plan stored, and what
+        it uses once its answers are in imported (:data:`LATER`, on a thread of its own)."""
+        self._store_plan_soon()
+        if self.importing is None and LATER not in sys.modules:
+            self.importing = threading.Thread(target=_import, args=(LATER,), name=f"import-{LATER}")
+            self.importing.start()  # not a daemon: see execute
+
+    def _store_plan_soon(self) -> None:
+        """Start storing the rest of the run's plan (once): a batch at a time on the
+        database thread, so a claim or a write waits one batch at most."""
+        if self.rest is not None and self.storing is None:
+            self.storing = asyncio.ensure_future(self._store_plan(self.rest))
+
+    async def _store_plan(self, rest: Callable[[], bool]) -> None:
+        while await db(rest)():
+            pass
+
+    async def _plan_stored(self) -> None:
+        """The run's plan stored whole, started now if it was not; a failure raised (the
+        run was failed by it: runs.planning.planner.PlanRest)."""
+        self._store_plan_soon()
+        if self.storing is not None:
+            await self.storing
 
     async def _claim_calls(self, limit: int, client: HttpClient | None) -> list[asyncio.Task]:
         claimed = await db(self.claims.claim)(limit)
@@ -447,6 +496,11 @@ class Shard:
         return await self.claims.reserve(
             call, worst, db=db, stopping=stopping, stop=stop, flush=flush
         )
+
+
+def _import(module: str) -> None:
+    with contextlib.suppress(Exception):  # the run meets the same error where it imports it
+        importlib.import_module(module)
 
 
 def _close_stopped(claims: Claims) -> None:

@@ -500,6 +500,12 @@ class Run(models.Model):
         help_text="No case data is written (docs/no-look.md): run only by the process that "
         "started it.",
     )
+    plan_whole = models.BooleanField(
+        default=True,
+        help_text="False while the process that planned it is still storing its answers "
+        "(beside its first calls): it is never judged or reported before, and is closed if "
+        "that process stops first.",
+    )
 
     objects = RunQuerySet.as_manager()
 
@@ -520,6 +526,11 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def planned_answers(self) -> int:
+        """How many answers its plan has, from its estimate: stored or not (plan_whole)."""
+        return sum(line["calls"] for line in (self.estimate or {}).get("contestants", []))
 
     # What an active run is doing, by status: the words every page's status badge shows.
     PHASE_LABELS: dict[str, str] = {
@@ -692,6 +703,17 @@ class Run(models.Model):
         )
         self.refresh_from_db()
         return changed == 1
+
+    def fail_unstored_plan(self, why: str) -> bool:
+        """Fail an active run whose plan was not stored whole (runs.planning.planner.
+        start_plan), saying how much was, `why`, and what to do; False if it had ended."""
+        stored = self.answers.count()
+        return self.finish(
+            Run.Status.FAILED,
+            f"its plan was not stored whole ({stored} of its answers were stored; {why}); "
+            "nothing more is asked for it: run the suite again (the answers it finished are "
+            "taken from the cache)",
+        )
 
     def answer_again(self) -> None:
         """Back to answering from judging or reporting, its pairs and judge calls deleted

@@ -7,13 +7,14 @@ model or variant, a missing key, a replies file without a case, an estimate over
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
 import itertools
 import os
 import secrets
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -74,6 +75,9 @@ from runs.sealed import Sealed
 
 DEFAULT_CAP_USD = Decimal("2.00")
 ANSWER_BATCH = 2000
+# Stored with the run before its first call; the rest beside the first calls (start_plan).
+# At least a first claim's worth at C = 256 (runs.engine.runner: C + C / 2 calls).
+FIRST_ANSWERS = 512
 
 # A given answer's text by (task, case, contestant): answers supplied, not generated.
 GivenAnswers = Mapping[tuple[str, str, str], str]
@@ -472,8 +476,95 @@ def new_run_id(suite_hash: str, contestants: list[str]) -> str:
 
 @transaction.atomic
 def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
-    """The Run and its pending Answer rows; a run over its cap is stored as refused.
-    `form_submission` is the launch form's token (runs.planning.launch), when it came from one."""
+    """The Run and its pending Answer rows, in one transaction; a run over its cap is stored
+    as refused. `form_submission` is the launch form's token (runs.planning.launch), when
+    it came from one."""
+    run = _create_run(plan, user, form_submission, whole=True)
+    if run.status != Run.Status.REFUSED:
+        _PlanAnswers(run, plan).store()
+    return run
+
+
+def start_plan(plan: Plan) -> tuple[Run, PlanRest | None]:
+    """The Run and its first :data:`FIRST_ANSWERS` answer rows, in one transaction, for
+    this process to execute (runs.engine.local.execute_here); and the rest of its plan, to
+    store on the run's own database thread while its first calls are in flight (their
+    network wait hides most of the storing: docs/performance.md). None when there is no
+    rest (a small plan, a run refused over its cap).
+
+    Until the rest is stored the run's ``plan_whole`` is false: it is never judged or
+    reported on its first rows alone, and a run whose process stopped first is closed by
+    the workers' sweep (:func:`runs.engine.tasks.resume_stalled_runs`)."""
+    whole = plan.over_cap or len(plan.cells) <= FIRST_ANSWERS
+    with transaction.atomic():
+        run = _create_run(plan, None, "", whole=whole)
+        if run.status == Run.Status.REFUSED:
+            return run, None
+        rows = _PlanAnswers(run, plan)
+        insert_each(Answer, itertools.islice(rows.rows, FIRST_ANSWERS))
+    return run, (None if whole else PlanRest(rows))
+
+
+class PlanRest:
+    """The answer rows of a run after its first ones (:func:`start_plan`), stored a batch
+    at a time by the process that planned them, so the run's claims and writes on the same
+    database thread go between two batches; the last batch makes the plan whole. A batch
+    that cannot be stored (a full disk) fails the run: a plan stored in part is never run."""
+
+    def __init__(self, rows: _PlanAnswers) -> None:
+        self.run = rows.run
+        self.batches: Iterator[tuple[dict[str, Any], ...]] = itertools.batched(
+            rows.rows, ANSWER_BATCH
+        )
+        self.batch: tuple[dict[str, Any], ...] | None = None  # made when first stored
+        self.ended = False
+
+    def store_next(self) -> bool:
+        """Store the next batch (the last one marks the plan whole); whether any is left."""
+        if self.ended:
+            return False
+        try:
+            batch = next(self.batches, ()) if self.batch is None else self.batch
+            following = next(self.batches, ())
+            with transaction.atomic():
+                if batch:
+                    insert_each(Answer, batch)
+                if not following:
+                    Run.objects.filter(pk=self.run.pk).update(plan_whole=True)
+        except BaseException as error:
+            self.ended, self.batches = True, iter(())  # nothing more is stored
+            with contextlib.suppress(Exception):  # if this fails too, the sweep closes it
+                self.run.fail_unstored_plan(f"storing the rest failed: {error}")
+            raise
+        self.batch, self.ended = following, not following
+        if self.ended:
+            self.batches = iter(())  # the plan's cells are freed
+        return not self.ended
+
+
+class _PlanAnswers:
+    """A plan's answer rows, in the order of its cells, made as they are stored: a list of
+    100,000 rows with their requests took 390 MB at once. Stored with prepared INSERTs
+    (insert_each), not bulk_create, which spent most of its time building the SQL
+    (docs/performance.md)."""
+
+    def __init__(self, run: Run, plan: Plan) -> None:
+        self.run = run
+        held = sealed.seal(run.id, run.suite_version_id, plan.suite) if run.no_look else None
+        given = plan.given
+        self.rows = (
+            _answer(run, cell, digest, given, held)
+            for cell, digest in zip(plan.cells, plan.hashes, strict=True)
+        )
+
+    def store(self) -> None:
+        """Every row, in batches, each in its own transaction (a savepoint inside one)."""
+        for batch in itertools.batched(self.rows, ANSWER_BATCH):
+            with transaction.atomic():
+                insert_each(Answer, batch)
+
+
+def _create_run(plan: Plan, user, form_submission: str, *, whole: bool) -> Run:
     options, version = plan.options, plan.registered_version
     run = Run.objects.create(
         id=new_run_id(version.sha256, plan.contestants),
@@ -488,20 +579,10 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
         cap_usd=plan.cap,
         created_by=user if user is not None and user.is_authenticated else None,
         no_look=options.no_look,
+        plan_whole=whole,
     )
     if plan.over_cap:
         run.finish(Run.Status.REFUSED, _over_cap_message(plan))
-        return run
-    held = sealed.seal(run.id, version.pk, plan.suite) if options.no_look else None
-    # In batches, each in its own transaction: a list of 100,000 rows with their requests
-    # took 390 MB at once. Prepared INSERTs (insert_each), not bulk_create, which spent
-    # most of its time building the SQL (docs/performance.md).
-    rows = zip(plan.cells, plan.hashes, strict=True)
-    for batch in itertools.batched(rows, ANSWER_BATCH):
-        with transaction.atomic():
-            insert_each(
-                Answer, (_answer(run, cell, digest, plan.given, held) for cell, digest in batch)
-            )
     return run
 
 

@@ -20,24 +20,29 @@ from runs.models import SuiteVersion
 from runs.planning.planner import (
     Plan,
     PlanError,
+    PlanRest,
     RunOptions,
     make_plan,
     no_look_problem,
+    start_plan,
     store_plan,
 )
 
 # The planning room's face for the rest of the house (tests/core/test_rooms.py): a run is
 # planned from a file here, or by make_plan from given answers (the judge lab), and stored by
-# store_plan to execute here, or launched by runs.planning.launch to the workers.
+# start_plan to execute here (its first answers, then the rest beside its first calls) or by
+# store_plan whole, or launched by runs.planning.launch to the workers.
 __all__ = [
     "Plan",
     "PlanError",
+    "PlanRest",
     "Refused",
     "RunOptions",
     "file_problems",
     "make_plan",
     "plan_file",
     "plan_problems",
+    "start_plan",
     "store_plan",
 ]
 

@@ -59,6 +59,10 @@ def progress(run: Run) -> Progress:
         errors=Count("pk", filter=Q(status=Call.Status.ERROR)),
         cache_hits=Count("pk", filter=Q(cached=True)),
     )
+    if not run.plan_whole:  # the rest of its answers are being stored: they are pending
+        unstored = max(0, run.planned_answers - counts["total"])
+        counts["total"] += unstored
+        counts["pending"] += unstored
     elapsed = eta = None
     if run.started_at:
         end = run.finished_at or timezone.now()

@@ -240,3 +240,28 @@ def test_report_latest_skips_a_refused_run_and_baseline_is_the_pinned_run(tmp_pa
     assert report_json(tmp_path, "baseline")["run_id"] == first
     compared = evalsite(tmp_path, "compare", "baseline", "latest", "--json")
     assert compared.returncode == 0, compared.stderr
+
+
+def test_a_run_bigger_than_its_first_answers_stores_and_answers_its_whole_plan(tmp_path):
+    # `evalsite run` stores 512 answers with the run and the rest beside its first calls
+    # (runs.planning.planner.start_plan): every one of 600 is answered and reported.
+    cases = "".join(f"      - {{id: c{i}, vars: {{w: w{i}}}}}\n" for i in range(300))
+    suite = tmp_path / "big.yaml"
+    suite.write_text(
+        "suite: big\nversion: 1\nmodels: [fake/small, fake/large]\n"
+        "defaults: {max_tokens: 16}\n"
+        f'tasks:\n  - id: t\n    prompt: "Say {{{{w}}}}"\n    cases:\n{cases}'
+    )
+
+    result = evalsite(tmp_path, "run", str(suite), "--json")
+
+    assert result.returncode == 0, result.stderr
+    run_id = json.loads(result.stdout)["run_id"]
+    with sqlite3.connect(tmp_path / "evalsite.sqlite3", timeout=20) as db:
+        row = db.execute(
+            "select r.status, r.plan_whole, count(a.id), sum(a.status = 'done') from runs_run r "
+            "join runs_answer a on a.run_id = r.id where r.id = ?",
+            (run_id,),
+        ).fetchone()
+    assert row == ("done", 1, 600, 600)
+    assert report_json(tmp_path, run_id)["totals"]["answers"] == 600

@@ -11,7 +11,7 @@ import pytest
 
 from evalsite.core.suites import load_suite
 from runs import sealed
-from runs.engine import local
+from runs.engine import local, runner
 from runs.engine.local import Stop, execute_here
 from runs.models import Run, SuiteVersion
 from runs.planning.planner import RunOptions, make_plan, store_plan
@@ -96,35 +96,37 @@ def test_the_run_is_returned_when_its_shard_ends_not_at_the_next_poll(no_look_ru
 
 def test_what_a_run_uses_after_its_answers_is_imported_beside_them(no_look_run, monkeypatch):
     """The report's modules and numpy are not imported at start-up (runs.engine.later):
-    execute_here imports them on a thread of its own while the shard answers, and waits
-    for that thread before it returns."""
-    importing: list[threading.Thread] = []
-    imported = threading.Event()
+    the shard imports them on a thread of its own once its first calls are claimed (not
+    before the first call, where they took the interpreter from the run's start-up), and
+    execute_here returns once that thread is done."""
+    importing: list[tuple[threading.Thread, bool]] = []
+    claimed = threading.Event()
 
     def import_module(name):
         assert name == "tests.engine.later_stand_in"
-        importing.append(threading.current_thread())
-        imported.set()
+        importing.append((threading.current_thread(), claimed.is_set()))
 
-    monkeypatch.setattr(local, "LATER", "tests.engine.later_stand_in")
-    monkeypatch.setattr(local.importlib, "import_module", import_module)
-    shard = local.execute
+    monkeypatch.setattr(runner, "LATER", "tests.engine.later_stand_in")
+    monkeypatch.setattr(runner.importlib, "import_module", import_module)
+    claim = runner.Shard._claim_calls
 
-    def answering(run_id, **kwargs):
-        assert imported.wait(10)  # imported while the shard runs, not after it
-        return shard(run_id, **kwargs)
+    async def claiming(self, *args, **kwargs):
+        tasks = await claim(self, *args, **kwargs)
+        claimed.set()
+        return tasks
 
-    monkeypatch.setattr(local, "execute", answering)
+    monkeypatch.setattr(runner.Shard, "_claim_calls", claiming)
 
     run = execute_here(no_look_run)
 
     assert run.status == Run.Status.DONE
-    [thread] = importing
+    [(thread, after_the_first_claim)] = importing
+    assert after_the_first_claim
     assert thread.name == "import-tests.engine.later_stand_in" and not thread.is_alive()
 
 
 def test_a_module_imported_already_is_not_imported_again(no_look_run, monkeypatch):
-    monkeypatch.setattr(local, "LATER", "json")
-    monkeypatch.setattr(local.importlib, "import_module", lambda name: pytest.fail(name))
+    monkeypatch.setattr(runner, "LATER", "json")
+    monkeypatch.setattr(runner.importlib, "import_module", lambda name: pytest.fail(name))
 
     assert execute_here(no_look_run).status == Run.Status.DONE

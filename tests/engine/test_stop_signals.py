@@ -157,7 +157,7 @@ def after(module, name):
 if point == "planning":
     before(command, "plan_file")
 elif point == "stored":
-    after(command, "store_plan")
+    after(command, "start_plan")
 elif point == "shard":
     before(runner.Shard, "_prepare", then=cancel_written)
 else:

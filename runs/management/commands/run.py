@@ -22,8 +22,8 @@ from runs.engine.resume import ResumeRefused, resume_run
 from runs.engine.sandbox import one_sandbox_probe, probe_soon
 from runs.management.interrupts import Interrupts
 from runs.models import Run
-from runs.planning.planner import RunOptions, execution_checked, keys_line, store_plan
-from runs.planning.start import Refused, plan_file
+from runs.planning.planner import RunOptions, execution_checked, keys_line
+from runs.planning.start import PlanRest, Refused, plan_file, start_plan
 from runs.planning.validation import judge_lines
 from runs.results.case_diff import SideError, baseline_changes, load_baseline, run_attempts
 from runs.results.progress import answer_totals, progress
@@ -149,13 +149,13 @@ class Command(EvalsiteCommand):
                 self.stdout.write(f"note: {plan.no_sandbox}")
             sys.exit(ExitCode.REFUSED if plan.over_cap else ExitCode.OK)
         with self.interrupts.holding():  # a signal now cancels the stored run
-            run = store_plan(plan)
+            run, rest = start_plan(plan)
             self.interrupts.watch(run)
         if run.status == Run.Status.REFUSED:
             self._print_estimate(plan.estimate, plan.cap, plan.options.fake, out=self.stderr)
             self._finish(run, opts["json"])
-        del plan  # its cells are stored: the run's later steps reuse their memory
-        run = self._execute(run, quiet=opts["json"])
+        del plan  # the rest holds its cells until they are stored: then their memory is reused
+        run = self._execute(run, quiet=opts["json"], rest=rest)
         self._finish(run, opts["json"])
 
     def _resume(self, opts, loaded) -> None:
@@ -207,7 +207,7 @@ class Command(EvalsiteCommand):
         except ValueError as error:
             self.fail(str(error))
 
-    def _execute(self, run: Run, *, quiet: bool) -> Run:
+    def _execute(self, run: Run, *, quiet: bool, rest: PlanRest | None = None) -> Run:
         """The run executed here (execute_here), its progress on stderr. SIGINT or SIGTERM
         asks the run to cancel (the shard stops between calls and writes a partial report);
         a second one leaves at once once the cancel is written, and a worker closes the run
@@ -215,7 +215,8 @@ class Command(EvalsiteCommand):
         interrupts = self.interrupts
         bar = ProgressPrinter(self.stderr, quiet=quiet or interrupts.asked.is_set())
         try:
-            run = execute_here(run, on_progress=bar.poll, stop=interrupts)
+            rest_of_plan = rest.store_next if rest is not None else None
+            run = execute_here(run, on_progress=bar.poll, stop=interrupts, rest=rest_of_plan)
         except BaseException:
             if bar.tty:
                 self.stderr.write("")
