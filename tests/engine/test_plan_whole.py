@@ -14,6 +14,7 @@ import pytest
 from django.utils import timezone
 
 from evalsite.core.suites import parse_suite
+from runs import sealed
 from runs.engine import phases, runner, tasks
 from runs.engine.local import Stop, execute_here
 from runs.engine.resume import ResumeRefused, resume_run
@@ -171,3 +172,20 @@ def test_a_run_cancelled_before_its_first_call_still_stores_its_whole_plan(small
     assert (run.status, run.plan_whole) == (Run.Status.CANCELLED, True)
     assert run.answers.filter(status=Call.Status.PENDING).count() == ANSWERS
     assert run.report is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_no_look_run_stores_the_rest_of_its_plan_as_its_first_rows_without_case_data(
+    small_batches,
+):
+    run, rest = _started(no_look=True)
+    mock = MockLLM()
+
+    thread = _execute(run, rest.store_next, mock.transport)
+    thread.join(60)
+    sealed.release(run.id)  # as execute_here does
+
+    assert not thread.is_alive() and not thread.failures
+    run.refresh_from_db()
+    assert (run.status, run.plan_whole, mock.count()) == (Run.Status.DONE, True, ANSWERS)
+    assert not any(a.request.get("messages") for a in run.answers.all())  # held here only
