@@ -61,7 +61,7 @@ def _check(run: Run, suite: Suite) -> None:
     if not run.plan_whole:
         raise ResumeRefused(
             f"run {run.id} cannot be resumed: its process stopped before its plan was stored "
-            "whole; start a new run (the answers it finished are taken from the cache)"
+            "whole; start a new run"
         )
     if run.stored_options.datasource:
         raise ResumeRefused(f"run {run.id} cannot be resumed: {DATASOURCE_REASON}")

@@ -93,15 +93,17 @@ def resume_stalled_runs() -> list[str]:
     at most once per two leases, however many workers look (a conditional stamp). A no-look
     run is never resumed here (its case data died with its process: `evalsite run --resume`
     resumes it); one asked to cancel is closed. A run whose plan was not stored whole is
-    failed: only the process that planned it held the rest (runs.planning.planner.start_plan)."""
+    failed, unless it was asked to cancel: only the process that planned it held the rest
+    (runs.planning.planner.start_plan)."""
     lease = settings.EVALSITE_CLAIM_LEASE_S
     now = timezone.now()
     recently = now - dt.timedelta(seconds=2 * lease)
     resumed = []
     stalled = Run.objects.stalled(lease)
-    for run in stalled.filter(plan_whole=False):
+    unstored = {"plan_whole": False, "cancel_requested": False}  # one asked to cancel is closed
+    for run in stalled.filter(**unstored):
         run.fail_unstored_plan("the process storing the rest stopped first")
-    stalled = stalled.filter(plan_whole=True)
+    stalled = stalled.exclude(**unstored)
     for run_id in stalled.filter(no_look=True, cancel_requested=False).values_list("pk", flat=True):
         log.warning("not resuming run %s: %s", run_id, NO_WORKER)
     stalled = stalled.exclude(no_look=True, cancel_requested=False)

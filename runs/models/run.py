@@ -708,11 +708,16 @@ class Run(models.Model):
         """Fail an active run whose plan was not stored whole (runs.planning.planner.
         start_plan), saying how much was, `why`, and what to do; False if it had ended."""
         stored = self.answers.count()
+        again = (
+            "run the suite again"
+            if self.no_look  # its answers were never cached
+            else "run the suite again (without --no-cache it takes the answers this run "
+            "finished from the cache)"
+        )
         return self.finish(
             Run.Status.FAILED,
             f"its plan was not stored whole ({stored} of its answers were stored; {why}); "
-            "nothing more is asked for it: run the suite again (the answers it finished are "
-            "taken from the cache)",
+            f"nothing more is asked for it: {again}",
         )
 
     def answer_again(self) -> None:

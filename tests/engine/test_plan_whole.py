@@ -141,6 +141,7 @@ def test_the_sweep_fails_a_run_whose_process_stopped_storing_its_plan_and_queues
     assert (sent, run.status, run.report) == ([], Run.Status.FAILED, None)
     assert run.detail.startswith("its plan was not stored whole (2 of its answers were stored;")
     assert "the process storing the rest stopped first" in run.detail
+    assert run.detail.endswith("takes the answers this run finished from the cache)")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -189,3 +190,34 @@ def test_a_no_look_run_stores_the_rest_of_its_plan_as_its_first_rows_without_cas
     run.refresh_from_db()
     assert (run.status, run.plan_whole, mock.count()) == (Run.Status.DONE, True, ANSWERS)
     assert not any(a.request.get("messages") for a in run.answers.all())  # held here only
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_no_look_run_failed_so_does_not_promise_the_cache_it_never_wrote(small_batches):
+    run, _rest = _started(no_look=True)
+    sealed.release(run.id)
+
+    assert run.fail_unstored_plan("the process storing the rest stopped first")
+    assert run.detail.endswith("nothing more is asked for it: run the suite again")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_asked_to_cancel_before_its_plan_was_whole_is_closed_as_cancelled(
+    small_batches, monkeypatch
+):
+    # `timeout` sends its signal twice: the command wrote the cancel and left before its
+    # shard stored the rest. What the member asked for is what the worker does.
+    sent = []
+    monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: sent.append(args))
+    run, _rest = _started()
+    run.request_cancel()
+    _aged(run, 2 * LEASE_S + 1)
+    mock = MockLLM()
+
+    assert tasks.resume_stalled_runs() == [run.id]
+    for _, run_id, shards in sent:  # the worker that picks it up
+        runner.execute(run_id, transport=mock.transport, shards=shards)
+
+    run.refresh_from_db()
+    assert (run.status, mock.count()) == (Run.Status.CANCELLED, 0)
+    assert run.report is not None
