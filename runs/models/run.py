@@ -704,6 +704,11 @@ class Run(models.Model):
         self.refresh_from_db()
         return changed == 1
 
+    def mark_plan_whole(self) -> None:
+        """Its last answers are stored (runs.planning.planner.PlanRest): it may move on."""
+        Run.objects.filter(pk=self.pk).update(plan_whole=True)
+        self.plan_whole = True
+
     def fail_unstored_plan(self, why: str) -> bool:
         """Fail an active run whose plan was not stored whole (runs.planning.planner.
         start_plan), saying how much was, `why`, and what to do; False if it had ended."""

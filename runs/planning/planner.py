@@ -530,7 +530,7 @@ class PlanRest:
                 if batch:
                     insert_each(Answer, batch)
                 if not following:
-                    Run.objects.filter(pk=self.run.pk).update(plan_whole=True)
+                    self.run.mark_plan_whole()
         except BaseException as error:
             self.ended, self.batches = True, iter(())  # nothing more is stored
             with contextlib.suppress(Exception):  # if this fails too, the sweep closes it
