@@ -33,8 +33,9 @@ What it does, start to finish (the parts and paths chosen run in this order):
    process, spawn to exit, is also held to issue 31's targets for runs of 4,000 answers
    (``--answers 4000``): 1.15 x ideal at C = 64, 1.5 x at 256, 1.25 x for the pipeline at 64.
    For the memory run, issue 31's two targets around the fan-out, 5 s each: *planned and
-   stored* (spawn to ``started_at``) and *scored and reported* (the last answer stored to
-   ``finished_at``).
+   stored* (spawn to ``started_at`` or the run's ``plan_stored_at``, whichever is later: the
+   rest of the plan is stored beside the first calls) and *scored and reported* (the last
+   answer stored to ``finished_at``).
 5. Plain fan-outs of the same request bodies at each C in this process: httpx, aiohttp and a
    raw asyncio-streams client (the floor); then aiohttp again as a script in its own
    process (``bench/fanout.py``), spawn to exit, beside the whole ``evalsite run``.

@@ -273,12 +273,17 @@ def _exited(result: EngineResult, exited: Exited | None, log_tail: str) -> None:
 
 def _planning_times(result: EngineResult, run_id: str, spawned: float) -> None:
     """From the spawn to the Run row (start-up, the suite loaded, make_plan), then to the
-    shard marking it running (store_plan's answer rows, the shard starting)."""
+    shard marking it running or its last answer row stored, whichever is later: `evalsite
+    run` stores the rest of its plan beside its first calls (start_plan), and its plan is
+    stored only once that is done."""
     from runs.models import Run
 
-    created = Run.objects.filter(pk=run_id).values_list("created_at", flat=True).get()
+    created, stored = (
+        Run.objects.filter(pk=run_id).values_list("created_at", "plan_stored_at").get()
+    )
     result.plan_s = created.timestamp() - spawned
-    result.store_s = result.start_s - created.timestamp()
+    whole = stored.timestamp() if stored is not None else result.start_s
+    result.store_s = max(result.start_s, whole) - created.timestamp()
 
 
 def _run_with_label(label: str) -> str | None:

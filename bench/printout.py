@@ -201,7 +201,8 @@ def _memory_table(results: Results) -> list[str]:
         "every worker process and of this bench (it planned the run), or wait4's ru_maxrss of "
         "evalsite run. plan s: loading the suite and make_plan (evalsite run: from its spawn "
         "to its Run row, start-up included); store s: store_plan (evalsite run: from the Run "
-        "row to started_at); answers s and run s from the same start as above",
+        "row to started_at or its last answer row stored, whichever is later); answers s and "
+        "run s from the same start as above",
         *_table(header, rows),
     ]
 
@@ -259,7 +260,9 @@ def _engine_detail(e: EngineResult) -> str:
         parts.append(f"plan {_f(e.plan_s)} s + store {_f(e.store_s)} s in this process")
     else:
         parts.append(f"process wall {_f(e.process_wall_s)} s, exit {e.returncode}")
-        parts.append(f"spawn to Run row {_f(e.plan_s)} s, Run row to started {_f(e.store_s)} s")
+        parts.append(
+            f"spawn to Run row {_f(e.plan_s)} s, Run row to started and stored {_f(e.store_s)} s"
+        )
         parts.append(f"resumed by a worker: {'yes' if e.resumed else 'no'}")
     parts.append(f"done {_f(e.done_s)} s")
     parts.append(f"CPU answer phase {_f(e.cpu_answers_s)} s, run {_f(e.cpu_run_s)} s")

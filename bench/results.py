@@ -104,8 +104,10 @@ class MemoryResult:
 
     @property
     def planned_and_stored_s(self) -> float | None:
-        """evalsite run: from its spawn to the run's started_at (start-up, the suite read,
-        planned and its rows stored); None on the worker path, which plans in the bench."""
+        """evalsite run: from its spawn to the run's started_at or its last answer row
+        stored, whichever is later (start-up, the suite read, planned and its rows stored:
+        the rest of them beside the first calls); None on the worker path, which plans in
+        the bench."""
         e = self.engine
         if e.path != "cli" or e.plan_s is None or e.store_s is None:
             return None

@@ -100,7 +100,7 @@ def resume_stalled_runs() -> list[str]:
     recently = now - dt.timedelta(seconds=2 * lease)
     resumed = []
     stalled = Run.objects.stalled(lease)
-    unstored = {"plan_whole": False, "cancel_requested": False}  # one asked to cancel is closed
+    unstored = {"plan_stored_at": None, "cancel_requested": False}  # one asked to cancel is closed
     for run in stalled.filter(**unstored):
         run.fail_unstored_plan("the process storing the rest stopped first")
     stalled = stalled.exclude(**unstored)

@@ -500,11 +500,13 @@ class Run(models.Model):
         help_text="No case data is written (docs/no-look.md): run only by the process that "
         "started it.",
     )
-    plan_whole = models.BooleanField(
-        default=True,
-        help_text="False while the process that planned it is still storing its answers "
-        "(beside its first calls): it is never judged or reported before, and is closed if "
-        "that process stops first.",
+    plan_stored_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        default=timezone.now,  # a run is stored with its plan unless start_plan says not
+        help_text="When its last answer row was stored. Empty while the process that planned "
+        "it is still storing them (beside its first calls): it is never judged or reported "
+        "before, and is closed if that process stops first.",
     )
 
     objects = RunQuerySet.as_manager()
@@ -526,6 +528,11 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def plan_whole(self) -> bool:
+        """Is every answer of its plan stored (runs.planning.planner.start_plan)?"""
+        return self.plan_stored_at is not None
 
     @property
     def planned_answers(self) -> int:
@@ -706,8 +713,8 @@ class Run(models.Model):
 
     def mark_plan_whole(self) -> None:
         """Its last answers are stored (runs.planning.planner.PlanRest): it may move on."""
-        Run.objects.filter(pk=self.pk).update(plan_whole=True)
-        self.plan_whole = True
+        self.plan_stored_at = timezone.now()
+        Run.objects.filter(pk=self.pk).update(plan_stored_at=self.plan_stored_at)
 
     def fail_unstored_plan(self, why: str) -> bool:
         """Fail an active run whose plan was not stored whole (runs.planning.planner.

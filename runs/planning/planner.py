@@ -579,7 +579,7 @@ def _create_run(plan: Plan, user, form_submission: str, *, whole: bool) -> Run:
         cap_usd=plan.cap,
         created_by=user if user is not None and user.is_authenticated else None,
         no_look=options.no_look,
-        plan_whole=whole,
+        plan_stored_at=timezone.now() if whole else None,
     )
     if plan.over_cap:
         run.finish(Run.Status.REFUSED, _over_cap_message(plan))
