@@ -316,6 +316,9 @@ class Shard:
             # No slot is held for long: claims of a few calls each were most of the work
             # (a claim statement a ~20 calls, 190 of them for 4,000 fake answers).
             ahead, low = INSTANT_AHEAD, INSTANT_AHEAD // 2
+            # and no network wait to store the rest of the plan behind: stored first, whole,
+            # it is not spread between the claims and writes that would take turns with it
+            await self._plan_stored()
         changed = asyncio.Event()
 
         def finished(task: asyncio.Task) -> None:

@@ -221,3 +221,29 @@ def test_a_run_asked_to_cancel_before_its_plan_was_whole_is_closed_as_cancelled(
     run.refresh_from_db()
     assert (run.status, mock.count()) == (Run.Status.CANCELLED, 0)
     assert run.report is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_calls_do_not_wait_stores_its_whole_plan_before_its_first_claim(
+    small_batches, monkeypatch
+):
+    # --fake, scripted, given: no network wait to hide the storing behind, and spread
+    # between the claims and writes it only took longer to be whole
+    run, rest = _started(fake=True)
+    whole_at_claims: list[bool] = []
+    claim = runner.Claims.claim
+
+    def claiming(self, limit):
+        whole_at_claims.append(Run.objects.get(pk=run.pk).plan_whole)
+        return claim(self, limit)
+
+    monkeypatch.setattr(runner.Claims, "claim", claiming)
+
+    runner.execute(run.id, rest=rest.store_next)
+
+    run.refresh_from_db()
+    assert (run.status, run.answers.filter(status=Call.Status.DONE).count()) == (
+        Run.Status.DONE,
+        ANSWERS,
+    )
+    assert whole_at_claims and all(whole_at_claims)
