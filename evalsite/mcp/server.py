@@ -248,7 +248,7 @@ async def _execute(run_id: str, ctx: Context, rest: PlanRest | None) -> None:
     def work() -> None:
         try:
             execute_here(Run.objects.get(pk=run_id), on_progress=on_progress, stop=stop,
-                         poll_s=POLL_S, rest=rest.store_next if rest else None)  # fmt: skip
+                         poll_s=POLL_S, rest=rest)  # fmt: skip
         finally:
             close_old_connections()
 

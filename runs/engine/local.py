@@ -15,7 +15,7 @@ from collections.abc import Callable
 from django.db import OperationalError
 
 from runs import sealed
-from runs.engine.runner import execute
+from runs.engine.runner import PlanRemainder, execute
 from runs.models import Run
 
 POLL_S = 0.2
@@ -58,7 +58,7 @@ def execute_here(
     on_progress: Callable[[Run], None] | None = None,
     stop: Stop | None = None,
     poll_s: float = POLL_S,
-    rest: Callable[[], bool] | None = None,
+    rest: PlanRemainder | None = None,
 ) -> Run:
     """Execute the stored `run` in this process and return it as it ended; `rest` stores
     the rest of its plan beside its first calls (runs.planning.planner.start_plan).

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -78,6 +78,16 @@ log = logging.getLogger(__name__)
 INSTANT_AHEAD = 200
 
 
+class PlanRemainder(Protocol):
+    """The rest of a run's plan, held by the process that planned it
+    (runs.planning.planner.PlanRest): stored a batch at a time, on the shard's database
+    thread, the last batch marking the plan whole."""
+
+    def store_next(self) -> bool:
+        """Store the next batch; whether any is left."""
+        ...
+
+
 def execute(
     run_id: str,
     *,
@@ -85,7 +95,7 @@ def execute(
     shards: int = 1,
     index: int = 0,
     halt: Callable[[], bool] | None = None,
-    rest: Callable[[], bool] | None = None,
+    rest: PlanRemainder | None = None,
 ) -> Run:
     """Run one shard of `run_id` to the end of the run's pending work; return the run.
 
@@ -94,10 +104,9 @@ def execute(
     returns leaving the run to the other shards (or the stalled-run sweep). Shard `index` of
     `shards` makes its part of the run's per-model limit (:meth:`Limits.share`).
 
-    `rest` stores the next batch of the run's plan and says whether one is left
-    (runs.planning.planner.PlanRest.store_next, for a run planned in this process): the
-    shard stores them all on its database thread once its first calls are claimed, and
-    before it leaves the answers, however the run goes."""
+    `rest` is the rest of the run's plan, for a run planned in this process: the shard
+    stores it on its database thread once its first calls are claimed (before its first
+    claim when no call waits), and before it leaves the answers, however the run goes."""
     shard = Shard(run_id, transport=transport, shards=shards, index=index, halt=halt, rest=rest)
     try:
         asyncio.run(shard.run())
@@ -208,7 +217,7 @@ class Shard:
     ):
         self.run_id = run_id
         self.halt: Callable[[], bool] = halt or (lambda: False)
-        self.rest: Callable[[], bool] | None = rest  # the plan's rows still to store
+        self.rest: PlanRemainder | None = rest  # the plan's rows still to store
         self.storing: asyncio.Task | None = None
         self.importing: threading.Thread | None = None  # LATER, beside the first calls
         self.transport = transport
@@ -375,8 +384,8 @@ class Shard:
         if self.rest is not None and self.storing is None:
             self.storing = asyncio.ensure_future(self._store_plan(self.rest))
 
-    async def _store_plan(self, rest: Callable[[], bool]) -> None:
-        while await db(rest)():
+    async def _store_plan(self, rest: PlanRemainder) -> None:
+        while await db(rest.store_next)():
             pass
 
     async def _plan_stored(self) -> None:

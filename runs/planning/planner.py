@@ -481,7 +481,9 @@ def store_plan(plan: Plan, *, user=None, form_submission: str = "") -> Run:
     it came from one."""
     run = _create_run(plan, user, form_submission, whole=True)
     if run.status != Run.Status.REFUSED:
-        _PlanAnswers(run, plan).store()
+        for batch in itertools.batched(_answer_rows(run, plan), ANSWER_BATCH):
+            with transaction.atomic():  # a savepoint a batch
+                insert_each(Answer, batch)
     return run
 
 
@@ -492,7 +494,7 @@ def start_plan(plan: Plan) -> tuple[Run, PlanRest | None]:
     network wait hides most of the storing: docs/performance.md). None when there is no
     rest (a small plan, a run refused over its cap).
 
-    Until the rest is stored the run's ``plan_whole`` is false: it is never judged or
+    Until the rest is stored the run's ``plan_stored_at`` is empty: it is never judged or
     reported on its first rows alone, and a run whose process stopped first is closed by
     the workers' sweep (:func:`runs.engine.tasks.resume_stalled_runs`)."""
     whole = plan.over_cap or len(plan.cells) <= FIRST_ANSWERS
@@ -500,68 +502,53 @@ def start_plan(plan: Plan) -> tuple[Run, PlanRest | None]:
         run = _create_run(plan, None, "", whole=whole)
         if run.status == Run.Status.REFUSED:
             return run, None
-        rows = _PlanAnswers(run, plan)
-        insert_each(Answer, itertools.islice(rows.rows, FIRST_ANSWERS))
-    return run, (None if whole else PlanRest(rows))
+        rows = _answer_rows(run, plan)
+        insert_each(Answer, itertools.islice(rows, FIRST_ANSWERS))
+    return run, (None if whole else PlanRest(run, rows))
 
 
 class PlanRest:
     """The answer rows of a run after its first ones (:func:`start_plan`), stored a batch
     at a time by the process that planned them, so the run's claims and writes on the same
     database thread go between two batches; the last batch makes the plan whole. A batch
-    that cannot be stored (a full disk) fails the run: a plan stored in part is never run."""
+    that cannot be stored (a full disk) fails the run: a plan stored in part is never run.
+    What runs.engine.runner.PlanRemainder asks of it."""
 
-    def __init__(self, rows: _PlanAnswers) -> None:
-        self.run = rows.run
-        self.batches: Iterator[tuple[dict[str, Any], ...]] = itertools.batched(
-            rows.rows, ANSWER_BATCH
-        )
-        self.batch: tuple[dict[str, Any], ...] | None = None  # made when first stored
-        self.ended = False
+    def __init__(self, run: Run, rows: Iterator[dict[str, Any]]) -> None:
+        self.run = run
+        # Each batch with the one after it, () after the last: the last marks the plan whole
+        # in its own transaction. None once it has ended (the plan's cells freed).
+        batches = itertools.chain(itertools.batched(rows, ANSWER_BATCH), [()])
+        self.steps: Iterator[tuple[tuple, tuple]] | None = itertools.pairwise(batches)
 
     def store_next(self) -> bool:
         """Store the next batch (the last one marks the plan whole); whether any is left."""
-        if self.ended:
+        if self.steps is None:
             return False
         try:
-            batch = next(self.batches, ()) if self.batch is None else self.batch
-            following = next(self.batches, ())
+            batch, following = next(self.steps, ((), ()))
             with transaction.atomic():
-                if batch:
-                    insert_each(Answer, batch)
+                insert_each(Answer, batch)
                 if not following:
                     self.run.mark_plan_whole()
         except BaseException as error:
-            self.ended, self.batches = True, iter(())  # nothing more is stored
+            self.steps = None  # nothing more is stored
             with contextlib.suppress(Exception):  # if this fails too, the sweep closes it
                 self.run.fail_unstored_plan(f"storing the rest failed: {error}")
             raise
-        self.batch, self.ended = following, not following
-        if self.ended:
-            self.batches = iter(())  # the plan's cells are freed
-        return not self.ended
+        if not following:
+            self.steps = None
+        return self.steps is not None
 
 
-class _PlanAnswers:
-    """A plan's answer rows, in the order of its cells, made as they are stored: a list of
-    100,000 rows with their requests took 390 MB at once. Stored with prepared INSERTs
+def _answer_rows(run: Run, plan: Plan) -> Iterator[dict[str, Any]]:
+    """The plan's answer rows, in the order of its cells, made as they are stored: a list
+    of 100,000 rows with their requests took 390 MB at once. Stored with prepared INSERTs
     (insert_each), not bulk_create, which spent most of its time building the SQL
     (docs/performance.md)."""
-
-    def __init__(self, run: Run, plan: Plan) -> None:
-        self.run = run
-        held = sealed.seal(run.id, run.suite_version_id, plan.suite) if run.no_look else None
-        given = plan.given
-        self.rows = (
-            _answer(run, cell, digest, given, held)
-            for cell, digest in zip(plan.cells, plan.hashes, strict=True)
-        )
-
-    def store(self) -> None:
-        """Every row, in batches, each in its own transaction (a savepoint inside one)."""
-        for batch in itertools.batched(self.rows, ANSWER_BATCH):
-            with transaction.atomic():
-                insert_each(Answer, batch)
+    held = sealed.seal(run.id, run.suite_version_id, plan.suite) if run.no_look else None
+    for cell, digest in zip(plan.cells, plan.hashes, strict=True):
+        yield _answer(run, cell, digest, plan.given, held)
 
 
 def _create_run(plan: Plan, user, form_submission: str, *, whole: bool) -> Run:

@@ -72,7 +72,7 @@ def test_the_rest_of_the_plan_is_stored_while_the_first_call_is_in_flight(small_
     first = threading.Event()
     mock = MockLLM(hold=lambda call: not first.is_set() and not first.set())
 
-    thread = _execute(run, rest.store_next, mock.transport)
+    thread = _execute(run, rest, mock.transport)
     wait_until(lambda: mock.held == 1)  # the model's first call, alone, waits on the mock
     # stored meanwhile: on the old order the rest waited for this call, which waits for it
     wait_until(lambda: Run.objects.get(pk=run.pk).plan_whole, timeout=20)
@@ -114,7 +114,7 @@ def test_a_rest_that_cannot_be_stored_fails_the_run_saying_so_and_nothing_is_rep
         return real(model, rows)
 
     monkeypatch.setattr(planner, "insert_each", insert_each)
-    thread = _execute(run, rest.store_next, MockLLM().transport)
+    thread = _execute(run, rest, MockLLM().transport)
     thread.join(60)
 
     assert not thread.is_alive()
@@ -168,7 +168,7 @@ def test_a_run_cancelled_before_its_first_call_still_stores_its_whole_plan(small
     stop = Stop()
     stop.ask()
 
-    run = execute_here(run, stop=stop, rest=rest.store_next)
+    run = execute_here(run, stop=stop, rest=rest)
 
     assert (run.status, run.plan_whole) == (Run.Status.CANCELLED, True)
     assert run.answers.filter(status=Call.Status.PENDING).count() == ANSWERS
@@ -182,7 +182,7 @@ def test_a_no_look_run_stores_the_rest_of_its_plan_as_its_first_rows_without_cas
     run, rest = _started(no_look=True)
     mock = MockLLM()
 
-    thread = _execute(run, rest.store_next, mock.transport)
+    thread = _execute(run, rest, mock.transport)
     thread.join(60)
     sealed.release(run.id)  # as execute_here does
 
@@ -239,7 +239,7 @@ def test_a_run_whose_calls_do_not_wait_stores_its_whole_plan_before_its_first_cl
 
     monkeypatch.setattr(runner.Claims, "claim", claiming)
 
-    runner.execute(run.id, rest=rest.store_next)
+    runner.execute(run.id, rest=rest)
 
     run.refresh_from_db()
     assert (run.status, run.answers.filter(status=Call.Status.DONE).count()) == (

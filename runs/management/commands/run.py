@@ -215,8 +215,7 @@ class Command(EvalsiteCommand):
         interrupts = self.interrupts
         bar = ProgressPrinter(self.stderr, quiet=quiet or interrupts.asked.is_set())
         try:
-            rest_of_plan = rest.store_next if rest is not None else None
-            run = execute_here(run, on_progress=bar.poll, stop=interrupts, rest=rest_of_plan)
+            run = execute_here(run, on_progress=bar.poll, stop=interrupts, rest=rest)
         except BaseException:
             if bar.tty:
                 self.stderr.write("")
